@@ -1,0 +1,233 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/gokafka/gokafka/cluster"
+	"github.com/gokafka/gokafka/handlers"
+	"github.com/gokafka/gokafka/partition"
+	"github.com/gokafka/gokafka/protocol"
+	"github.com/gokafka/gokafka/replication"
+)
+
+// Config is the broker's validated configuration.
+type Config struct {
+	NodeID int32
+	// Listeners are Kafka listener URLs, e.g. PLAINTEXT://127.0.0.1:9092.
+	Listeners []string
+	// AdvertisedListeners default to Listeners.
+	AdvertisedListeners []string
+	Rack                *string
+	LogDirs             []string
+
+	NumPartitions            int32
+	DefaultReplicationFactor int16
+	AutoCreateTopics         bool
+	DeleteTopicEnable        bool
+
+	Protocol protocol.Config
+	Logs     partition.ManagerConfig
+	// BrokerDefaults holds every broker property's value, the source of
+	// topic config defaults and of DescribeConfigs for the broker.
+	BrokerDefaults cluster.BrokerDefaults
+	// ShutdownTimeout bounds how long in-flight requests may take to
+	// finish at shutdown.
+	ShutdownTimeout time.Duration
+}
+
+// Server is a running broker.
+type Server struct {
+	cfg    Config
+	logger zerolog.Logger
+
+	meta     *cluster.Controller
+	logs     *partition.Manager
+	replicas *replication.Manager
+	srv      *protocol.Server
+
+	listeners []net.Listener
+	serveErr  chan error
+}
+
+// Listener is a parsed listener URL.
+type Listener struct {
+	Name string
+	Host string
+	Port int
+}
+
+// ParseListener parses NAME://host:port.
+func ParseListener(s string) (Listener, error) {
+	u, err := url.Parse(strings.TrimSpace(s))
+	if err != nil || u.Scheme == "" || u.Host == "" {
+		return Listener{}, fmt.Errorf("invalid listener %q: want NAME://host:port", s)
+	}
+	host, portStr, err := net.SplitHostPort(u.Host)
+	if err != nil {
+		return Listener{}, fmt.Errorf("invalid listener %q: %w", s, err)
+	}
+	port, err := strconv.Atoi(portStr)
+	if err != nil || port < 0 || port > 65535 {
+		return Listener{}, fmt.Errorf("invalid listener %q: bad port", s)
+	}
+	return Listener{Name: strings.ToUpper(u.Scheme), Host: host, Port: port}, nil
+}
+
+// Start opens everything and starts serving. When it returns without
+// error the listeners accept connections.
+func Start(ctx context.Context, cfg Config, logger zerolog.Logger) (_ *Server, err error) {
+	if len(cfg.LogDirs) == 0 {
+		return nil, errors.New("log.dirs is empty")
+	}
+	var lns []Listener
+	for _, l := range cfg.Listeners {
+		pl, err := ParseListener(l)
+		if err != nil {
+			return nil, err
+		}
+		if pl.Name == "CONTROLLER" {
+			continue
+		}
+		lns = append(lns, pl)
+	}
+	if len(lns) == 0 {
+		return nil, errors.New("no broker listener configured")
+	}
+	s := &Server{cfg: cfg, logger: logger, serveErr: make(chan error, len(lns))}
+	defer func() {
+		if err != nil {
+			s.closeAll()
+		}
+	}()
+
+	metaDir := filepath.Join(cfg.LogDirs[0], cluster.MetadataDirName)
+	s.meta, err = cluster.Open(ctx, cluster.Config{
+		NodeID: cfg.NodeID, Rack: cfg.Rack,
+		NumPartitions: cfg.NumPartitions, DefaultReplicationFactor: cfg.DefaultReplicationFactor,
+		DeleteTopicEnable: cfg.DeleteTopicEnable, BrokerDefaults: cfg.BrokerDefaults,
+	}, metaDir, logger.With().Str("component", "cluster").Logger())
+	if err != nil {
+		return nil, fmt.Errorf("open metadata: %w", err)
+	}
+
+	logsCfg := cfg.Logs
+	logsCfg.Dirs = cfg.LogDirs
+	logsCfg.NodeID = cfg.NodeID
+	logsCfg.ClusterID = s.meta.Image().ClusterID
+	meta := s.meta
+	configFor := func(topic string) partition.Config {
+		im := meta.Image()
+		return replication.LogConfig(im, im.Topics[topic], cfg.NodeID, cfg.BrokerDefaults)
+	}
+	s.logs, err = partition.OpenManager(partition.OSFS(), logsCfg, configFor, logger.With().Str("component", "log").Logger())
+	if err != nil {
+		return nil, fmt.Errorf("open logs: %w", err)
+	}
+	s.replicas, err = replication.NewManager(s.logs, s.meta, logger.With().Str("component", "replicas").Logger())
+	if err != nil {
+		return nil, fmt.Errorf("load partitions: %w", err)
+	}
+	s.logs.Start()
+
+	reg := protocol.NewRegistry()
+	handlers.Register(reg, handlers.Config{NodeID: cfg.NodeID, AutoCreateTopics: cfg.AutoCreateTopics}, s.meta, s.replicas, logger.With().Str("component", "handlers").Logger())
+	s.srv = protocol.NewServer(cfg.Protocol, reg, logger.With().Str("component", "net").Logger())
+
+	// Bind only now: the port must not take connections before the logs
+	// are loaded.
+	for _, l := range lns {
+		ln, err := net.Listen("tcp", net.JoinHostPort(l.Host, strconv.Itoa(l.Port)))
+		if err != nil {
+			return nil, fmt.Errorf("listen %s: %w", l.Name, err)
+		}
+		s.listeners = append(s.listeners, ln)
+	}
+	adv, err := s.advertised(lns)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.meta.Register(ctx, adv.Host, int32(adv.Port)); err != nil {
+		return nil, fmt.Errorf("register broker: %w", err)
+	}
+	for _, ln := range s.listeners {
+		go func(ln net.Listener) { s.serveErr <- s.srv.Serve(ln) }(ln)
+	}
+	return s, nil
+}
+
+// advertised returns the address this broker registers: the first
+// advertised listener, or the first bound listener with its real port.
+func (s *Server) advertised(lns []Listener) (Listener, error) {
+	for _, a := range s.cfg.AdvertisedListeners {
+		pl, err := ParseListener(a)
+		if err != nil {
+			return Listener{}, err
+		}
+		if pl.Name != "CONTROLLER" {
+			return pl, nil
+		}
+	}
+	l := lns[0]
+	l.Port = s.listeners[0].Addr().(*net.TCPAddr).Port
+	if l.Host == "" || l.Host == "0.0.0.0" || l.Host == "::" {
+		l.Host = "127.0.0.1"
+	}
+	return l, nil
+}
+
+// Addrs returns the bound listener addresses.
+func (s *Server) Addrs() []string {
+	out := make([]string, 0, len(s.listeners))
+	for _, ln := range s.listeners {
+		out = append(out, ln.Addr().String())
+	}
+	return out
+}
+
+// ClusterID returns the cluster id.
+func (s *Server) ClusterID() string { return s.meta.Image().ClusterID }
+
+// Err returns a channel that yields an error if a listener fails.
+func (s *Server) Err() <-chan error { return s.serveErr }
+
+// Shutdown stops accepting, finishes in-flight requests, then flushes and
+// checkpoints the logs.
+func (s *Server) Shutdown(ctx context.Context) error {
+	var errs []error
+	if s.srv != nil {
+		if s.cfg.ShutdownTimeout > 0 {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, s.cfg.ShutdownTimeout)
+			defer cancel()
+		}
+		if err := s.srv.Shutdown(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("closing connections: %w", err))
+		}
+	}
+	if err := s.closeAll(); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+func (s *Server) closeAll() error {
+	for _, ln := range s.listeners {
+		ln.Close()
+	}
+	if s.logs != nil {
+		err := s.logs.Close()
+		s.logs = nil
+		return err
+	}
+	return nil
+}

@@ -1,0 +1,470 @@
+package cluster
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"fmt"
+	"maps"
+	mrand "math/rand/v2"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/rs/zerolog"
+)
+
+// Metadata is how the rest of gokafka reads and changes cluster metadata.
+type Metadata interface {
+	// Image returns the latest applied metadata.
+	Image() *Image
+	// Watch registers fn to run after every applied change, in log order,
+	// with the image before and after. fn runs on the applying goroutine:
+	// it must not call back into Metadata's change methods.
+	Watch(fn func(prev, next *Image))
+	CreateTopics(ctx context.Context, specs []TopicSpec, validateOnly bool) []error
+	DeleteTopics(ctx context.Context, names []string) []error
+	CreatePartitions(ctx context.Context, name string, total int32, assignment [][]int32, validateOnly bool) error
+	// SetTopicConfigs replaces a topic's overrides.
+	SetTopicConfigs(ctx context.Context, name string, configs map[string]string, validateOnly bool) error
+	// SetBrokerConfigs replaces the dynamic configs of a broker resource
+	// ("" is the cluster-wide default).
+	SetBrokerConfigs(ctx context.Context, resource string, configs map[string]string, validateOnly bool) error
+	NodeID() int32
+	BrokerDefaults() BrokerDefaults
+}
+
+// TopicSpec is a topic to create.
+type TopicSpec struct {
+	Name              string
+	NumPartitions     int32 // -1: num.partitions
+	ReplicationFactor int16 // -1: default.replication.factor
+	// Assignment, if set, gives the replicas of each partition explicitly.
+	Assignment [][]int32
+	Configs    map[string]*string
+}
+
+// Config configures a Controller.
+type Config struct {
+	NodeID int32
+	Rack   *string
+	// ClusterID is used when the metadata log is new.
+	ClusterID                string
+	NumPartitions            int32
+	DefaultReplicationFactor int16
+	DeleteTopicEnable        bool
+	BrokerDefaults           BrokerDefaults
+}
+
+// Log orders, persists and applies metadata commands.
+type Log interface {
+	// Propose appends cmds and applies them to the state in order. It
+	// returns once they are applied on this node, or with the first error.
+	Propose(ctx context.Context, cmds ...*Command) error
+}
+
+// Controller validates metadata changes and proposes them to the log. It
+// implements Metadata.
+type Controller struct {
+	cfg    Config
+	log    Log
+	logger zerolog.Logger
+
+	// applied is the image after the last applied command.
+	imgMu   sync.RWMutex
+	img     *Image
+	watchMu sync.Mutex
+	watches []func(prev, next *Image)
+
+	// proposeMu serialises validate-then-propose so that two creations of
+	// the same topic cannot both pass validation.
+	proposeMu sync.Mutex
+}
+
+// NewClusterID returns a random cluster id in Kafka's format (a base64url
+// UUID without padding).
+func NewClusterID() string {
+	var b [16]byte
+	rand.Read(b[:])
+	return base64.RawURLEncoding.EncodeToString(b[:])
+}
+
+func newTopicID() TopicID {
+	var id TopicID
+	for id == (TopicID{}) {
+		rand.Read(id[:])
+	}
+	return id
+}
+
+// Image implements Metadata.
+func (c *Controller) Image() *Image {
+	c.imgMu.RLock()
+	defer c.imgMu.RUnlock()
+	return c.img
+}
+
+// Watch implements Metadata.
+func (c *Controller) Watch(fn func(prev, next *Image)) {
+	c.watchMu.Lock()
+	c.watches = append(c.watches, fn)
+	c.watchMu.Unlock()
+}
+
+// NodeID implements Metadata.
+func (c *Controller) NodeID() int32 { return c.cfg.NodeID }
+
+// BrokerDefaults implements Metadata.
+func (c *Controller) BrokerDefaults() BrokerDefaults { return c.cfg.BrokerDefaults }
+
+// published is called by the log after applying commands.
+func (c *Controller) published(next *Image) {
+	c.imgMu.Lock()
+	prev := c.img
+	c.img = next
+	c.imgMu.Unlock()
+	c.watchMu.Lock()
+	watches := slices.Clone(c.watches)
+	c.watchMu.Unlock()
+	for _, fn := range watches {
+		fn(prev, next)
+	}
+}
+
+// Register records this broker's advertised address; until then the
+// broker is not live and gets no new replicas.
+func (c *Controller) Register(ctx context.Context, host string, port int32) error {
+	b := BrokerInfo{NodeID: c.cfg.NodeID, Host: host, Port: port, Rack: c.cfg.Rack}
+	if cur, ok := c.Image().Brokers[b.NodeID]; ok && cur.Host == b.Host && cur.Port == b.Port && !cur.Fenced && equalRack(cur.Rack, b.Rack) {
+		return nil
+	}
+	return c.log.Propose(ctx, &Command{Type: CmdRegisterBroker, Broker: &b, ClusterID: c.cfg.ClusterID})
+}
+
+func equalRack(a, b *string) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return *a == *b
+}
+
+// ValidateTopicName applies Kafka's topic name rules.
+func ValidateTopicName(name string) error {
+	switch {
+	case name == "":
+		return fmt.Errorf("%w: topic name is illegal, it can't be empty", ErrInvalidTopic)
+	case name == "." || name == "..":
+		return fmt.Errorf("%w: topic name cannot be \".\" or \"..\"", ErrInvalidTopic)
+	case len(name) > 249:
+		return fmt.Errorf("%w: topic name is illegal, it can't be longer than 249 characters", ErrInvalidTopic)
+	}
+	for i := 0; i < len(name); i++ {
+		ch := name[i]
+		if !(ch >= 'a' && ch <= 'z' || ch >= 'A' && ch <= 'Z' || ch >= '0' && ch <= '9' || ch == '.' || ch == '_' || ch == '-') {
+			return fmt.Errorf("%w: topic name %q is illegal, it contains a character other than ASCII alphanumerics, '.', '_' and '-'", ErrInvalidTopic, name)
+		}
+	}
+	return nil
+}
+
+func collisionName(name string) string { return strings.ReplaceAll(name, ".", "_") }
+
+// CreateTopics implements Metadata.
+func (c *Controller) CreateTopics(ctx context.Context, specs []TopicSpec, validateOnly bool) []error {
+	c.proposeMu.Lock()
+	defer c.proposeMu.Unlock()
+	errs := make([]error, len(specs))
+	im := c.Image()
+	var cmds []*Command
+	var cmdIdx []int
+	pending := map[string]bool{}
+	for i, spec := range specs {
+		t, err := c.planTopic(im, spec, pending)
+		if err != nil {
+			errs[i] = err
+			continue
+		}
+		pending[collisionName(spec.Name)] = true
+		if !validateOnly {
+			cmds = append(cmds, &Command{Type: CmdCreateTopic, Topic: t})
+			cmdIdx = append(cmdIdx, i)
+		}
+	}
+	// Topics are proposed one by one so that one failure does not fail
+	// the others.
+	for j, cmd := range cmds {
+		if err := c.log.Propose(ctx, cmd); err != nil {
+			errs[cmdIdx[j]] = err
+		} else {
+			c.logger.Info().Str("topic", cmd.Topic.Name).Int("partitions", len(cmd.Topic.Partitions)).Msg("topic created")
+		}
+	}
+	return errs
+}
+
+func (c *Controller) planTopic(im *Image, spec TopicSpec, pending map[string]bool) (*TopicInfo, error) {
+	if err := ValidateTopicName(spec.Name); err != nil {
+		return nil, err
+	}
+	if im.Topics[spec.Name] != nil {
+		return nil, fmt.Errorf("%w: topic '%s' already exists", ErrTopicExists, spec.Name)
+	}
+	cn := collisionName(spec.Name)
+	if pending[cn] {
+		return nil, fmt.Errorf("%w: topic '%s' collides with another topic in the request", ErrInvalidTopic, spec.Name)
+	}
+	for name := range im.Topics {
+		if collisionName(name) == cn {
+			return nil, fmt.Errorf("%w: topic '%s' collides with existing topic: %s", ErrInvalidTopic, spec.Name, name)
+		}
+	}
+	configs := make(map[string]string, len(spec.Configs))
+	for k, v := range spec.Configs {
+		if err := ValidateTopicConfig(k, v); err != nil {
+			return nil, err
+		}
+		configs[k] = strings.TrimSpace(*v)
+	}
+	var assignment [][]int32
+	if len(spec.Assignment) > 0 {
+		if spec.NumPartitions != -1 || spec.ReplicationFactor != -1 {
+			return nil, fmt.Errorf("%w: both numPartitions or replicationFactor and replicasAssignments were set", ErrInvalidRequest)
+		}
+		if err := c.checkAssignment(im, spec.Assignment, 0); err != nil {
+			return nil, err
+		}
+		assignment = spec.Assignment
+	} else {
+		n, rf := spec.NumPartitions, spec.ReplicationFactor
+		if n == -1 {
+			n = c.cfg.NumPartitions
+		}
+		if rf == -1 {
+			rf = c.cfg.DefaultReplicationFactor
+		}
+		if n <= 0 {
+			return nil, fmt.Errorf("%w: number of partitions was set to an invalid non-positive value", ErrInvalidPartitions)
+		}
+		if rf <= 0 {
+			return nil, fmt.Errorf("%w: replication factor must be larger than 0", ErrInvalidReplicationFactor)
+		}
+		live := liveBrokers(im)
+		if int(rf) > len(live) {
+			return nil, fmt.Errorf("%w: unable to replicate the partition %d time(s): the number of brokers is only %d", ErrInvalidReplicationFactor, rf, len(live))
+		}
+		assignment = assignReplicas(live, int(n), int(rf), 0, -1)
+	}
+	t := &TopicInfo{Name: spec.Name, ID: newTopicID(), Configs: configs}
+	for p, replicas := range assignment {
+		t.Partitions = append(t.Partitions, PartitionInfo{
+			Partition: int32(p), Leader: replicas[0], Replicas: append([]int32(nil), replicas...), ISR: append([]int32(nil), replicas...),
+		})
+	}
+	return t, nil
+}
+
+func (c *Controller) checkAssignment(im *Image, assignment [][]int32, firstPartition int) error {
+	rf := -1
+	for i, replicas := range assignment {
+		if len(replicas) == 0 {
+			return fmt.Errorf("%w: partition %d has no replicas", ErrInvalidReplicaAssignment, firstPartition+i)
+		}
+		if rf == -1 {
+			rf = len(replicas)
+		} else if rf != len(replicas) {
+			return fmt.Errorf("%w: all partitions should have the same number of replicas", ErrInvalidReplicaAssignment)
+		}
+		seen := map[int32]bool{}
+		for _, r := range replicas {
+			if seen[r] {
+				return fmt.Errorf("%w: duplicate replica %d for partition %d", ErrInvalidReplicaAssignment, r, firstPartition+i)
+			}
+			seen[r] = true
+			if _, ok := im.Brokers[r]; !ok {
+				return fmt.Errorf("%w: unknown broker %d for partition %d", ErrInvalidReplicaAssignment, r, firstPartition+i)
+			}
+		}
+	}
+	return nil
+}
+
+func liveBrokers(im *Image) []int32 {
+	var ids []int32
+	for _, id := range im.BrokerIDs() {
+		if !im.Brokers[id].Fenced {
+			ids = append(ids, id)
+		}
+	}
+	return ids
+}
+
+// assignReplicas spreads partitions over brokers the way Kafka's rack-unaware
+// assignment does: leaders round-robin from a random start, followers
+// shifted so that the replicas of consecutive partitions differ.
+func assignReplicas(brokers []int32, partitions, rf, firstPartition, startIndex int) [][]int32 {
+	n := len(brokers)
+	if startIndex < 0 {
+		startIndex = mrand.IntN(n)
+	}
+	shift := mrand.IntN(n)
+	out := make([][]int32, 0, partitions)
+	cur := firstPartition
+	for i := 0; i < partitions; i++ {
+		if cur > 0 && cur%n == 0 {
+			shift++
+		}
+		first := (cur + startIndex) % n
+		replicas := []int32{brokers[first]}
+		for j := 0; j < rf-1; j++ {
+			s := 1 + (shift+j)%(n-1)
+			replicas = append(replicas, brokers[(first+s)%n])
+		}
+		out = append(out, replicas)
+		cur++
+	}
+	return out
+}
+
+// DeleteTopics implements Metadata.
+func (c *Controller) DeleteTopics(ctx context.Context, names []string) []error {
+	c.proposeMu.Lock()
+	defer c.proposeMu.Unlock()
+	errs := make([]error, len(names))
+	for i, name := range names {
+		if !c.cfg.DeleteTopicEnable {
+			errs[i] = ErrTopicDeletionDisabled
+			continue
+		}
+		if c.Image().Topics[name] == nil {
+			errs[i] = fmt.Errorf("%w: %s", ErrUnknownTopic, name)
+			continue
+		}
+		if err := c.log.Propose(ctx, &Command{Type: CmdDeleteTopic, Name: name}); err != nil {
+			errs[i] = err
+			continue
+		}
+		c.logger.Info().Str("topic", name).Msg("topic deleted")
+	}
+	return errs
+}
+
+// CreatePartitions implements Metadata.
+func (c *Controller) CreatePartitions(ctx context.Context, name string, total int32, assignment [][]int32, validateOnly bool) error {
+	c.proposeMu.Lock()
+	defer c.proposeMu.Unlock()
+	im := c.Image()
+	t := im.Topics[name]
+	if t == nil {
+		return fmt.Errorf("%w: %s", ErrUnknownTopic, name)
+	}
+	cur := int32(len(t.Partitions))
+	if total < cur {
+		return fmt.Errorf("%w: topic currently has %d partitions, which is higher than the requested %d", ErrInvalidPartitions, cur, total)
+	}
+	if total == cur {
+		return fmt.Errorf("%w: topic already has %d partitions", ErrInvalidPartitions, cur)
+	}
+	add := int(total - cur)
+	rf := len(t.Partitions[0].Replicas)
+	if assignment != nil {
+		if len(assignment) != add {
+			return fmt.Errorf("%w: attempted to add %d additional partitions, but only %d assignments were supplied", ErrInvalidReplicaAssignment, add, len(assignment))
+		}
+		if err := c.checkAssignment(im, assignment, int(cur)); err != nil {
+			return err
+		}
+	} else {
+		live := liveBrokers(im)
+		if rf > len(live) {
+			return fmt.Errorf("%w: unable to replicate the partition %d time(s): the number of brokers is only %d", ErrInvalidReplicationFactor, rf, len(live))
+		}
+		assignment = assignReplicas(live, add, rf, int(cur), -1)
+	}
+	if validateOnly {
+		return nil
+	}
+	parts := make([]PartitionInfo, 0, add)
+	for i, replicas := range assignment {
+		parts = append(parts, PartitionInfo{
+			Partition: cur + int32(i), Leader: replicas[0], Replicas: append([]int32(nil), replicas...), ISR: append([]int32(nil), replicas...),
+		})
+	}
+	return c.log.Propose(ctx, &Command{Type: CmdCreatePartitions, Name: name, Partitions: parts})
+}
+
+// SetTopicConfigs implements Metadata.
+func (c *Controller) SetTopicConfigs(ctx context.Context, name string, configs map[string]string, validateOnly bool) error {
+	c.proposeMu.Lock()
+	defer c.proposeMu.Unlock()
+	if c.Image().Topics[name] == nil {
+		return fmt.Errorf("%w: %s", ErrUnknownTopic, name)
+	}
+	for k, v := range configs {
+		if err := ValidateTopicConfig(k, &v); err != nil {
+			return err
+		}
+	}
+	if validateOnly {
+		return nil
+	}
+	return c.log.Propose(ctx, &Command{Type: CmdSetTopicConfigs, Name: name, Configs: maps.Clone(configs)})
+}
+
+// DynamicBrokerConfigs lists the broker properties that can change without
+// a restart, with the topic config each one supplies the default for.
+func DynamicBrokerConfigs() []string {
+	var out []string
+	for _, def := range topicConfigDefs {
+		if def.BrokerSynonym != "" {
+			out = append(out, def.BrokerSynonym)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// SetBrokerConfigs implements Metadata.
+func (c *Controller) SetBrokerConfigs(ctx context.Context, resource string, configs map[string]string, validateOnly bool) error {
+	c.proposeMu.Lock()
+	defer c.proposeMu.Unlock()
+	if resource != "" {
+		if id, err := strconv.ParseInt(resource, 10, 32); err != nil || id < 0 {
+			return fmt.Errorf("%w: invalid broker id %q", ErrInvalidRequest, resource)
+		}
+	}
+	var bad []string
+	for k, v := range configs {
+		def := brokerSynonymDef(k)
+		if def == nil {
+			bad = append(bad, k)
+			continue
+		}
+		if err := checkType(def.Type, v); err != nil {
+			return fmt.Errorf("%w: invalid value %s for configuration %s", ErrInvalidConfig, v, k)
+		}
+		if def.Check != nil {
+			if err := def.Check(strings.TrimSpace(v)); err != nil {
+				return fmt.Errorf("%w: invalid value %s for configuration %s: %v", ErrInvalidConfig, v, k, err)
+			}
+		}
+	}
+	if len(bad) > 0 {
+		sort.Strings(bad)
+		return fmt.Errorf("%w: cannot update these configs dynamically: %s", ErrInvalidRequest, strings.Join(bad, ", "))
+	}
+	if validateOnly {
+		return nil
+	}
+	return c.log.Propose(ctx, &Command{Type: CmdSetBrokerConfigs, Name: resource, Configs: maps.Clone(configs)})
+}
+
+func brokerSynonymDef(name string) *ConfigDef {
+	for i := range topicConfigDefs {
+		if topicConfigDefs[i].BrokerSynonym == name {
+			return &topicConfigDefs[i]
+		}
+	}
+	return nil
+}

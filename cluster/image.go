@@ -1,0 +1,98 @@
+package cluster
+
+import (
+	"sort"
+)
+
+// TopicID is a topic's 16-byte UUID.
+type TopicID [16]byte
+
+// BrokerInfo is a registered broker.
+type BrokerInfo struct {
+	NodeID int32   `json:"node_id"`
+	Host   string  `json:"host"`
+	Port   int32   `json:"port"`
+	Rack   *string `json:"rack,omitempty"`
+	Fenced bool    `json:"fenced,omitempty"`
+}
+
+// PartitionInfo is the replicated state of one partition.
+type PartitionInfo struct {
+	Partition int32 `json:"partition"`
+	Leader    int32 `json:"leader"`
+	// LeaderEpoch increases with every leader change.
+	LeaderEpoch int32 `json:"leader_epoch"`
+	// PartitionEpoch increases with every change of this record, leader or
+	// ISR; AlterPartition compares it to refuse stale proposals.
+	PartitionEpoch int32   `json:"partition_epoch"`
+	Replicas       []int32 `json:"replicas"`
+	ISR            []int32 `json:"isr"`
+}
+
+// TopicInfo is one topic.
+type TopicInfo struct {
+	Name       string            `json:"name"`
+	ID         TopicID           `json:"id"`
+	Partitions []PartitionInfo   `json:"partitions"`
+	Configs    map[string]string `json:"configs,omitempty"`
+}
+
+// Internal reports whether the topic is one of Kafka's internal topics.
+func (t *TopicInfo) Internal() bool {
+	return t.Name == "__consumer_offsets" || t.Name == "__transaction_state"
+}
+
+// Image is an immutable view of the metadata at one point of the log.
+// Nothing may modify an Image or what it points to once published.
+type Image struct {
+	ClusterID    string
+	ControllerID int32
+	// Offset is the index of the last command applied.
+	Offset  int64
+	Brokers map[int32]BrokerInfo
+	Topics  map[string]*TopicInfo
+	IDs     map[TopicID]string
+	// BrokerConfigs holds dynamic broker config overrides by resource name:
+	// "" for the cluster-wide default, the node id as a string otherwise.
+	BrokerConfigs map[string]map[string]string
+}
+
+// Topic returns the named topic or nil.
+func (im *Image) Topic(name string) *TopicInfo { return im.Topics[name] }
+
+// TopicByID returns the topic with id or nil.
+func (im *Image) TopicByID(id TopicID) *TopicInfo {
+	if name, ok := im.IDs[id]; ok {
+		return im.Topics[name]
+	}
+	return nil
+}
+
+// Partition returns the partition or nil.
+func (im *Image) Partition(topic string, p int32) *PartitionInfo {
+	t := im.Topics[topic]
+	if t == nil || p < 0 || int(p) >= len(t.Partitions) {
+		return nil
+	}
+	return &t.Partitions[p]
+}
+
+// TopicNames returns the topic names, sorted.
+func (im *Image) TopicNames() []string {
+	names := make([]string, 0, len(im.Topics))
+	for n := range im.Topics {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// BrokerIDs returns the registered broker ids, sorted.
+func (im *Image) BrokerIDs() []int32 {
+	ids := make([]int32, 0, len(im.Brokers))
+	for id := range im.Brokers {
+		ids = append(ids, id)
+	}
+	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	return ids
+}

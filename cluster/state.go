@@ -1,0 +1,189 @@
+package cluster
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+)
+
+// CommandType names a metadata change.
+type CommandType string
+
+const (
+	CmdRegisterBroker   CommandType = "register_broker"
+	CmdCreateTopic      CommandType = "create_topic"
+	CmdDeleteTopic      CommandType = "delete_topic"
+	CmdCreatePartitions CommandType = "create_partitions"
+	CmdSetTopicConfigs  CommandType = "set_topic_configs"
+	CmdSetBrokerConfigs CommandType = "set_broker_configs"
+)
+
+// Command is one entry of the metadata log. Apply must be deterministic:
+// every node applying the same commands reaches the same State.
+type Command struct {
+	Type       CommandType       `json:"type"`
+	Broker     *BrokerInfo       `json:"broker,omitempty"`
+	Topic      *TopicInfo        `json:"topic,omitempty"`
+	Name       string            `json:"name,omitempty"`
+	Partitions []PartitionInfo   `json:"partitions,omitempty"`
+	Configs    map[string]string `json:"configs,omitempty"`
+	ClusterID  string            `json:"cluster_id,omitempty"`
+}
+
+// State is the metadata state machine. It is not safe for concurrent use;
+// the Log that owns it serialises Apply and Image.
+type State struct {
+	clusterID     string
+	offset        int64
+	brokers       map[int32]BrokerInfo
+	topics        map[string]*TopicInfo
+	ids           map[TopicID]string
+	brokerConfigs map[string]map[string]string
+}
+
+// NewState returns an empty state.
+func NewState() *State {
+	return &State{
+		brokers:       make(map[int32]BrokerInfo),
+		topics:        make(map[string]*TopicInfo),
+		ids:           make(map[TopicID]string),
+		brokerConfigs: make(map[string]map[string]string),
+	}
+}
+
+// Apply applies cmd as log entry offset. An error means the command was
+// invalid against the current state; the state is then unchanged (the
+// controller validates before proposing, so this guards against races
+// between two proposals).
+func (s *State) Apply(offset int64, cmd *Command) error {
+	if err := s.apply(cmd); err != nil {
+		return err
+	}
+	s.offset = offset
+	return nil
+}
+
+func (s *State) apply(cmd *Command) error {
+	switch cmd.Type {
+	case CmdRegisterBroker:
+		if cmd.Broker == nil {
+			return fmt.Errorf("register_broker without broker")
+		}
+		if cmd.ClusterID != "" && s.clusterID == "" {
+			s.clusterID = cmd.ClusterID
+		}
+		s.brokers[cmd.Broker.NodeID] = *cmd.Broker
+	case CmdCreateTopic:
+		t := cmd.Topic
+		if t == nil {
+			return fmt.Errorf("create_topic without topic")
+		}
+		if _, ok := s.topics[t.Name]; ok {
+			return fmt.Errorf("%w: %s", ErrTopicExists, t.Name)
+		}
+		if _, ok := s.ids[t.ID]; ok {
+			return fmt.Errorf("topic id collision for %s", t.Name)
+		}
+		cp := *t
+		cp.Partitions = append([]PartitionInfo(nil), t.Partitions...)
+		cp.Configs = maps.Clone(t.Configs)
+		s.topics[t.Name] = &cp
+		s.ids[t.ID] = t.Name
+	case CmdDeleteTopic:
+		t, ok := s.topics[cmd.Name]
+		if !ok {
+			return fmt.Errorf("%w: %s", ErrUnknownTopic, cmd.Name)
+		}
+		delete(s.topics, cmd.Name)
+		delete(s.ids, t.ID)
+	case CmdCreatePartitions:
+		t, ok := s.topics[cmd.Name]
+		if !ok {
+			return fmt.Errorf("%w: %s", ErrUnknownTopic, cmd.Name)
+		}
+		cp := *t
+		cp.Partitions = append(append([]PartitionInfo(nil), t.Partitions...), cmd.Partitions...)
+		for i := range cp.Partitions {
+			if cp.Partitions[i].Partition != int32(i) {
+				return fmt.Errorf("create_partitions: partition %d out of sequence", cp.Partitions[i].Partition)
+			}
+		}
+		s.topics[cmd.Name] = &cp
+	case CmdSetTopicConfigs:
+		t, ok := s.topics[cmd.Name]
+		if !ok {
+			return fmt.Errorf("%w: %s", ErrUnknownTopic, cmd.Name)
+		}
+		cp := *t
+		cp.Configs = maps.Clone(cmd.Configs)
+		s.topics[cmd.Name] = &cp
+	case CmdSetBrokerConfigs:
+		if len(cmd.Configs) == 0 {
+			delete(s.brokerConfigs, cmd.Name)
+		} else {
+			s.brokerConfigs[cmd.Name] = maps.Clone(cmd.Configs)
+		}
+	default:
+		return fmt.Errorf("unknown metadata command %q", cmd.Type)
+	}
+	return nil
+}
+
+// Image returns an immutable copy of the current state. Topic values are
+// shared with the state, which replaces rather than mutates them.
+func (s *State) Image(controllerID int32) *Image {
+	return &Image{
+		ClusterID:     s.clusterID,
+		ControllerID:  controllerID,
+		Offset:        s.offset,
+		Brokers:       maps.Clone(s.brokers),
+		Topics:        maps.Clone(s.topics),
+		IDs:           maps.Clone(s.ids),
+		BrokerConfigs: maps.Clone(s.brokerConfigs),
+	}
+}
+
+// snapshot is the serialised State.
+type snapshot struct {
+	ClusterID     string                       `json:"cluster_id"`
+	Offset        int64                        `json:"offset"`
+	Brokers       []BrokerInfo                 `json:"brokers"`
+	Topics        []*TopicInfo                 `json:"topics"`
+	BrokerConfigs map[string]map[string]string `json:"broker_configs,omitempty"`
+}
+
+// MarshalSnapshot serialises the state.
+func (s *State) MarshalSnapshot() ([]byte, error) {
+	snap := snapshot{ClusterID: s.clusterID, Offset: s.offset, BrokerConfigs: s.brokerConfigs}
+	im := s.Image(-1)
+	for _, id := range im.BrokerIDs() {
+		snap.Brokers = append(snap.Brokers, s.brokers[id])
+	}
+	for _, n := range im.TopicNames() {
+		snap.Topics = append(snap.Topics, s.topics[n])
+	}
+	return json.Marshal(&snap)
+}
+
+// RestoreSnapshot replaces the state with a serialised one.
+func (s *State) RestoreSnapshot(b []byte) error {
+	var snap snapshot
+	if err := json.Unmarshal(b, &snap); err != nil {
+		return fmt.Errorf("metadata snapshot: %w", err)
+	}
+	fresh := NewState()
+	fresh.clusterID = snap.ClusterID
+	fresh.offset = snap.Offset
+	for _, b := range snap.Brokers {
+		fresh.brokers[b.NodeID] = b
+	}
+	for _, t := range snap.Topics {
+		fresh.topics[t.Name] = t
+		fresh.ids[t.ID] = t.Name
+	}
+	for k, v := range snap.BrokerConfigs {
+		fresh.brokerConfigs[k] = v
+	}
+	*s = *fresh
+	return nil
+}

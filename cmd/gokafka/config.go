@@ -1,0 +1,238 @@
+package main
+
+import (
+	"fmt"
+	"math"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/viper"
+
+	"github.com/gokafka/gokafka/broker"
+	"github.com/gokafka/gokafka/cluster"
+	"github.com/gokafka/gokafka/partition"
+	"github.com/gokafka/gokafka/protocol"
+)
+
+// property is one broker setting: Kafka's name, Kafka's default ("" for
+// none), and what it does. config.yaml lists the same table; a test keeps
+// them in step.
+type property struct {
+	name, def, doc string
+}
+
+var maxLong = strconv.FormatInt(math.MaxInt64, 10)
+
+var properties = []property{
+	{"node.id", "1", "This broker's id."},
+	{"listeners", "PLAINTEXT://127.0.0.1:9092", "Comma-separated listener URLs the broker binds."},
+	{"advertised.listeners", "", "Addresses given to clients; empty means the listeners."},
+	{"broker.rack", "", "Rack of this broker; empty for none."},
+	{"log.dirs", "./data", "Comma-separated directories holding the partition logs."},
+	{"num.partitions", "1", "Partitions of an auto-created topic or of CreateTopics with -1."},
+	{"default.replication.factor", "1", "Replication factor of auto-created topics or CreateTopics with -1."},
+	{"auto.create.topics.enable", "true", "Create unknown topics named in Metadata requests."},
+	{"delete.topic.enable", "true", "Allow DeleteTopics."},
+	{"message.max.bytes", "1048588", "Largest record batch accepted (topic: max.message.bytes)."},
+	{"socket.request.max.bytes", "104857600", "Largest request frame; a larger size closes the connection."},
+	{"connections.max.idle.ms", "600000", "Close connections idle for this long."},
+	{"log.segment.bytes", "1073741824", "Roll a segment at this size (topic: segment.bytes)."},
+	{"log.roll.ms", "", "Roll a segment this long after its first record (topic: segment.ms); empty uses log.roll.hours."},
+	{"log.roll.hours", "168", "Segment roll time in hours when log.roll.ms is not set."},
+	{"log.retention.ms", "", "Delete segments older than this (topic: retention.ms); -1 keeps forever; empty uses minutes/hours."},
+	{"log.retention.minutes", "", "Retention in minutes when log.retention.ms is not set."},
+	{"log.retention.hours", "168", "Retention in hours when neither log.retention.ms nor minutes is set."},
+	{"log.retention.bytes", "-1", "Delete old segments beyond this partition size (topic: retention.bytes); -1 for no limit."},
+	{"log.retention.check.interval.ms", "300000", "How often retention runs."},
+	{"log.index.interval.bytes", "4096", "Bytes between offset index entries (topic: index.interval.bytes)."},
+	{"log.index.size.max.bytes", "10485760", "Largest offset index; a full index rolls the segment (topic: segment.index.bytes)."},
+	{"log.flush.interval.messages", maxLong, "fsync after this many records (topic: flush.messages); 1 syncs before every ack."},
+	{"log.flush.interval.ms", "", "fsync a partition this long after its oldest unflushed write (topic: flush.ms); empty never by time."},
+	{"log.flush.scheduler.interval.ms", "1000", "How often log.flush.interval.ms is checked."},
+	{"log.flush.offset.checkpoint.interval.ms", "60000", "How often recovery points are checkpointed."},
+	{"log.message.timestamp.type", "CreateTime", "CreateTime or LogAppendTime (topic: message.timestamp.type)."},
+	{"log.cleanup.policy", "delete", "delete or compact (topic: cleanup.policy)."},
+	{"log.preallocate", "false", "Reported for compatibility (topic: preallocate)."},
+	{"log.segment.delete.delay.ms", "60000", "Reported for compatibility (topic: file.delete.delay.ms)."},
+	{"min.insync.replicas", "1", "Replicas that must acknowledge an acks=all write (topic: min.insync.replicas)."},
+	{"unclean.leader.election.enable", "false", "Allow a leader from outside the ISR (topic: unclean.leader.election.enable)."},
+	{"compression.type", "producer", "Topic default for compression.type; batches are stored as the producer sent them."},
+	{"shutdown.timeout.ms", "30000", "How long in-flight requests may take to finish at shutdown."},
+	{"log.level", "info", "trace, debug, info, warn or error."},
+	{"log.format", "console", "console or json."},
+}
+
+// loadConfig reads config.yaml (if path is set), then GOKAFKA_* env
+// overrides, and returns the typed configs.
+func loadConfig(path string) (*settings, error) {
+	// Kafka's names contain dots; a different key delimiter keeps viper
+	// from reading them as nested maps.
+	v := viper.NewWithOptions(viper.KeyDelimiter("::"))
+	v.SetEnvPrefix("GOKAFKA")
+	v.SetEnvKeyReplacer(strings.NewReplacer(".", "_"))
+	for _, p := range properties {
+		v.SetDefault(p.name, p.def)
+		if err := v.BindEnv(p.name); err != nil {
+			return nil, err
+		}
+	}
+	if path != "" {
+		v.SetConfigFile(path)
+		if err := v.ReadInConfig(); err != nil {
+			return nil, fmt.Errorf("read config %s: %w", path, err)
+		}
+		known := map[string]bool{}
+		for _, p := range properties {
+			known[p.name] = true
+		}
+		for _, k := range v.AllKeys() {
+			if !known[k] {
+				return nil, fmt.Errorf("config %s: unknown property %q", path, k)
+			}
+		}
+	}
+	s := &settings{values: map[string]string{}, set: map[string]bool{}}
+	for _, p := range properties {
+		val := strings.TrimSpace(v.GetString(p.name))
+		s.values[p.name] = val
+		_, inEnv := os.LookupEnv("GOKAFKA_" + strings.ToUpper(strings.ReplaceAll(p.name, ".", "_")))
+		s.set[p.name] = inEnv || v.InConfig(p.name) && val != p.def
+	}
+	return s, nil
+}
+
+type settings struct {
+	values map[string]string
+	set    map[string]bool
+	errs   []string
+}
+
+func (s *settings) str(name string) string { return s.values[name] }
+
+func (s *settings) i64(name string) int64 {
+	n, err := strconv.ParseInt(s.values[name], 10, 64)
+	if err != nil {
+		s.errs = append(s.errs, fmt.Sprintf("%s: %q is not an integer", name, s.values[name]))
+	}
+	return n
+}
+
+// optI64 parses a property that may be empty.
+func (s *settings) optI64(name string) (int64, bool) {
+	if s.values[name] == "" {
+		return 0, false
+	}
+	return s.i64(name), true
+}
+
+func (s *settings) boolean(name string) bool {
+	b, err := strconv.ParseBool(s.values[name])
+	if err != nil {
+		s.errs = append(s.errs, fmt.Sprintf("%s: %q is not a boolean", name, s.values[name]))
+	}
+	return b
+}
+
+func (s *settings) list(name string) []string {
+	var out []string
+	for _, item := range strings.Split(s.values[name], ",") {
+		if item = strings.TrimSpace(item); item != "" {
+			out = append(out, item)
+		}
+	}
+	return out
+}
+
+func (s *settings) positive(name string) int64 {
+	n := s.i64(name)
+	if n <= 0 {
+		s.errs = append(s.errs, fmt.Sprintf("%s must be positive, got %d", name, n))
+	}
+	return n
+}
+
+func ms(n int64) time.Duration { return time.Duration(n) * time.Millisecond }
+
+// brokerConfig turns settings into the broker's typed config. Derived
+// values follow Kafka: log.retention.ms over minutes over hours, log.roll.ms
+// over hours.
+func (s *settings) brokerConfig() (broker.Config, error) {
+	retentionMs := s.i64("log.retention.hours") * 3600000
+	if m, ok := s.optI64("log.retention.minutes"); ok {
+		retentionMs = m * 60000
+	}
+	if m, ok := s.optI64("log.retention.ms"); ok {
+		retentionMs = m
+	}
+	rollMs := s.i64("log.roll.hours") * 3600000
+	if m, ok := s.optI64("log.roll.ms"); ok {
+		rollMs = m
+	}
+	flushMs, ok := s.optI64("log.flush.interval.ms")
+	if !ok {
+		flushMs = math.MaxInt64
+	}
+
+	// Effective values of the properties that topic configs inherit from.
+	values := map[string]string{}
+	for k, v := range s.values {
+		if v != "" && k != "log.level" && k != "log.format" {
+			values[k] = v
+		}
+	}
+	values["log.retention.ms"] = strconv.FormatInt(retentionMs, 10)
+	values["log.roll.ms"] = strconv.FormatInt(rollMs, 10)
+	values["log.flush.interval.ms"] = strconv.FormatInt(flushMs, 10)
+	set := map[string]bool{}
+	for k, ok := range s.set {
+		set[k] = ok
+	}
+	set["log.retention.ms"] = s.set["log.retention.ms"] || s.set["log.retention.minutes"] || s.set["log.retention.hours"]
+	set["log.roll.ms"] = s.set["log.roll.ms"] || s.set["log.roll.hours"]
+
+	var rack *string
+	if r := s.str("broker.rack"); r != "" {
+		rack = &r
+	}
+	nodeID := s.i64("node.id")
+	if nodeID < 0 || nodeID > math.MaxInt32 {
+		s.errs = append(s.errs, fmt.Sprintf("node.id %d out of range", nodeID))
+	}
+	cfg := broker.Config{
+		NodeID:                   int32(nodeID),
+		Listeners:                s.list("listeners"),
+		AdvertisedListeners:      s.list("advertised.listeners"),
+		Rack:                     rack,
+		LogDirs:                  s.list("log.dirs"),
+		NumPartitions:            int32(s.positive("num.partitions")),
+		DefaultReplicationFactor: int16(s.positive("default.replication.factor")),
+		AutoCreateTopics:         s.boolean("auto.create.topics.enable"),
+		DeleteTopicEnable:        s.boolean("delete.topic.enable"),
+		Protocol: protocol.Config{
+			MaxRequestBytes:    int32(min(s.positive("socket.request.max.bytes"), math.MaxInt32)),
+			IdleTimeout:        ms(s.i64("connections.max.idle.ms")),
+			MaxQueuedResponses: 8,
+		},
+		Logs: partition.ManagerConfig{
+			RetentionCheckInterval: ms(s.positive("log.retention.check.interval.ms")),
+			CheckpointInterval:     ms(s.positive("log.flush.offset.checkpoint.interval.ms")),
+			FlushSchedulerInterval: ms(s.positive("log.flush.scheduler.interval.ms")),
+		},
+		BrokerDefaults:  cluster.BrokerDefaults{Values: values, Set: set},
+		ShutdownTimeout: ms(s.positive("shutdown.timeout.ms")),
+	}
+	s.positive("message.max.bytes")
+	s.positive("log.segment.bytes")
+	s.positive("log.flush.interval.messages")
+	s.positive("min.insync.replicas")
+	if len(s.errs) > 0 {
+		return broker.Config{}, fmt.Errorf("invalid configuration: %s", strings.Join(s.errs, "; "))
+	}
+	// The broker-level values reach each log through the topic config
+	// resolution (cluster.TopicConfigValue); the defaults below are what
+	// partition.Manager uses for logs of topics it cannot resolve.
+	cfg.Logs.Defaults = partition.DefaultConfig()
+	return cfg, nil
+}

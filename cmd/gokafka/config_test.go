@@ -1,0 +1,107 @@
+package main
+
+import (
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// config.yaml documents every property with its default; the table in
+// config.go is what the code uses. They must not drift.
+func TestConfigYAMLListsEveryPropertyWithItsDefault(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "..", "config.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := map[string]string{}
+	for _, line := range strings.Split(string(b), "\n") {
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		k, v, ok := strings.Cut(line, ": ")
+		if !ok {
+			t.Fatalf("config.yaml line %q is not key: value", line)
+		}
+		lines[k] = strings.Trim(v, `"`)
+	}
+	for _, p := range properties {
+		v, ok := lines[p.name]
+		if !ok {
+			t.Errorf("config.yaml lacks %s", p.name)
+			continue
+		}
+		if v != p.def {
+			t.Errorf("config.yaml has %s: %q, code default %q", p.name, v, p.def)
+		}
+		if !strings.Contains(string(b), "# "+p.doc) {
+			t.Errorf("config.yaml lacks the comment for %s", p.name)
+		}
+		delete(lines, p.name)
+	}
+	for k := range lines {
+		t.Errorf("config.yaml has %s, which the broker does not know", k)
+	}
+}
+
+func TestConfigFileThenEnvOverride(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "c.yaml")
+	os.WriteFile(path, []byte("num.partitions: 4\nlog.retention.minutes: 5\nlog.dirs: /a,/b\n"), 0o644)
+	t.Setenv("GOKAFKA_NUM_PARTITIONS", "7")
+	s, err := loadConfig(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := s.brokerConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.NumPartitions != 7 {
+		t.Errorf("num.partitions = %d, want env's 7", cfg.NumPartitions)
+	}
+	if got := cfg.BrokerDefaults.Values["log.retention.ms"]; got != "300000" {
+		t.Errorf("log.retention.ms = %s, want 300000 from minutes", got)
+	}
+	if !cfg.BrokerDefaults.Set["log.retention.ms"] {
+		t.Error("log.retention.ms should count as set")
+	}
+	if len(cfg.LogDirs) != 2 || cfg.LogDirs[1] != "/b" {
+		t.Errorf("log.dirs = %v", cfg.LogDirs)
+	}
+	if cfg.BrokerDefaults.Values["log.flush.interval.ms"] != "9223372036854775807" || math.MaxInt64 != 9223372036854775807 {
+		t.Errorf("log.flush.interval.ms default = %s", cfg.BrokerDefaults.Values["log.flush.interval.ms"])
+	}
+}
+
+func TestConfigRejectsUnknownAndInvalid(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.yaml")
+	os.WriteFile(bad, []byte("num.partitionz: 4\n"), 0o644)
+	if _, err := loadConfig(bad); err == nil {
+		t.Error("unknown property accepted")
+	}
+	t.Setenv("GOKAFKA_NUM_PARTITIONS", "zero")
+	s, err := loadConfig("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.brokerConfig(); err == nil {
+		t.Error("non-numeric num.partitions accepted")
+	}
+}
+
+func TestDefaultsServeLocalhost9092WithDataDir(t *testing.T) {
+	s, err := loadConfig("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := s.brokerConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cfg.Listeners) != 1 || cfg.Listeners[0] != "PLAINTEXT://127.0.0.1:9092" || cfg.LogDirs[0] != "./data" {
+		t.Fatalf("defaults: %v %v", cfg.Listeners, cfg.LogDirs)
+	}
+}

@@ -1,0 +1,49 @@
+package handlers
+
+// CreatePartitions (key 37), v0-v3.
+//
+// Grows a topic to Count partitions; fewer or equal counts get
+// INVALID_PARTITIONS. Explicit assignments for the new partitions are
+// checked like CreateTopics' (INVALID_REPLICA_ASSIGNMENT). A topic named
+// twice fails with INVALID_REQUEST. ValidateOnly checks without creating.
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/gokafka/gokafka/protocol"
+)
+
+func (h *Handlers) registerCreatePartitions(reg *protocol.Registry) {
+	reg.Register(37, 0, 3, h.createPartitions)
+}
+
+func (h *Handlers) createPartitions(ctx context.Context, req *protocol.Request) (kmsg.Response, error) {
+	r := req.Body.(*kmsg.CreatePartitionsRequest)
+	resp := r.ResponseKind().(*kmsg.CreatePartitionsResponse)
+	count := map[string]int{}
+	for _, t := range r.Topics {
+		count[t.Topic]++
+	}
+	for _, t := range r.Topics {
+		rt := kmsg.NewCreatePartitionsResponseTopic()
+		rt.Topic = t.Topic
+		if count[t.Topic] > 1 {
+			rt.ErrorCode = kerr.InvalidRequest.Code
+			msg := "duplicate topic in request: " + t.Topic
+			rt.ErrorMessage = &msg
+		} else {
+			var assignment [][]int32
+			for _, a := range t.Assignment {
+				assignment = append(assignment, a.Replicas)
+			}
+			err := h.meta.CreatePartitions(ctx, t.Topic, t.Count, assignment, r.ValidateOnly)
+			rt.ErrorCode = errorCode(err)
+			rt.ErrorMessage = errorMessage(err)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return resp, nil
+}

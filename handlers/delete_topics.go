@@ -1,0 +1,74 @@
+package handlers
+
+// DeleteTopics (key 20), v0-v6.
+//
+// Topics are named by name, or from v6 by name or id. Deleting a topic
+// removes it from the metadata and then every broker drops its logs.
+// Unknown names get UNKNOWN_TOPIC_OR_PARTITION, unknown ids UNKNOWN_TOPIC_ID;
+// with delete.topic.enable off, TOPIC_DELETION_DISABLED.
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/gokafka/gokafka/cluster"
+	"github.com/gokafka/gokafka/protocol"
+)
+
+func (h *Handlers) registerDeleteTopics(reg *protocol.Registry) {
+	reg.Register(20, 0, 6, h.deleteTopics)
+}
+
+func (h *Handlers) deleteTopics(ctx context.Context, req *protocol.Request) (kmsg.Response, error) {
+	r := req.Body.(*kmsg.DeleteTopicsRequest)
+	resp := r.ResponseKind().(*kmsg.DeleteTopicsResponse)
+	im := h.meta.Image()
+
+	type item struct {
+		name *string
+		id   [16]byte
+	}
+	var items []item
+	if req.Version >= 6 {
+		for _, t := range r.Topics {
+			items = append(items, item{t.Topic, t.TopicID})
+		}
+	} else {
+		for _, n := range r.TopicNames {
+			items = append(items, item{name: &n})
+		}
+	}
+	var names []string
+	var idx []int
+	for i, it := range items {
+		rt := kmsg.NewDeleteTopicsResponseTopic()
+		rt.Topic, rt.TopicID = it.name, it.id
+		resp.Topics = append(resp.Topics, rt)
+		if it.name == nil || *it.name == "" {
+			t := im.TopicByID(cluster.TopicID(it.id))
+			if t == nil {
+				resp.Topics[i].ErrorCode = kerr.UnknownTopicID.Code
+				continue
+			}
+			name := t.Name
+			resp.Topics[i].Topic = &name
+			names = append(names, name)
+		} else {
+			if t := im.Topics[*it.name]; t != nil {
+				resp.Topics[i].TopicID = t.ID
+			}
+			names = append(names, *it.name)
+		}
+		idx = append(idx, i)
+	}
+	for j, err := range h.meta.DeleteTopics(ctx, names) {
+		rt := &resp.Topics[idx[j]]
+		rt.ErrorCode = errorCode(err)
+		if req.Version >= 5 {
+			rt.ErrorMessage = errorMessage(err)
+		}
+	}
+	return resp, nil
+}

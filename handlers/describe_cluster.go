@@ -1,0 +1,41 @@
+package handlers
+
+// DescribeCluster (key 60), v0-v1.
+//
+// Lists the registered brokers with the cluster and controller ids. Only
+// the broker endpoint type (1) is served; asking for controllers (2, v1+)
+// gets UNSUPPORTED_ENDPOINT_TYPE, as from a broker in Kafka.
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/gokafka/gokafka/protocol"
+)
+
+func (h *Handlers) registerDescribeCluster(reg *protocol.Registry) {
+	reg.Register(60, 0, 1, h.describeCluster)
+}
+
+func (h *Handlers) describeCluster(_ context.Context, req *protocol.Request) (kmsg.Response, error) {
+	r := req.Body.(*kmsg.DescribeClusterRequest)
+	resp := r.ResponseKind().(*kmsg.DescribeClusterResponse)
+	resp.EndpointType = 1
+	if req.Version >= 1 && r.EndpointType != 1 {
+		resp.ErrorCode = kerr.UnsupportedEndpointType.Code
+		return resp, nil
+	}
+	im := h.meta.Image()
+	resp.ClusterID = im.ClusterID
+	resp.ControllerID = im.ControllerID
+	for _, id := range im.BrokerIDs() {
+		b := im.Brokers[id]
+		if b.Fenced {
+			continue
+		}
+		resp.Brokers = append(resp.Brokers, kmsg.DescribeClusterResponseBroker{NodeID: b.NodeID, Host: b.Host, Port: b.Port, Rack: b.Rack})
+	}
+	return resp, nil
+}

@@ -1,0 +1,10 @@
+// Package handlers turns Kafka requests into calls on gokafka's core and
+// the answers back into Kafka responses: one file per API, each opening with
+// its behaviour and version notes, each registering its own version range so
+// that ApiVersions is derived from the registrations.
+//
+// Handlers must not touch partition files or locks; they go through
+// replication (data), cluster (metadata) and, later, the coordinators.
+// Errors are sentinels inside; errorCode in errors.go is the one place that
+// maps them to Kafka codes, with UNKNOWN_SERVER_ERROR as the fallback.
+package handlers

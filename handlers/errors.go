@@ -1,0 +1,71 @@
+package handlers
+
+import (
+	"context"
+	"errors"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/gokafka/gokafka/cluster"
+	"github.com/gokafka/gokafka/partition"
+	"github.com/gokafka/gokafka/replication"
+)
+
+var errorCodes = []struct {
+	err  error
+	code *kerr.Error
+}{
+	{replication.ErrUnknownTopicOrPartition, kerr.UnknownTopicOrPartition},
+	{replication.ErrNotLeaderOrFollower, kerr.NotLeaderForPartition},
+	{replication.ErrFencedLeaderEpoch, kerr.FencedLeaderEpoch},
+	{replication.ErrUnknownLeaderEpoch, kerr.UnknownLeaderEpoch},
+	{replication.ErrNotEnoughReplicas, kerr.NotEnoughReplicas},
+	{replication.ErrNotEnoughReplicasAfterAppend, kerr.NotEnoughReplicasAfterAppend},
+	{replication.ErrRequestTimedOut, kerr.RequestTimedOut},
+	{replication.ErrStorage, kerr.KafkaStorageError},
+	{partition.ErrCorruptMessage, kerr.CorruptMessage},
+	{partition.ErrInvalidRecord, kerr.InvalidRecord},
+	{partition.ErrMessageTooLarge, kerr.MessageTooLarge},
+	{partition.ErrOffsetOutOfRange, kerr.OffsetOutOfRange},
+	{partition.ErrUnsupportedMagic, kerr.UnsupportedForMessageFormat},
+	{cluster.ErrTopicExists, kerr.TopicAlreadyExists},
+	{cluster.ErrUnknownTopic, kerr.UnknownTopicOrPartition},
+	{cluster.ErrInvalidTopic, kerr.InvalidTopicException},
+	{cluster.ErrInvalidPartitions, kerr.InvalidPartitions},
+	{cluster.ErrInvalidReplicationFactor, kerr.InvalidReplicationFactor},
+	{cluster.ErrInvalidReplicaAssignment, kerr.InvalidReplicaAssignment},
+	{cluster.ErrInvalidConfig, kerr.InvalidConfig},
+	{cluster.ErrInvalidRequest, kerr.InvalidRequest},
+	{cluster.ErrTopicDeletionDisabled, kerr.TopicDeletionDisabled},
+	{cluster.ErrNotController, kerr.NotController},
+	{context.DeadlineExceeded, kerr.RequestTimedOut},
+	{context.Canceled, kerr.RequestTimedOut},
+}
+
+// errorCode maps an error to its Kafka code; 0 for nil, and
+// UNKNOWN_SERVER_ERROR for anything unexpected.
+func errorCode(err error) int16 {
+	if err == nil {
+		return 0
+	}
+	for _, e := range errorCodes {
+		if errors.Is(err, e.err) {
+			return e.code.Code
+		}
+	}
+	var ke *kerr.Error
+	if errors.As(err, &ke) {
+		return ke.Code
+	}
+	return kerr.UnknownServerError.Code
+}
+
+// errorMessage returns the message for responses that carry one, nil
+// without an error.
+func errorMessage(err error) *string {
+	if err == nil {
+		return nil
+	}
+	s := err.Error()
+	return &s
+}

@@ -1,0 +1,58 @@
+package handlers
+
+// ListOffsets (key 2), v1-v8.
+//
+// Timestamp -1 is the latest offset (the high watermark, or the last stable
+// offset for read_committed from v2), -2 the earliest (the log start
+// offset), -3 the offset of the record with the largest timestamp (v7+,
+// KIP-734), -4 the earliest local offset (v8+, KIP-405; the same as -2
+// here), anything else the first offset whose timestamp is at or after
+// it, or -1 when there is none. The current leader epoch (v4+) is checked
+// as in KIP-320. v1+ answers a single offset; v0's offset lists are not
+// served.
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/gokafka/gokafka/partition"
+	"github.com/gokafka/gokafka/protocol"
+)
+
+func (h *Handlers) registerListOffsets(reg *protocol.Registry) {
+	reg.Register(2, 1, 8, h.listOffsets)
+}
+
+func (h *Handlers) listOffsets(_ context.Context, req *protocol.Request) (kmsg.Response, error) {
+	r := req.Body.(*kmsg.ListOffsetsRequest)
+	resp := r.ResponseKind().(*kmsg.ListOffsetsResponse)
+	for _, t := range r.Topics {
+		rt := kmsg.NewListOffsetsResponseTopic()
+		rt.Topic = t.Topic
+		for _, p := range t.Partitions {
+			rp := kmsg.NewListOffsetsResponseTopicPartition()
+			rp.Partition = p.Partition
+			rp.Timestamp, rp.Offset, rp.LeaderEpoch = -1, -1, -1
+			ts := p.Timestamp
+			if ts == -4 && req.Version >= 8 {
+				// Earliest local offset (KIP-405): all of the log is local.
+				ts = -2
+			}
+			if ts == -3 && req.Version < 7 || ts < -3 {
+				rp.ErrorCode = kerr.UnsupportedVersion.Code
+			} else {
+				tp := partition.TopicPartition{Topic: t.Topic, Partition: p.Partition}
+				off, ts, epoch, err := h.replicas.ListOffset(tp, ts, p.CurrentLeaderEpoch, r.IsolationLevel == 1)
+				rp.ErrorCode = errorCode(err)
+				if err == nil {
+					rp.Offset, rp.Timestamp, rp.LeaderEpoch = off, ts, epoch
+				}
+			}
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return resp, nil
+}

@@ -1,0 +1,93 @@
+// Package partition owns the on-disk log of each partition a broker holds:
+// segments, their indexes, append, read, truncation, crash recovery,
+// retention, HW/LEO/log-start bookkeeping and the leader-epoch cache.
+//
+// # What it must not touch
+//
+// No network, no Kafka protocol types: kmsg stays in protocol/ and handlers/
+// (tests may use it). Callers hand in record-batch bytes; this package
+// parses the v2 batch header itself. It does not decide who is leader, what
+// the HW should be, or what a producer's sequence state is; it stores what
+// replication/ and idempotent/ tell it. Disk access goes only through FS.
+//
+// # On disk (Kafka's layout)
+//
+//	<log.dir>/meta.properties                      version=1, cluster.id, node.id
+//	<log.dir>/recovery-point-offset-checkpoint     "0\n<n>\n<topic> <partition> <offset>\n..."
+//	<log.dir>/replication-offset-checkpoint        same format, the HW
+//	<log.dir>/log-start-offset-checkpoint          same format
+//	<log.dir>/.kafka_cleanshutdown                 present only while stopped cleanly
+//	<log.dir>/<topic>-<partition>/
+//	    <20-digit base offset>.log                 record batches as clients sent them
+//	    <20-digit base offset>.index               8-byte entries: relative offset, position (uint32 BE)
+//	    <20-digit base offset>.timeindex           12-byte entries: timestamp int64, relative offset uint32
+//	    leader-epoch-checkpoint                    "0\n<n>\n<epoch> <start offset>\n..."
+//	<log.dir>/<topic>-<partition>.<id>-delete/     a deleted partition, removed at startup
+//
+// Appends rewrite only baseOffset and partitionLeaderEpoch, which the CRC
+// does not cover; with message.timestamp.type=LogAppendTime they also set
+// the timestamp-type bit and MaxTimestamp and recompute the CRC, exactly as
+// Kafka's DefaultRecordBatch.setMaxTimestamp does. Nothing is decompressed
+// on the produce or fetch path; only ListOffsets-by-timestamp looks inside
+// a batch (records.go).
+//
+// Index entries point at batch starts: the offset index maps a batch's
+// base offset to its position, one entry once index.interval.bytes have
+// been written since the last; the time index records (max timestamp so
+// far, base offset of the batch that reached it) at the same moments and
+// when a segment stops being active, so an inactive segment's last time
+// entry is its max timestamp. Unlike Kafka, index files are not
+// preallocated and memory-mapped: they are append-only files mirrored in
+// memory, so there is nothing to trim on close and a torn index is simply
+// a short file. segment.index.bytes still bounds them and rolls the segment
+// when full.
+//
+// Checkpoints are written to "<name>.tmp", fsynced, renamed over the old
+// file, and the directory is fsynced; a crash leaves the old or the new one.
+//
+// # Durability and recovery
+//
+// The recovery point is the offset below which everything is fsynced. A
+// flush round (Log.Flush) syncs the directory if segments were created,
+// then every segment from the one holding recoveryPoint-1 to the active
+// one (indexes too, except the active segment's), writes the epoch
+// checkpoint first if it changed, and only then raises the recovery point.
+// After an unclean shutdown, Open re-reads every segment from the one
+// holding recoveryPoint-1: each batch's frame, magic, CRC and offsets are
+// checked, the file is cut at the first bad batch (a torn tail, or
+// corruption: both are truncated and logged, as Kafka does), later
+// segments are deleted, indexes are rebuilt and the epoch cache is refilled
+// from the batches. Segments below that, and all segments after a clean
+// shutdown, only get an index sanity check and a scan of the tail after the
+// last index entry; one failing it is recovered the same way.
+//
+// # Concurrency
+//
+// Each Log has, in lock order:
+//
+//	lifeMu (RWMutex)  lifetime of segment files. Shared: Read,
+//	                  OffsetForTimestamp, a flush round's fsyncs. Exclusive:
+//	                  TruncateTo, TruncateFullyAndStartAt, DeleteRecordsBefore,
+//	                  ApplyRetention, Close, Delete.
+//	ckMu              serialises leader-epoch-checkpoint writes.
+//	fl                group-commit state: at most one flush round at a time;
+//	                  callers arriving during a round wait and are served by
+//	                  the next one. Never held during I/O.
+//	mu                everything else: segment list and sizes, LEO, HW, log
+//	                  start, recovery point, epoch cache, config. Methods that
+//	                  need it held end in "Locked".
+//
+// fl is taken before mu and never together with lifeMu. Append and
+// AppendAsFollower hold only mu, including for the write(2) into the page
+// cache; Read snapshots (segment, size, index) under mu and does its I/O
+// without it, so reads run concurrently with appends. No lock is held across
+// fsync except lifeMu shared, which only delays truncation and deletion.
+//
+// Invariants (under mu, while open): the segment list is non-empty and
+// sorted; segs[0].base <= logStart <= hw <= leo; recoveryPoint <= leo;
+// the epoch cache is strictly increasing in epoch and non-decreasing in
+// start offset, and holds no entry at or beyond the LEO.
+//
+// The Manager runs one background goroutine (Start) for retention,
+// flush.ms and the root checkpoints, and opens logs in parallel at startup.
+package partition

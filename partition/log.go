@@ -1,0 +1,1309 @@
+package partition
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"math"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+)
+
+// OpenOptions carries what the broker knows about a partition from the root
+// checkpoint files.
+type OpenOptions struct {
+	RecoveryPoint  int64 // offset below which data is known to be fsynced; 0 if unknown
+	LogStartOffset int64 // 0 if unknown
+	HighWatermark  int64 // 0 if unknown
+	CleanShutdown  bool
+	Now            func() time.Time // nil = time.Now
+}
+
+// AppendInfo describes a successful append.
+type AppendInfo struct {
+	FirstOffset, LastOffset int64
+	LogAppendTime           int64 // -1 unless the topic uses LogAppendTime
+	LogStartOffset          int64
+	MaxTimestamp            int64
+	// OffsetOfMaxTimestamp is the base offset of the first batch that carries
+	// MaxTimestamp: finding the exact record would mean decompressing.
+	OffsetOfMaxTimestamp int64
+	NumRecords           int64
+}
+
+// ReadInfo is the result of a Read.
+type ReadInfo struct {
+	Records                                     []byte
+	LogStartOffset, HighWatermark, LogEndOffset int64
+}
+
+// Log is the on-disk log of one partition. See doc.go for the lock order.
+type Log struct {
+	fs     FS
+	dir    string // the partition directory
+	parent string // the log dir holding it
+	tp     TopicPartition
+	logger zerolog.Logger
+	now    func() time.Time
+
+	// lifeMu guards the lifetime of segment files: held shared by anything
+	// doing I/O on a snapshot of segments outside mu (Read, fsync), held
+	// exclusively by whatever truncates, closes or deletes segment files.
+	lifeMu sync.RWMutex
+	// ckMu serialises writes of leader-epoch-checkpoint so that the newest
+	// snapshot is the one left on disk.
+	ckMu sync.Mutex
+	// fl is the group-commit state; see flushTo.
+	fl struct {
+		sync.Mutex
+		cond    *sync.Cond
+		running bool
+	}
+
+	mu struct {
+		sync.Mutex
+		cfg Config
+		// segs is ordered by base offset; the last is the active segment.
+		// Invariant: len(segs) >= 1 while open.
+		segs []*segment
+		// Invariants: segs[0].base <= logStart <= hw <= leo, recoveryPoint <= leo.
+		leo, hw, logStart, recoveryPoint int64
+		epochs                           epochCache
+		lastFlush                        time.Time
+		// newSegments is set when segment files were created since the
+		// directory was last synced.
+		newSegments bool
+		closed      bool
+	}
+}
+
+// Open opens (creating if needed) the log of tp under the log dir dir,
+// recovering it if the broker did not shut down cleanly.
+func Open(fs FS, dir string, tp TopicPartition, cfg Config, logger zerolog.Logger, opts OpenOptions) (*Log, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	now := opts.Now
+	if now == nil {
+		now = time.Now
+	}
+	l := &Log{
+		fs: fs, dir: filepath.Join(dir, tp.String()), parent: dir, tp: tp, now: now,
+		logger: logger.With().Str("topic", tp.Topic).Int32("partition", tp.Partition).Logger(),
+	}
+	l.fl.cond = sync.NewCond(&l.fl.Mutex)
+	l.mu.cfg = cfg
+	l.mu.lastFlush = now()
+	if err := l.load(opts); err != nil {
+		l.closeFiles()
+		return nil, fmt.Errorf("open log %s: %w", tp, err)
+	}
+	return l, nil
+}
+
+func (l *Log) closeFiles() {
+	for _, s := range l.mu.segs {
+		_ = s.close()
+	}
+	l.mu.segs = nil
+}
+
+func (l *Log) load(opts OpenOptions) error {
+	exists, _, err := l.fs.Stat(l.dir)
+	if err != nil {
+		return err
+	}
+	if !exists {
+		if err := l.fs.MkdirAll(l.dir, 0o755); err != nil {
+			return err
+		}
+		if err := l.fs.SyncDir(l.parent); err != nil {
+			return err
+		}
+	}
+	names, err := l.fs.ReadDir(l.dir)
+	if err != nil {
+		return err
+	}
+	logs := map[int64]bool{}
+	var bases []int64
+	for _, n := range names {
+		if b, ok := parseSegmentName(n, logSuffix); ok {
+			logs[b] = true
+			bases = append(bases, b)
+		}
+	}
+	for _, n := range names {
+		p := filepath.Join(l.dir, n)
+		switch {
+		case strings.HasSuffix(n, tmpSuffix), strings.HasSuffix(n, ".deleted"),
+			strings.HasSuffix(n, ".cleaned"), strings.HasSuffix(n, ".swap"):
+			// Leftovers of an interrupted checkpoint write or of Kafka's own
+			// segment replacement; never live data.
+			if err := l.fs.Remove(p); err != nil {
+				return err
+			}
+		case strings.HasSuffix(n, indexSuffix) || strings.HasSuffix(n, timeIndexSuffix):
+			b, ok := parseSegmentName(n, filepath.Ext(n))
+			if ok && !logs[b] {
+				l.logger.Warn().Str("file", n).Msg("removing index without a log segment")
+				if err := l.fs.Remove(p); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	sort.Slice(bases, func(i, j int) bool { return bases[i] < bases[j] })
+
+	// Leader-epoch cache from its checkpoint; rebuilt below if unusable.
+	epochsOK := true
+	if data, ok, err := readWholeFile(l.fs, filepath.Join(l.dir, leaderEpochCheckpointFile)); err != nil {
+		return err
+	} else if ok {
+		if entries, err := decodeEpochCheckpoint(data); err != nil {
+			l.logger.Warn().Err(err).Msg("leader-epoch-checkpoint unreadable; rebuilding from batches")
+			epochsOK = false
+		} else {
+			l.mu.epochs.entries = entries
+		}
+	} else {
+		epochsOK = false
+	}
+
+	now := l.now()
+	cfg := l.mu.cfg
+	segs := make([]*segment, 0, len(bases))
+	for _, b := range bases {
+		s, err := openSegment(l.fs, l.dir, b, now)
+		if err != nil {
+			for _, o := range segs {
+				o.close()
+			}
+			return err
+		}
+		segs = append(segs, s)
+	}
+	l.mu.segs = segs
+
+	// Which segments must be re-validated: after an unclean shutdown, the
+	// one holding recoveryPoint-1 and everything after it (the segment the
+	// recovery point ends may have an unsynced index, see Flush).
+	recoverFrom := len(segs)
+	if !opts.CleanShutdown {
+		recoverFrom = 0
+		for i, s := range segs {
+			if s.base <= opts.RecoveryPoint-1 {
+				recoverFrom = i
+			}
+		}
+	}
+	assignEpoch := func(h BatchHeader) {
+		if h.PartitionLeaderEpoch >= 0 && h.PartitionLeaderEpoch > l.mu.epochs.latestEpoch() {
+			l.mu.epochs.assign(h.PartitionLeaderEpoch, h.BaseOffset)
+		}
+	}
+	for i := 0; i < len(l.mu.segs); i++ {
+		s := l.mu.segs[i]
+		if i < recoverFrom {
+			if err := s.loadLocked(); err == nil {
+				if i+1 < len(l.mu.segs) {
+					if s.next > l.mu.segs[i+1].base {
+						err = fmt.Errorf("segment %d overlaps segment %d", s.base, l.mu.segs[i+1].base)
+					}
+				}
+				if err == nil {
+					continue
+				}
+				l.logger.Warn().Err(err).Int64("segment", s.base).Msg("segment failed its sanity check; recovering it")
+			} else {
+				l.logger.Warn().Err(err).Int64("segment", s.base).Msg("segment failed its sanity check; recovering it")
+			}
+		}
+		res, err := s.recoverLocked(cfg, assignEpoch)
+		if err != nil {
+			return err
+		}
+		lostTail := i+1 < len(l.mu.segs) && s.next < l.mu.segs[i+1].base
+		if res.truncatedBytes > 0 || lostTail {
+			// A recovered segment that ends short of its successor lost
+			// unsynced data (its successor's name was made durable by a
+			// directory sync first); everything after it is unflushed.
+			ev := l.logger.Warn().Int64("segment", s.base).Int64("truncatedBytes", res.truncatedBytes).Int64("validBytes", s.size).Int64("nextOffset", s.next)
+			if res.reason != nil {
+				ev = ev.AnErr("reason", res.reason)
+			}
+			ev.Msg("truncated invalid tail of segment during recovery")
+			// Everything after the first bad batch is suspect, as in Kafka.
+			for _, later := range l.mu.segs[i+1:] {
+				l.logger.Warn().Int64("segment", later.base).Msg("deleting segment after a truncated one")
+				later.close()
+				if err := later.removeFiles(l.fs); err != nil {
+					return err
+				}
+			}
+			l.mu.segs = l.mu.segs[:i+1]
+		}
+		if i+1 < len(l.mu.segs) && s.next > l.mu.segs[i+1].base {
+			return fmt.Errorf("segment %d overlaps segment %d", s.base, l.mu.segs[i+1].base)
+		}
+	}
+	// A segment's next offset, for all but the last, is the next one's base
+	// (there may be a gap before it).
+	for i := 0; i+1 < len(l.mu.segs); i++ {
+		l.mu.segs[i].next = max(l.mu.segs[i].next, l.mu.segs[i+1].base)
+	}
+
+	// An empty trailing segment left after recovery stays: it is simply the
+	// active segment. No segment at all: start one at the log start.
+	if len(l.mu.segs) == 0 {
+		s, err := createSegment(l.fs, l.dir, max(opts.LogStartOffset, 0), now)
+		if err != nil {
+			return err
+		}
+		l.mu.segs = []*segment{s}
+		l.mu.newSegments = true
+	}
+	l.mu.leo = l.mu.segs[len(l.mu.segs)-1].next
+	l.mu.logStart = max(opts.LogStartOffset, l.mu.segs[0].base)
+	if l.mu.logStart > l.mu.leo {
+		// Data below the checkpointed log start was lost (or deleted): the
+		// log is logically empty and must continue at the log start.
+		l.logger.Warn().Int64("logStart", l.mu.logStart).Int64("logEndOffset", l.mu.leo).Msg("log end below log start; starting empty at log start")
+		if err := l.truncateFullyLocked(l.mu.logStart); err != nil {
+			return err
+		}
+	}
+	l.mu.hw = min(max(opts.HighWatermark, l.mu.logStart), l.mu.leo)
+	if opts.CleanShutdown {
+		l.mu.recoveryPoint = l.mu.leo
+	} else {
+		l.mu.recoveryPoint = min(max(opts.RecoveryPoint, 0), l.mu.leo)
+	}
+
+	if !epochsOK && l.mu.leo > l.mu.logStart && recoverFrom > 0 {
+		// The segments that were not recovered did not feed the cache.
+		l.mu.epochs.entries = nil
+		for _, s := range l.mu.segs {
+			if _, err := scanHeaders(s.log, 0, s.size, func(h BatchHeader, _ int64) bool {
+				assignEpoch(h)
+				return true
+			}); err != nil {
+				return err
+			}
+		}
+	}
+	l.mu.epochs.truncateFromEnd(l.mu.leo)
+	l.mu.epochs.truncateFromStart(l.mu.logStart)
+	if l.mu.epochs.dirty || !epochsOK {
+		l.mu.epochs.dirty = true
+	}
+
+	if !opts.CleanShutdown {
+		// Make the recovered state durable (truncations, rebuilt indexes)
+		// so the recovery point can cover it.
+		if err := l.syncRecoveredLocked(recoverFrom); err != nil {
+			return err
+		}
+	}
+	if l.mu.epochs.dirty {
+		entries := l.mu.epochs.snapshot()
+		if err := writeFileAtomic(l.fs, filepath.Join(l.dir, leaderEpochCheckpointFile), encodeEpochCheckpoint(entries)); err != nil {
+			return err
+		}
+		l.mu.epochs.dirty = false
+	}
+	l.logger.Debug().Int64("logStartOffset", l.mu.logStart).Int64("logEndOffset", l.mu.leo).
+		Int64("recoveryPoint", l.mu.recoveryPoint).Int("segments", len(l.mu.segs)).Bool("clean", opts.CleanShutdown).Msg("log loaded")
+	return nil
+}
+
+// syncRecoveredLocked is used only while opening, before the log is shared.
+func (l *Log) syncRecoveredLocked(from int) error {
+	for _, s := range l.mu.segs[min(from, len(l.mu.segs)):] {
+		if err := errors.Join(s.log.Sync(), s.idx.f.Sync(), s.tidx.f.Sync()); err != nil {
+			return err
+		}
+	}
+	if err := l.fs.SyncDir(l.dir); err != nil {
+		return err
+	}
+	l.mu.newSegments = false
+	l.mu.recoveryPoint = l.mu.leo
+	return nil
+}
+
+// LogEndOffset is the offset the next appended record gets.
+func (l *Log) LogEndOffset() int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.mu.leo
+}
+
+// LogStartOffset is the first offset a consumer may read.
+func (l *Log) LogStartOffset() int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.mu.logStart
+}
+
+// HighWatermark is the offset below which records are committed.
+func (l *Log) HighWatermark() int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.mu.hw
+}
+
+// SetHighWatermark sets the HW, clamped to [log start, LEO]. Keeping the HW
+// monotonic is the replication layer's job; this log only stores it.
+func (l *Log) SetHighWatermark(hw int64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.mu.hw = min(max(hw, l.mu.logStart), l.mu.leo)
+}
+
+// RecoveryPoint is the offset below which the log is known to be fsynced.
+func (l *Log) RecoveryPoint() int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.mu.recoveryPoint
+}
+
+// Config returns the current configuration.
+func (l *Log) Config() Config {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.mu.cfg
+}
+
+// UpdateConfig replaces the configuration; it applies from the next append.
+// Invalid configurations are ignored (the caller validates them first).
+func (l *Log) UpdateConfig(cfg Config) {
+	if err := cfg.Validate(); err != nil {
+		l.logger.Warn().Err(err).Msg("ignoring invalid log config")
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.mu.cfg = cfg
+}
+
+// TopicPartition returns the partition this log belongs to.
+func (l *Log) TopicPartition() TopicPartition { return l.tp }
+
+// Dir returns the partition directory.
+func (l *Log) Dir() string { return l.dir }
+
+// Size returns the total bytes of all segments.
+func (l *Log) Size() int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var n int64
+	for _, s := range l.mu.segs {
+		n += s.size
+	}
+	return n
+}
+
+// NumSegments returns the number of segments.
+func (l *Log) NumSegments() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.mu.segs)
+}
+
+func (l *Log) active() *segment { return l.mu.segs[len(l.mu.segs)-1] }
+
+// Append appends batches as the leader. records must have passed
+// ValidateBatches. Offsets are assigned from the LEO by rewriting each
+// batch's baseOffset and partitionLeaderEpoch in the caller's buffer (and,
+// for LogAppendTime topics, the timestamp type and MaxTimestamp, with a new
+// CRC). If the log is configured with flush.messages and that many messages
+// are unflushed, Append returns after they are fsynced.
+func (l *Log) Append(records []byte, leaderEpoch int32) (AppendInfo, error) {
+	hdrs, err := splitBatches(records)
+	if err != nil {
+		return AppendInfo{}, err
+	}
+	l.mu.Lock()
+	info, epochChanged, err := l.appendLocked(records, hdrs, leaderEpoch, true)
+	due := l.flushDueLocked()
+	leo := l.mu.leo
+	l.mu.Unlock()
+	return l.afterAppend(info, epochChanged, due, leo, err)
+}
+
+// AppendAsFollower appends batches copied from the leader; they keep their
+// offsets and leader epochs. The first batch must start at or after the LEO
+// and each batch must start after the previous one ends (Kafka allows gaps,
+// which compaction creates). CRCs are checked here, as Kafka does for
+// replicated data.
+func (l *Log) AppendAsFollower(records []byte) (AppendInfo, error) {
+	hdrs, err := ValidateBatches(records, math.MaxInt32)
+	if err != nil {
+		return AppendInfo{}, err
+	}
+	l.mu.Lock()
+	info, epochChanged, err := l.appendLocked(records, hdrs, -1, false)
+	due := l.flushDueLocked()
+	leo := l.mu.leo
+	l.mu.Unlock()
+	return l.afterAppend(info, epochChanged, due, leo, err)
+}
+
+func (l *Log) afterAppend(info AppendInfo, epochChanged, flushDue bool, leo int64, err error) (AppendInfo, error) {
+	if err != nil {
+		return AppendInfo{}, err
+	}
+	if epochChanged {
+		if err := l.writeEpochCheckpoint(); err != nil {
+			// Not fatal: the recovery point does not advance past batches
+			// of the new epoch before the checkpoint is written (Flush
+			// writes it first), and recovery rebuilds it from batches.
+			l.logger.Warn().Err(err).Msg("writing leader-epoch-checkpoint")
+		}
+	}
+	if flushDue {
+		if err := l.flushTo(leo); err != nil {
+			return AppendInfo{}, err
+		}
+	}
+	return info, nil
+}
+
+func (l *Log) flushDueLocked() bool {
+	return !l.mu.closed && l.mu.leo-l.mu.recoveryPoint >= l.mu.cfg.FlushMessages
+}
+
+func (l *Log) appendLocked(records []byte, hdrs []BatchHeader, leaderEpoch int32, leader bool) (AppendInfo, bool, error) {
+	if l.mu.closed {
+		return AppendInfo{}, false, ErrLogClosed
+	}
+	cfg := l.mu.cfg
+	if int64(len(records)) > cfg.SegmentBytes {
+		return AppendInfo{}, false, fmt.Errorf("%w: %d bytes exceed segment.bytes %d", ErrRecordListTooLarge, len(records), cfg.SegmentBytes)
+	}
+	now := l.now()
+	nowMs := now.UnixMilli()
+	var first, last int64
+	if leader {
+		first = l.mu.leo
+		next := first
+		for _, h := range hdrs {
+			next += int64(h.LastOffsetDelta) + 1
+		}
+		last = next - 1
+	} else {
+		first = hdrs[0].BaseOffset
+		if first < l.mu.leo {
+			return AppendInfo{}, false, fmt.Errorf("%w: first offset %d below log end offset %d", ErrOffsetsOutOfOrder, first, l.mu.leo)
+		}
+		for i := 1; i < len(hdrs); i++ {
+			if hdrs[i].BaseOffset <= hdrs[i-1].LastOffset() {
+				return AppendInfo{}, false, fmt.Errorf("%w: batch at %d after batch ending at %d", ErrOffsetsOutOfOrder, hdrs[i].BaseOffset, hdrs[i-1].LastOffset())
+			}
+		}
+		last = hdrs[len(hdrs)-1].LastOffset()
+	}
+	incomingMaxTs := int64(-1)
+	for _, h := range hdrs {
+		incomingMaxTs = max(incomingMaxTs, h.MaxTimestamp)
+	}
+	if leader && cfg.LogAppendTime {
+		incomingMaxTs = nowMs
+	}
+	if err := l.maybeRollLocked(cfg, int64(len(records)), incomingMaxTs, first, last, now); err != nil {
+		return AppendInfo{}, false, err
+	}
+
+	info := AppendInfo{FirstOffset: first, LastOffset: last, LogAppendTime: -1, MaxTimestamp: -1, OffsetOfMaxTimestamp: -1}
+	if leader {
+		pos := 0
+		next := first
+		for i := range hdrs {
+			h := &hdrs[i]
+			b := records[pos : pos+h.Size()]
+			setBaseOffsetAndEpoch(b, next, leaderEpoch)
+			h.BaseOffset, h.PartitionLeaderEpoch = next, leaderEpoch
+			if cfg.LogAppendTime {
+				setLogAppendTime(b, nowMs)
+				h.Attributes |= attrTimestampType
+				h.MaxTimestamp = nowMs
+			}
+			next = h.NextOffset()
+			pos += h.Size()
+		}
+		if cfg.LogAppendTime {
+			info.LogAppendTime = nowMs
+		}
+	}
+	for _, h := range hdrs {
+		if h.MaxTimestamp > info.MaxTimestamp {
+			info.MaxTimestamp, info.OffsetOfMaxTimestamp = h.MaxTimestamp, h.BaseOffset
+		}
+		info.NumRecords += int64(h.NumRecords)
+	}
+	if err := l.active().appendLocked(records, hdrs, cfg); err != nil {
+		return AppendInfo{}, false, fmt.Errorf("append to %s: %w", l.active().path, err)
+	}
+	l.mu.leo = last + 1
+	epochChanged := false
+	if leader {
+		if leaderEpoch >= 0 && leaderEpoch > l.mu.epochs.latestEpoch() {
+			epochChanged = l.mu.epochs.assign(leaderEpoch, first)
+		}
+	} else {
+		for _, h := range hdrs {
+			if h.PartitionLeaderEpoch >= 0 && h.PartitionLeaderEpoch > l.mu.epochs.latestEpoch() {
+				epochChanged = l.mu.epochs.assign(h.PartitionLeaderEpoch, h.BaseOffset) || epochChanged
+			}
+		}
+	}
+	info.LogStartOffset = l.mu.logStart
+	return info, epochChanged, nil
+}
+
+// maybeRollLocked starts a new segment at first when Kafka's
+// LogSegment.shouldRoll says so: the append would overflow segment.bytes,
+// segment.ms has passed (measured from the segment's first batch timestamp
+// to the incoming one, or wall-clock from creation if it has none), an
+// index is full, or the offsets would not fit the 32-bit relative offsets.
+func (l *Log) maybeRollLocked(cfg Config, size, incomingMaxTs, first, last int64, now time.Time) error {
+	s := l.active()
+	if s.size == 0 {
+		if s.base == first {
+			return nil
+		}
+		// A follower appending after a gap, or a first append after a
+		// roll elsewhere: replace the empty segment by one based at first.
+		return l.rollLocked(first, now)
+	}
+	var waited int64
+	if s.rollBaseTs >= 0 {
+		waited = incomingMaxTs - s.rollBaseTs
+	} else {
+		waited = now.Sub(s.created).Milliseconds()
+	}
+	if s.size > cfg.SegmentBytes-size || waited > cfg.SegmentMs || s.indexFull(cfg) || !s.canHold(last) {
+		return l.rollLocked(first, now)
+	}
+	return nil
+}
+
+// rollLocked makes a new empty active segment at base. An empty active
+// segment is replaced rather than kept.
+func (l *Log) rollLocked(base int64, now time.Time) error {
+	old := l.active()
+	if old.size == 0 {
+		if old.base == base {
+			return nil
+		}
+		// The empty segment's names go now; its handles are closed once no
+		// reader can hold a snapshot of it (see retireLocked).
+		if err := old.removeFiles(l.fs); err != nil {
+			return err
+		}
+		l.mu.segs = l.mu.segs[:len(l.mu.segs)-1]
+		l.retireLocked(old)
+	} else {
+		if base < old.next {
+			return fmt.Errorf("roll at %d below the active segment's end %d", base, old.next)
+		}
+		if err := old.finalTimeEntryLocked(); err != nil {
+			return err
+		}
+	}
+	s, err := createSegment(l.fs, l.dir, base, now)
+	if err != nil {
+		return err
+	}
+	l.mu.segs = append(l.mu.segs, s)
+	l.mu.newSegments = true
+	if len(l.mu.segs) == 1 {
+		l.mu.logStart = max(l.mu.logStart, base)
+		l.mu.hw = max(l.mu.hw, l.mu.logStart)
+		l.mu.recoveryPoint = max(l.mu.recoveryPoint, l.mu.logStart)
+	}
+	l.logger.Debug().Int64("base", base).Msg("rolled new segment")
+	return nil
+}
+
+// retireLocked closes a segment that is no longer in the list. Readers
+// holding lifeMu shared may still use its handles, so closing waits for
+// them in a goroutine that takes lifeMu exclusively.
+func (l *Log) retireLocked(s *segment) {
+	go func() {
+		l.lifeMu.Lock()
+		defer l.lifeMu.Unlock()
+		_ = s.close()
+	}()
+}
+
+// segView is a snapshot of a segment for I/O outside mu.
+type segView struct {
+	s      *segment
+	size   int64
+	idx    []byte
+	tidx   []byte
+	maxTs  int64
+	offMax int64
+}
+
+func (l *Log) viewsLocked(from int) []segView {
+	vs := make([]segView, 0, len(l.mu.segs)-from)
+	for _, s := range l.mu.segs[from:] {
+		vs = append(vs, segView{s: s, size: s.size, idx: s.idx.buf, tidx: s.tidx.buf, maxTs: s.maxTs, offMax: s.offMaxTs})
+	}
+	return vs
+}
+
+// floorSegLocked returns the index of the last segment with base <= offset (0 if none).
+func (l *Log) floorSegLocked(offset int64) int {
+	i := sort.Search(len(l.mu.segs), func(i int) bool { return l.mu.segs[i].base > offset })
+	return max(i-1, 0)
+}
+
+// Read returns whole batches starting with the batch that contains offset,
+// up to maxBytes in total; with minOneBatch the first batch is returned even
+// if it alone exceeds maxBytes. Batches whose base offset is >= maxOffset
+// are never returned (the HW for consumers, the LEO for replicas). A read
+// stays within one segment, as in Kafka; the caller reads again from the
+// next offset.
+func (l *Log) Read(offset int64, maxBytes int32, maxOffset int64, minOneBatch bool) (ReadInfo, error) {
+	l.lifeMu.RLock()
+	defer l.lifeMu.RUnlock()
+	l.mu.Lock()
+	if l.mu.closed {
+		l.mu.Unlock()
+		return ReadInfo{}, ErrLogClosed
+	}
+	info := ReadInfo{LogStartOffset: l.mu.logStart, HighWatermark: l.mu.hw, LogEndOffset: l.mu.leo}
+	if offset < l.mu.logStart || offset > l.mu.leo {
+		l.mu.Unlock()
+		return info, fmt.Errorf("%w: offset %d not in [%d, %d]", ErrOffsetOutOfRange, offset, info.LogStartOffset, info.LogEndOffset)
+	}
+	if offset == l.mu.leo || offset >= maxOffset {
+		l.mu.Unlock()
+		return info, nil
+	}
+	views := l.viewsLocked(l.floorSegLocked(offset))
+	l.mu.Unlock()
+
+	for _, v := range views {
+		pos, h, found, err := findBatch(v.s.log, v.idx, v.s.base, offset, v.size)
+		if err != nil {
+			return info, err
+		}
+		if !found {
+			continue
+		}
+		if h.BaseOffset >= maxOffset {
+			return info, nil
+		}
+		recs, err := readBatches(v.s.log, pos, v.size, h, maxBytes, maxOffset, minOneBatch)
+		if err != nil {
+			return info, err
+		}
+		info.Records = recs
+		return info, nil
+	}
+	return info, nil
+}
+
+// readBatches reads whole batches from pos (where batch first starts).
+func readBatches(f File, pos, end int64, first BatchHeader, maxBytes int32, maxOffset int64, minOneBatch bool) ([]byte, error) {
+	limit := min(int64(max(maxBytes, 0)), end-pos)
+	if int64(first.Size()) > limit {
+		if !minOneBatch {
+			return nil, nil
+		}
+		limit = int64(first.Size())
+	}
+	buf := make([]byte, limit)
+	if n, err := f.ReadAt(buf, pos); int64(n) < limit {
+		return nil, fmt.Errorf("read %d bytes at %d: %w", limit, pos, err)
+	}
+	p := 0
+	for p < len(buf) {
+		size, err := frameSize(buf[p:])
+		if err != nil {
+			break // partial last batch within the limit
+		}
+		if len(buf)-p >= BatchHeaderSize && int64(binaryBase(buf[p:])) >= maxOffset {
+			break
+		}
+		p += size
+	}
+	if p == 0 {
+		return nil, nil
+	}
+	return buf[:p:p], nil
+}
+
+func binaryBase(b []byte) int64 {
+	return parseHeaderUnchecked(b).BaseOffset
+}
+
+// Flush fsyncs the log up to the current LEO and advances the recovery
+// point. Concurrent callers share fsyncs (group commit).
+func (l *Log) Flush() error {
+	return l.flushTo(l.LogEndOffset())
+}
+
+// flushTo returns once the recovery point is >= target (or >= the LEO, if
+// the log was truncated below target meanwhile).
+//
+// Group commit: at most one goroutine runs an fsync round at a time. A
+// caller whose target is already durable returns at once; otherwise it
+// waits for the running round and, if that did not cover it, runs the next
+// round itself. A round syncs everything up to the LEO at the moment it
+// starts, so all callers that queued up during one fsync are served by the
+// next single one. No partition lock is held during the fsync.
+func (l *Log) flushTo(target int64) error {
+	l.fl.Lock()
+	for {
+		l.mu.Lock()
+		closed := l.mu.closed
+		done := l.mu.recoveryPoint >= min(target, l.mu.leo)
+		l.mu.Unlock()
+		if done {
+			l.fl.Unlock()
+			return nil
+		}
+		if closed {
+			l.fl.Unlock()
+			return ErrLogClosed
+		}
+		if !l.fl.running {
+			break
+		}
+		l.fl.cond.Wait()
+	}
+	l.fl.running = true
+	l.fl.Unlock()
+
+	err := l.syncRound()
+
+	l.fl.Lock()
+	l.fl.running = false
+	l.fl.cond.Broadcast()
+	l.fl.Unlock()
+	if err != nil {
+		return err
+	}
+	// The round covered the LEO as of its start, which is >= target unless
+	// a truncation intervened; re-check in that case.
+	return l.flushTo(target)
+}
+
+// syncRound is one fsync round; see flushTo.
+func (l *Log) syncRound() error {
+	// The epoch cache must be on disk before the recovery point passes the
+	// batches that changed it, since recovery re-derives it only from
+	// batches past the recovery point.
+	if err := l.writeEpochCheckpoint(); err != nil {
+		return err
+	}
+	l.lifeMu.RLock()
+	defer l.lifeMu.RUnlock()
+	l.mu.Lock()
+	if l.mu.closed {
+		l.mu.Unlock()
+		return ErrLogClosed
+	}
+	leo := l.mu.leo
+	// From the segment holding recoveryPoint-1: the segment the previous
+	// round ended in may have rolled since, and its index (not synced while
+	// it was active) must be synced before the recovery point moves past it.
+	from := l.floorSegLocked(l.mu.recoveryPoint - 1)
+	segs := append([]*segment(nil), l.mu.segs[from:]...)
+	dirSync := l.mu.newSegments
+	l.mu.newSegments = false
+	l.mu.Unlock()
+
+	var err error
+	if dirSync {
+		err = l.fs.SyncDir(l.dir)
+	}
+	for i, s := range segs {
+		if err != nil {
+			break
+		}
+		err = s.log.Sync()
+		if err == nil && i < len(segs)-1 {
+			err = errors.Join(s.idx.f.Sync(), s.tidx.f.Sync())
+		}
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err != nil {
+		if dirSync {
+			l.mu.newSegments = true
+		}
+		l.logger.Error().Err(err).Msg("fsync failed")
+		return fmt.Errorf("flush %s: %w", l.tp, err)
+	}
+	if leo > l.mu.recoveryPoint && leo <= l.mu.leo {
+		l.mu.recoveryPoint = leo
+	}
+	l.mu.lastFlush = l.now()
+	return nil
+}
+
+// FlushIfDue flushes when flush.ms has passed since the last flush and
+// something is unflushed.
+func (l *Log) FlushIfDue(now time.Time) error {
+	l.mu.Lock()
+	due := !l.mu.closed && l.mu.leo > l.mu.recoveryPoint && now.Sub(l.mu.lastFlush).Milliseconds() >= l.mu.cfg.FlushMs
+	l.mu.Unlock()
+	if !due {
+		return nil
+	}
+	return l.Flush()
+}
+
+// writeEpochCheckpoint writes leader-epoch-checkpoint if the cache changed.
+func (l *Log) writeEpochCheckpoint() error {
+	l.ckMu.Lock()
+	defer l.ckMu.Unlock()
+	l.mu.Lock()
+	if !l.mu.epochs.dirty || l.mu.closed {
+		l.mu.Unlock()
+		return nil
+	}
+	entries := l.mu.epochs.snapshot()
+	l.mu.epochs.dirty = false
+	l.mu.Unlock()
+	err := writeFileAtomic(l.fs, filepath.Join(l.dir, leaderEpochCheckpointFile), encodeEpochCheckpoint(entries))
+	if err != nil {
+		l.mu.Lock()
+		l.mu.epochs.dirty = true
+		l.mu.Unlock()
+	}
+	return err
+}
+
+// LatestEpoch returns the latest leader epoch in the cache, -1 if none.
+func (l *Log) LatestEpoch() int32 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.mu.epochs.latestEpoch()
+}
+
+// EndOffsetForEpoch answers OffsetForLeaderEpoch (KIP-101/279) with Kafka's
+// LeaderEpochFileCache.endOffsetFor semantics.
+func (l *Log) EndOffsetForEpoch(epoch int32) (int32, int64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.mu.epochs.endOffsetFor(epoch, l.mu.leo)
+}
+
+// EpochForOffset returns the leader epoch that wrote offset, -1 if unknown.
+func (l *Log) EpochForOffset(offset int64) int32 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.mu.epochs.epochForOffset(offset)
+}
+
+// EpochEntries returns a copy of the leader-epoch cache as (epoch, start
+// offset) pairs, oldest first.
+func (l *Log) EpochEntries() [][2]int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := make([][2]int64, len(l.mu.epochs.entries))
+	for i, e := range l.mu.epochs.entries {
+		out[i] = [2]int64{int64(e.epoch), e.startOffset}
+	}
+	return out
+}
+
+// TruncateTo removes every batch at or after offset (a follower diverged
+// from its leader). A batch that straddles offset is removed whole, so the
+// LEO may end below offset. HW, recovery point and epoch cache follow.
+func (l *Log) TruncateTo(offset int64) error {
+	l.lifeMu.Lock()
+	defer l.lifeMu.Unlock()
+	l.mu.Lock()
+	err := l.truncateToLocked(offset)
+	l.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	return l.writeEpochCheckpoint()
+}
+
+func (l *Log) truncateToLocked(offset int64) error {
+	if l.mu.closed {
+		return ErrLogClosed
+	}
+	if offset < 0 {
+		return fmt.Errorf("%w: truncate to %d", ErrOffsetOutOfRange, offset)
+	}
+	if offset >= l.mu.leo {
+		return nil
+	}
+	if offset < l.mu.segs[0].base {
+		return l.truncateFullyLocked(offset)
+	}
+	l.logger.Info().Int64("offset", offset).Int64("logEndOffset", l.mu.leo).Msg("truncating log")
+	// Whole segments at or after offset go (one whose base == offset is
+	// emptied and kept if it is the first); then the new last one is cut.
+	keep := len(l.mu.segs)
+	for keep > 1 && l.mu.segs[keep-1].base >= offset {
+		keep--
+	}
+	for _, s := range l.mu.segs[keep:] {
+		if err := s.close(); err != nil {
+			l.logger.Warn().Err(err).Msg("closing truncated segment")
+		}
+		if err := s.removeFiles(l.fs); err != nil {
+			return err
+		}
+	}
+	l.mu.segs = l.mu.segs[:keep]
+	last := l.active()
+	if _, err := last.truncateToLocked(offset); err != nil {
+		return err
+	}
+	l.mu.leo = last.next
+	if l.mu.leo < last.base {
+		l.mu.leo = last.base
+	}
+	l.mu.hw = min(l.mu.hw, l.mu.leo)
+	l.mu.recoveryPoint = min(l.mu.recoveryPoint, l.mu.leo)
+	l.mu.logStart = min(l.mu.logStart, l.mu.leo)
+	l.mu.epochs.truncateFromEnd(l.mu.leo)
+	return nil
+}
+
+// TruncateFullyAndStartAt deletes every segment and starts an empty log at
+// offset (a follower far behind a leader whose log start passed it).
+func (l *Log) TruncateFullyAndStartAt(offset int64) error {
+	l.lifeMu.Lock()
+	defer l.lifeMu.Unlock()
+	l.mu.Lock()
+	var err error
+	if l.mu.closed {
+		err = ErrLogClosed
+	} else {
+		err = l.truncateFullyLocked(offset)
+	}
+	l.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	return l.writeEpochCheckpoint()
+}
+
+func (l *Log) truncateFullyLocked(offset int64) error {
+	if offset < 0 {
+		return fmt.Errorf("%w: start at %d", ErrOffsetOutOfRange, offset)
+	}
+	l.logger.Info().Int64("offset", offset).Msg("truncating log fully")
+	for _, s := range l.mu.segs {
+		if err := s.close(); err != nil {
+			l.logger.Warn().Err(err).Msg("closing truncated segment")
+		}
+		if err := s.removeFiles(l.fs); err != nil {
+			return err
+		}
+	}
+	l.mu.segs = nil
+	s, err := createSegment(l.fs, l.dir, offset, l.now())
+	if err != nil {
+		return err
+	}
+	l.mu.segs = []*segment{s}
+	l.mu.newSegments = true
+	l.mu.leo, l.mu.hw, l.mu.logStart, l.mu.recoveryPoint = offset, offset, offset, offset
+	l.mu.epochs.clear()
+	return nil
+}
+
+// DeleteRecordsBefore advances the log start offset to offset (DeleteRecords;
+// -1 means the HW) and deletes the segments wholly below it. offset above
+// the HW is ErrOffsetOutOfRange, as in Kafka.
+func (l *Log) DeleteRecordsBefore(offset int64) (int64, error) {
+	l.lifeMu.Lock()
+	defer l.lifeMu.Unlock()
+	l.mu.Lock()
+	if l.mu.closed {
+		l.mu.Unlock()
+		return 0, ErrLogClosed
+	}
+	if offset == -1 {
+		offset = l.mu.hw
+	}
+	if offset < 0 || offset > l.mu.hw {
+		hw := l.mu.hw
+		l.mu.Unlock()
+		return 0, fmt.Errorf("%w: cannot move log start to %d beyond high watermark %d", ErrOffsetOutOfRange, offset, hw)
+	}
+	if offset > l.mu.logStart {
+		l.mu.logStart = offset
+		l.mu.epochs.truncateFromStart(offset)
+	}
+	_, err := l.deleteSegmentsLocked(func(s, next *segment) bool { return next.base <= l.mu.logStart })
+	ls := l.mu.logStart
+	l.mu.Unlock()
+	if err != nil {
+		return ls, err
+	}
+	return ls, l.writeEpochCheckpoint()
+}
+
+// deleteSegmentsLocked deletes the longest prefix of non-active segments
+// for which pred holds (given the segment and its successor). Needs lifeMu
+// held exclusively.
+func (l *Log) deleteSegmentsLocked(pred func(s, next *segment) bool) (int, error) {
+	n := 0
+	for n < len(l.mu.segs)-1 && pred(l.mu.segs[n], l.mu.segs[n+1]) {
+		n++
+	}
+	if n == 0 {
+		return 0, nil
+	}
+	dead := l.mu.segs[:n]
+	l.mu.segs = append([]*segment(nil), l.mu.segs[n:]...)
+	if l.mu.segs[0].base > l.mu.logStart {
+		l.mu.logStart = l.mu.segs[0].base
+		l.mu.hw = max(l.mu.hw, l.mu.logStart)
+		l.mu.recoveryPoint = max(l.mu.recoveryPoint, min(l.mu.logStart, l.mu.leo))
+		l.mu.epochs.truncateFromStart(l.mu.logStart)
+	}
+	var errs []error
+	for _, s := range dead {
+		l.logger.Info().Int64("segment", s.base).Int64("size", s.size).Msg("deleting segment")
+		errs = append(errs, s.close(), s.removeFiles(l.fs))
+	}
+	return n, errors.Join(errs...)
+}
+
+// ApplyRetention deletes old segments by retention.ms (segment max
+// timestamp), retention.bytes and log start offset. Only whole segments
+// wholly below the HW go, never the active one; the log start moves up to
+// the first remaining segment.
+func (l *Log) ApplyRetention(now time.Time) (int, error) {
+	l.lifeMu.Lock()
+	defer l.lifeMu.Unlock()
+	l.mu.Lock()
+	if l.mu.closed {
+		l.mu.Unlock()
+		return 0, ErrLogClosed
+	}
+	cfg := l.mu.cfg
+	nowMs := now.UnixMilli()
+	total := 0
+	belowHW := func(next *segment) bool { return next.base <= l.mu.hw }
+	var errs []error
+	if cfg.RetentionMs >= 0 {
+		n, err := l.deleteSegmentsLocked(func(s, next *segment) bool {
+			return belowHW(next) && nowMs-s.maxTs > cfg.RetentionMs
+		})
+		total += n
+		errs = append(errs, err)
+	}
+	if cfg.RetentionBytes >= 0 {
+		var size int64
+		for _, s := range l.mu.segs {
+			size += s.size
+		}
+		diff := size - cfg.RetentionBytes
+		n, err := l.deleteSegmentsLocked(func(s, next *segment) bool {
+			if belowHW(next) && diff-s.size >= 0 {
+				diff -= s.size
+				return true
+			}
+			return false
+		})
+		total += n
+		errs = append(errs, err)
+	}
+	n, err := l.deleteSegmentsLocked(func(s, next *segment) bool { return next.base <= l.mu.logStart })
+	total += n
+	errs = append(errs, err)
+	l.mu.Unlock()
+	if err := errors.Join(errs...); err != nil {
+		return total, err
+	}
+	if total > 0 {
+		return total, l.writeEpochCheckpoint()
+	}
+	return 0, nil
+}
+
+// OffsetForTimestamp answers ListOffsets. ts >= 0: the first record whose
+// timestamp is >= ts (ok=false if none). -1: the LEO; -2 (and -4, earliest
+// local): the log start; -3: the record with the largest timestamp
+// (KIP-734). leaderEpoch is the epoch of the batch found, or from the epoch
+// cache for -1/-2; -1 when unknown.
+func (l *Log) OffsetForTimestamp(ts int64) (offset int64, timestamp int64, leaderEpoch int32, ok bool, err error) {
+	l.lifeMu.RLock()
+	defer l.lifeMu.RUnlock()
+	l.mu.Lock()
+	if l.mu.closed {
+		l.mu.Unlock()
+		return 0, 0, -1, false, ErrLogClosed
+	}
+	logStart, leo := l.mu.logStart, l.mu.leo
+	switch {
+	case ts == -1:
+		ep := l.mu.epochs.latestEpoch()
+		l.mu.Unlock()
+		return leo, -1, ep, true, nil
+	case ts == -2 || ts == -4:
+		ep := l.mu.epochs.epochForOffset(logStart)
+		l.mu.Unlock()
+		return logStart, -1, ep, true, nil
+	case ts < 0 && ts != -3:
+		l.mu.Unlock()
+		return 0, 0, -1, false, nil
+	}
+	views := l.viewsLocked(0)
+	l.mu.Unlock()
+
+	if ts == -3 {
+		best := -1
+		for i, v := range views {
+			if v.maxTs >= 0 && (best < 0 || v.maxTs > views[best].maxTs) && v.offMax >= logStart {
+				best = i
+			}
+		}
+		if best < 0 {
+			return 0, 0, -1, false, nil
+		}
+		v := views[best]
+		return v.findTimestamp(v.maxTs, v.offMax, logStart, true)
+	}
+	for _, v := range views {
+		if v.maxTs < ts || v.size == 0 {
+			continue
+		}
+		from := max(v.s.base+lookupTime(v.tidx, ts), logStart)
+		off, t, ep, ok, err := v.findTimestamp(ts, from, logStart, false)
+		if err != nil || ok {
+			return off, t, ep, ok, err
+		}
+	}
+	return 0, 0, -1, false, nil
+}
+
+// findTimestamp scans the segment's batches from the one holding offset
+// `from` for the first record with timestamp >= ts (== ts if exact) at or
+// after minOffset.
+func (v segView) findTimestamp(ts, from, minOffset int64, exact bool) (int64, int64, int32, bool, error) {
+	pos, _, found, err := findBatch(v.s.log, v.idx, v.s.base, from, v.size)
+	if err != nil || !found {
+		return 0, 0, -1, false, err
+	}
+	for pos < v.size {
+		var hb [BatchHeaderSize]byte
+		h, err := readHeaderAt(v.s.log, pos, hb[:])
+		if err != nil {
+			return 0, 0, -1, false, err
+		}
+		if h.MaxTimestamp >= ts && h.LastOffset() >= minOffset {
+			batch := make([]byte, h.Size())
+			if n, err := v.s.log.ReadAt(batch, pos); n < len(batch) {
+				return 0, 0, -1, false, err
+			}
+			var hit struct {
+				off, ts int64
+				ok      bool
+			}
+			err := recordTimestamps(batch, h, func(o, t int64) bool {
+				if o < minOffset {
+					return true
+				}
+				if (exact && t == ts) || (!exact && t >= ts) {
+					hit.off, hit.ts, hit.ok = o, t, true
+					return false
+				}
+				return true
+			})
+			if err != nil {
+				return 0, 0, -1, false, err
+			}
+			if hit.ok {
+				ep := h.PartitionLeaderEpoch
+				if ep < 0 {
+					ep = -1
+				}
+				return hit.off, hit.ts, ep, true, nil
+			}
+		}
+		pos += int64(h.Size())
+	}
+	return 0, 0, -1, false, nil
+}
+
+// Close flushes the log, records the active segment's max timestamp in its
+// time index, syncs the indexes and closes every file. Idempotent.
+func (l *Log) Close() error {
+	ferr := l.Flush()
+	if errors.Is(ferr, ErrLogClosed) {
+		return nil
+	}
+	eerr := l.writeEpochCheckpoint()
+	l.lifeMu.Lock()
+	defer l.lifeMu.Unlock()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.mu.closed {
+		return nil
+	}
+	l.mu.closed = true
+	var errs []error
+	errs = append(errs, ferr, eerr)
+	if len(l.mu.segs) > 0 {
+		a := l.active()
+		errs = append(errs, a.finalTimeEntryLocked(), a.idx.f.Sync(), a.tidx.f.Sync())
+	}
+	for _, s := range l.mu.segs {
+		errs = append(errs, s.close())
+	}
+	l.mu.segs = nil
+	l.fl.Lock()
+	l.fl.cond.Broadcast()
+	l.fl.Unlock()
+	return errors.Join(errs...)
+}
+
+// Delete closes the log without flushing and removes its directory: it is
+// renamed to "<topic>-<partition>.<id>-delete" first (Kafka's naming), so
+// that a crash mid-removal leaves a directory the manager finishes deleting
+// at startup rather than a half-deleted partition.
+func (l *Log) Delete() error {
+	l.lifeMu.Lock()
+	l.mu.Lock()
+	if !l.mu.closed {
+		l.mu.closed = true
+		for _, s := range l.mu.segs {
+			_ = s.close()
+		}
+		l.mu.segs = nil
+	}
+	l.mu.Unlock()
+	l.lifeMu.Unlock()
+	l.fl.Lock()
+	l.fl.cond.Broadcast()
+	l.fl.Unlock()
+
+	var id [16]byte
+	_, _ = rand.Read(id[:])
+	dead := l.dir + "." + hex.EncodeToString(id[:]) + deleteDirSuffix
+	if err := l.fs.Rename(l.dir, dead); err != nil {
+		return err
+	}
+	if err := l.fs.SyncDir(l.parent); err != nil {
+		return err
+	}
+	return l.fs.RemoveAll(dead)
+}
+
+const deleteDirSuffix = "-delete"

@@ -1,0 +1,514 @@
+package partition
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+)
+
+// ManagerConfig configures a Manager; names follow Kafka's broker properties.
+type ManagerConfig struct {
+	Dirs      []string // log.dirs
+	NodeID    int32    // node.id, checked against meta.properties
+	ClusterID string   // cluster.id, checked against meta.properties ("" accepts any)
+	Defaults  Config   // used by GetOrCreate when configFor is nil
+	// RetentionCheckInterval is log.retention.check.interval.ms (default 5m).
+	RetentionCheckInterval time.Duration
+	// CheckpointInterval is log.flush.offset.checkpoint.interval.ms (default 1m).
+	CheckpointInterval time.Duration
+	// FlushSchedulerInterval is how often flush.ms is checked (Kafka's
+	// log.flush.scheduler.interval.ms defaults to Long.MAX_VALUE, which
+	// would never apply flush.ms; 1s here).
+	FlushSchedulerInterval time.Duration
+	// Now is the clock for retention and flush.ms; nil = time.Now.
+	Now func() time.Time
+}
+
+// Manager owns every partition log of a broker across its log dirs.
+type Manager struct {
+	fs        FS
+	cfg       ManagerConfig
+	configFor func(topic string) Config
+	logger    zerolog.Logger
+	now       func() time.Time
+
+	// ckMu serialises WriteCheckpoints.
+	ckMu sync.Mutex
+
+	mu struct {
+		sync.Mutex
+		logs map[TopicPartition]*Log
+		dirs map[TopicPartition]string // log dir of each partition
+		// creating guards against two GetOrCreate calls opening one log.
+		creating map[TopicPartition]*sync.WaitGroup
+		closed   bool
+	}
+
+	stop    chan struct{}
+	done    sync.WaitGroup
+	started bool
+}
+
+// OpenManager opens every log dir: validates or writes meta.properties,
+// reads the root checkpoints, notes (and removes) the clean-shutdown marker,
+// removes "-delete" directories and opens every "<topic>-<partition>"
+// directory, recovering logs after an unclean shutdown.
+func OpenManager(fs FS, cfg ManagerConfig, configFor func(topic string) Config, logger zerolog.Logger) (*Manager, error) {
+	if len(cfg.Dirs) == 0 {
+		return nil, errors.New("no log dirs")
+	}
+	if cfg.RetentionCheckInterval <= 0 {
+		cfg.RetentionCheckInterval = 300 * time.Second
+	}
+	if cfg.CheckpointInterval <= 0 {
+		cfg.CheckpointInterval = 60 * time.Second
+	}
+	if cfg.FlushSchedulerInterval <= 0 {
+		cfg.FlushSchedulerInterval = time.Second
+	}
+	if cfg.Defaults == (Config{}) {
+		cfg.Defaults = DefaultConfig()
+	}
+	if configFor == nil {
+		def := cfg.Defaults
+		configFor = func(string) Config { return def }
+	}
+	now := cfg.Now
+	if now == nil {
+		now = time.Now
+	}
+	m := &Manager{fs: fs, cfg: cfg, configFor: configFor, logger: logger, now: now, stop: make(chan struct{})}
+	m.mu.logs = map[TopicPartition]*Log{}
+	m.mu.dirs = map[TopicPartition]string{}
+	m.mu.creating = map[TopicPartition]*sync.WaitGroup{}
+
+	type job struct {
+		dir  string
+		tp   TopicPartition
+		opts OpenOptions
+	}
+	var jobs []job
+	var markers []string
+	for _, dir := range cfg.Dirs {
+		existed, _, err := fs.Stat(dir)
+		if err != nil {
+			return nil, err
+		}
+		if err := fs.MkdirAll(dir, 0o755); err != nil {
+			return nil, err
+		}
+		if !existed {
+			if err := fs.SyncDir(filepath.Dir(dir)); err != nil {
+				return nil, err
+			}
+		}
+		if err := m.checkMeta(dir); err != nil {
+			return nil, err
+		}
+		marker := filepath.Join(dir, cleanShutdownFile)
+		clean, _, err := fs.Stat(marker)
+		if err != nil {
+			return nil, err
+		}
+		if clean {
+			markers = append(markers, marker)
+		}
+		rp := m.readCheckpoint(dir, recoveryPointCheckpointFile)
+		hw := m.readCheckpoint(dir, replicationCheckpointFile)
+		ls := m.readCheckpoint(dir, logStartCheckpointFile)
+		names, err := fs.ReadDir(dir)
+		if err != nil {
+			return nil, err
+		}
+		for _, n := range names {
+			p := filepath.Join(dir, n)
+			_, isDir, err := fs.Stat(p)
+			if err != nil {
+				return nil, err
+			}
+			if !isDir {
+				if strings.HasSuffix(n, tmpSuffix) {
+					_ = fs.Remove(p)
+				}
+				continue
+			}
+			if strings.HasSuffix(n, deleteDirSuffix) {
+				logger.Info().Str("dir", p).Msg("removing deleted partition directory")
+				if err := fs.RemoveAll(p); err != nil {
+					return nil, err
+				}
+				continue
+			}
+			tp, ok := parsePartitionDir(n)
+			if !ok || tp.Topic == MetadataTopic {
+				continue
+			}
+			if other, dup := m.mu.dirs[tp]; dup {
+				return nil, fmt.Errorf("partition %s found in both %s and %s", tp, other, dir)
+			}
+			m.mu.dirs[tp] = dir
+			jobs = append(jobs, job{dir: dir, tp: tp, opts: OpenOptions{
+				RecoveryPoint: rp[tp], LogStartOffset: ls[tp], HighWatermark: hw[tp], CleanShutdown: clean, Now: cfg.Now,
+			}})
+		}
+	}
+
+	// Open in parallel: recovery is CPU (CRC) and I/O bound per log.
+	var (
+		wg    sync.WaitGroup
+		lmu   sync.Mutex
+		errs  []error
+		sem   = make(chan struct{}, max(runtime.GOMAXPROCS(0), 1))
+		start = time.Now()
+	)
+	for _, j := range jobs {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			l, err := Open(fs, j.dir, j.tp, configFor(j.tp.Topic), logger, j.opts)
+			lmu.Lock()
+			defer lmu.Unlock()
+			if err != nil {
+				errs = append(errs, err)
+				return
+			}
+			m.mu.logs[j.tp] = l
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		for _, l := range m.mu.logs {
+			_ = l.Close()
+		}
+		return nil, err
+	}
+	// The marker goes only once every log is loaded; from here on the logs
+	// may change, and a crash must be seen as unclean.
+	for _, mk := range markers {
+		if err := fs.Remove(mk); err != nil {
+			return nil, err
+		}
+		if err := fs.SyncDir(filepath.Dir(mk)); err != nil {
+			return nil, err
+		}
+	}
+	logger.Info().Int("partitions", len(jobs)).Bool("clean", len(markers) == len(cfg.Dirs)).
+		Dur("took", time.Since(start)).Msg("logs loaded")
+	return m, nil
+}
+
+// MetadataTopic is the reserved name of the cluster metadata log, whose
+// directory sits beside the partitions as in Kafka but is not one of them.
+const MetadataTopic = "__cluster_metadata"
+
+// parsePartitionDir splits "<topic>-<partition>"; topics may contain '-'.
+func parsePartitionDir(name string) (TopicPartition, bool) {
+	i := strings.LastIndexByte(name, '-')
+	if i <= 0 || i == len(name)-1 {
+		return TopicPartition{}, false
+	}
+	p, err := strconv.ParseInt(name[i+1:], 10, 32)
+	if err != nil || p < 0 || strconv.FormatInt(p, 10) != name[i+1:] {
+		return TopicPartition{}, false
+	}
+	return TopicPartition{Topic: name[:i], Partition: int32(p)}, true
+}
+
+// checkMeta validates meta.properties or writes it for a fresh dir.
+func (m *Manager) checkMeta(dir string) error {
+	path := filepath.Join(dir, metaPropertiesFile)
+	data, ok, err := readWholeFile(m.fs, path)
+	if err != nil {
+		return err
+	}
+	if ok {
+		props := parseProperties(data)
+		if v := props["version"]; v != "1" {
+			return fmt.Errorf("%s: unsupported version %q", path, v)
+		}
+		if m.cfg.ClusterID != "" && props["cluster.id"] != "" && props["cluster.id"] != m.cfg.ClusterID {
+			return fmt.Errorf("%s: cluster.id %q does not match configured %q", path, props["cluster.id"], m.cfg.ClusterID)
+		}
+		if id := props["node.id"]; id != "" && id != strconv.Itoa(int(m.cfg.NodeID)) {
+			return fmt.Errorf("%s: node.id %s does not match configured %d", path, id, m.cfg.NodeID)
+		}
+		return nil
+	}
+	body := fmt.Sprintf("#\n#%s\nversion=1\ncluster.id=%s\nnode.id=%d\n", time.Now().UTC().Format(time.RFC1123), m.cfg.ClusterID, m.cfg.NodeID)
+	return writeFileAtomic(m.fs, path, []byte(body))
+}
+
+// readCheckpoint returns the entries of a root checkpoint; an unreadable one
+// is logged and treated as empty, which is always safe: a zero recovery
+// point means full recovery, a zero HW is raised again by replication, a
+// zero log start is raised to the first segment.
+func (m *Manager) readCheckpoint(dir, name string) map[TopicPartition]int64 {
+	path := filepath.Join(dir, name)
+	data, ok, err := readWholeFile(m.fs, path)
+	if err != nil || !ok {
+		if err != nil {
+			m.logger.Warn().Err(err).Str("file", path).Msg("cannot read checkpoint")
+		}
+		return map[TopicPartition]int64{}
+	}
+	cp, err := decodeOffsetCheckpoint(data)
+	if err != nil {
+		m.logger.Warn().Err(err).Str("file", path).Msg("ignoring malformed checkpoint")
+		return map[TopicPartition]int64{}
+	}
+	return cp
+}
+
+// Get returns the log of tp, nil if this broker has none.
+func (m *Manager) Get(tp TopicPartition) *Log {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.mu.logs[tp]
+}
+
+// GetOrCreate returns the log of tp, creating it in the log dir that holds
+// the fewest partitions.
+func (m *Manager) GetOrCreate(tp TopicPartition) (*Log, error) {
+	for {
+		m.mu.Lock()
+		if m.mu.closed {
+			m.mu.Unlock()
+			return nil, ErrLogClosed
+		}
+		if l := m.mu.logs[tp]; l != nil {
+			m.mu.Unlock()
+			return l, nil
+		}
+		if wg := m.mu.creating[tp]; wg != nil {
+			m.mu.Unlock()
+			wg.Wait()
+			continue
+		}
+		counts := map[string]int{}
+		for _, d := range m.mu.dirs {
+			counts[d]++
+		}
+		dir := m.cfg.Dirs[0]
+		for _, d := range m.cfg.Dirs[1:] {
+			if counts[d] < counts[dir] {
+				dir = d
+			}
+		}
+		wg := &sync.WaitGroup{}
+		wg.Add(1)
+		m.mu.creating[tp] = wg
+		m.mu.Unlock()
+
+		l, err := Open(m.fs, dir, tp, m.configFor(tp.Topic), m.logger, OpenOptions{CleanShutdown: true, Now: m.cfg.Now})
+
+		m.mu.Lock()
+		delete(m.mu.creating, tp)
+		if err == nil {
+			m.mu.logs[tp] = l
+			m.mu.dirs[tp] = dir
+		}
+		m.mu.Unlock()
+		wg.Done()
+		return l, err
+	}
+}
+
+// Delete closes the log of tp and removes its directory.
+func (m *Manager) Delete(tp TopicPartition) error {
+	m.mu.Lock()
+	l := m.mu.logs[tp]
+	delete(m.mu.logs, tp)
+	delete(m.mu.dirs, tp)
+	m.mu.Unlock()
+	if l == nil {
+		return nil
+	}
+	return l.Delete()
+}
+
+// Partitions lists the partitions this broker holds, sorted.
+func (m *Manager) Partitions() []TopicPartition {
+	m.mu.Lock()
+	out := make([]TopicPartition, 0, len(m.mu.logs))
+	for tp := range m.mu.logs {
+		out = append(out, tp)
+	}
+	m.mu.Unlock()
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Topic != out[j].Topic {
+			return out[i].Topic < out[j].Topic
+		}
+		return out[i].Partition < out[j].Partition
+	})
+	return out
+}
+
+type logInDir struct {
+	tp  TopicPartition
+	dir string
+	l   *Log
+}
+
+func (m *Manager) snapshot() []logInDir {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make([]logInDir, 0, len(m.mu.logs))
+	for tp, l := range m.mu.logs {
+		out = append(out, logInDir{tp: tp, dir: m.mu.dirs[tp], l: l})
+	}
+	return out
+}
+
+// Start runs the background work until Close: retention every
+// RetentionCheckInterval, flush.ms checks every FlushSchedulerInterval and
+// root checkpoints every CheckpointInterval, all in one goroutine so that
+// they never overlap.
+func (m *Manager) Start() {
+	m.mu.Lock()
+	if m.started || m.mu.closed {
+		m.mu.Unlock()
+		return
+	}
+	m.started = true
+	m.mu.Unlock()
+	m.done.Add(1)
+	go func() {
+		defer m.done.Done()
+		ret := time.NewTicker(m.cfg.RetentionCheckInterval)
+		fl := time.NewTicker(m.cfg.FlushSchedulerInterval)
+		ck := time.NewTicker(m.cfg.CheckpointInterval)
+		defer ret.Stop()
+		defer fl.Stop()
+		defer ck.Stop()
+		for {
+			select {
+			case <-m.stop:
+				return
+			case <-ret.C:
+				m.RunRetention()
+			case <-fl.C:
+				m.FlushDue()
+			case <-ck.C:
+				if err := m.WriteCheckpoints(); err != nil {
+					m.logger.Error().Err(err).Msg("writing checkpoints")
+				}
+			}
+		}
+	}()
+}
+
+// RunRetention applies retention to every log once.
+func (m *Manager) RunRetention() {
+	now := m.now()
+	for _, e := range m.snapshot() {
+		n, err := e.l.ApplyRetention(now)
+		if err != nil && !errors.Is(err, ErrLogClosed) {
+			m.logger.Error().Err(err).Str("topic", e.tp.Topic).Int32("partition", e.tp.Partition).Msg("retention")
+		} else if n > 0 {
+			m.logger.Info().Int("segments", n).Str("topic", e.tp.Topic).Int32("partition", e.tp.Partition).Msg("retention deleted segments")
+		}
+	}
+}
+
+// FlushDue flushes every log whose flush.ms has passed.
+func (m *Manager) FlushDue() {
+	now := m.now()
+	for _, e := range m.snapshot() {
+		if err := e.l.FlushIfDue(now); err != nil && !errors.Is(err, ErrLogClosed) {
+			m.logger.Error().Err(err).Str("topic", e.tp.Topic).Int32("partition", e.tp.Partition).Msg("flush")
+		}
+	}
+}
+
+// WriteCheckpoints writes the recovery-point, replication (HW) and log-start
+// checkpoints of every log dir.
+func (m *Manager) WriteCheckpoints() error {
+	m.ckMu.Lock()
+	defer m.ckMu.Unlock()
+	return m.writeCheckpoints(m.snapshot())
+}
+
+func (m *Manager) writeCheckpoints(logs []logInDir) error {
+	type cps struct{ rp, hw, ls map[TopicPartition]int64 }
+	byDir := map[string]*cps{}
+	for _, d := range m.cfg.Dirs {
+		byDir[d] = &cps{rp: map[TopicPartition]int64{}, hw: map[TopicPartition]int64{}, ls: map[TopicPartition]int64{}}
+	}
+	for _, e := range logs {
+		c := byDir[e.dir]
+		if c == nil {
+			continue
+		}
+		e.l.mu.Lock()
+		c.rp[e.tp], c.hw[e.tp], c.ls[e.tp] = e.l.mu.recoveryPoint, e.l.mu.hw, e.l.mu.logStart
+		e.l.mu.Unlock()
+	}
+	var errs []error
+	for dir, c := range byDir {
+		errs = append(errs,
+			writeFileAtomic(m.fs, filepath.Join(dir, recoveryPointCheckpointFile), encodeOffsetCheckpoint(c.rp)),
+			writeFileAtomic(m.fs, filepath.Join(dir, replicationCheckpointFile), encodeOffsetCheckpoint(c.hw)),
+			writeFileAtomic(m.fs, filepath.Join(dir, logStartCheckpointFile), encodeOffsetCheckpoint(c.ls)))
+	}
+	return errors.Join(errs...)
+}
+
+// Close stops the background work, closes (flushing) every log, writes the
+// checkpoints and, if all of that succeeded, the clean-shutdown marker of
+// each log dir.
+func (m *Manager) Close() error {
+	m.mu.Lock()
+	if m.mu.closed {
+		m.mu.Unlock()
+		return nil
+	}
+	m.mu.closed = true
+	m.mu.Unlock()
+	close(m.stop)
+	m.done.Wait()
+
+	logs := m.snapshot()
+	var (
+		wg   sync.WaitGroup
+		emu  sync.Mutex
+		errs []error
+	)
+	for _, e := range logs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := e.l.Close(); err != nil {
+				emu.Lock()
+				errs = append(errs, fmt.Errorf("close %s: %w", e.tp, err))
+				emu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	m.ckMu.Lock()
+	errs = append(errs, m.writeCheckpoints(logs))
+	m.ckMu.Unlock()
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	for _, dir := range m.cfg.Dirs {
+		marker := filepath.Join(dir, cleanShutdownFile)
+		f, err := m.fs.OpenFile(marker, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
+		if err != nil {
+			return err
+		}
+		errs = append(errs, f.Sync(), f.Close(), m.fs.SyncDir(dir))
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,131 @@
+package partition
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestManagerOpenCloseReopen(t *testing.T) {
+	fs := NewMemFS()
+	mcfg := ManagerConfig{Dirs: []string{"/d1", "/d2"}, NodeID: 1, ClusterID: "c1", Defaults: smallConfig()}
+	m, err := OpenManager(fs, mcfg, nil, testLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tps := []TopicPartition{{"a", 0}, {"a", 1}, {"b-x", 0}, {"b-x", 12}}
+	for i, tp := range tps {
+		l, err := m.GetOrCreate(tp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for j := 0; j <= i; j++ {
+			mustAppend(t, l, simpleBatch(t, 2, 1, 10), 0)
+		}
+		l.SetHighWatermark(int64(2 * i))
+	}
+	// Spread over both dirs.
+	for _, d := range mcfg.Dirs {
+		names, _ := fs.ReadDir(d)
+		n := 0
+		for _, x := range names {
+			if _, ok := parsePartitionDir(x); ok {
+				n++
+			}
+		}
+		if n != 2 {
+			t.Fatalf("%s holds %d partitions: %v", d, n, names)
+		}
+	}
+	// Junk that must be skipped or cleaned.
+	fs.MkdirAll("/d1/not_a_partition", 0o755)
+	fs.MkdirAll("/d1/gone-3.abc-delete", 0o755)
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range mcfg.Dirs {
+		if ok, _, _ := fs.Stat(filepath.Join(d, cleanShutdownFile)); !ok {
+			t.Fatalf("no clean shutdown marker in %s", d)
+		}
+		meta := string(readFileBytes(t, fs, filepath.Join(d, metaPropertiesFile)))
+		if !strings.Contains(meta, "cluster.id=c1") || !strings.Contains(meta, "node.id=1") || !strings.Contains(meta, "version=1") {
+			t.Fatalf("meta.properties %q", meta)
+		}
+	}
+	hw := string(readFileBytes(t, fs, "/d1/replication-offset-checkpoint")) + string(readFileBytes(t, fs, "/d2/replication-offset-checkpoint"))
+	if !strings.Contains(hw, "b-x 12 6\n") {
+		t.Fatalf("HW checkpoint %q", hw)
+	}
+
+	m, err = OpenManager(fs, mcfg, nil, testLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range mcfg.Dirs {
+		if ok, _, _ := fs.Stat(filepath.Join(d, cleanShutdownFile)); ok {
+			t.Fatal("clean shutdown marker left while running")
+		}
+	}
+	if ok, _, _ := fs.Stat("/d1/gone-3.abc-delete"); ok {
+		t.Fatal("-delete dir not removed")
+	}
+	if got := m.Partitions(); len(got) != 4 || got[2] != (TopicPartition{"b-x", 0}) {
+		t.Fatalf("partitions %v", got)
+	}
+	for i, tp := range tps {
+		l := m.Get(tp)
+		if l == nil || l.LogEndOffset() != int64(2*(i+1)) || l.HighWatermark() != int64(2*i) || l.RecoveryPoint() != l.LogEndOffset() {
+			t.Fatalf("%s after reopen: %+v", tp, l)
+		}
+	}
+	if err := m.Delete(tps[0]); err != nil {
+		t.Fatal(err)
+	}
+	if m.Get(tps[0]) != nil {
+		t.Fatal("deleted log still present")
+	}
+	// Crash (no Close): the next open is unclean and recovers.
+	l := m.Get(tps[3])
+	mustAppend(t, l, simpleBatch(t, 2, 1, 10), 0)
+	if err := l.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	crashed := fs.CrashClone()
+	m2, err := OpenManager(crashed, mcfg, nil, testLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := m2.Get(tps[3]).LogEndOffset(); got != 10 {
+		t.Fatalf("after crash LEO %d", got)
+	}
+	if m2.Get(tps[0]) != nil {
+		t.Fatal("deleted partition came back")
+	}
+	m2.Start()
+	if err := m2.Close(); err != nil {
+		t.Fatal(err)
+	}
+	_ = m.Close()
+
+	// Wrong node id is refused.
+	if _, err := OpenManager(fs, ManagerConfig{Dirs: []string{"/d1"}, NodeID: 2, ClusterID: "c1"}, nil, testLogger(t)); err == nil {
+		t.Fatal("node.id mismatch accepted")
+	}
+}
+
+func TestOffsetCheckpointFormat(t *testing.T) {
+	m := map[TopicPartition]int64{{"b", 1}: 5, {"a", 0}: 7}
+	enc := encodeOffsetCheckpoint(m)
+	if string(enc) != "0\n2\na 0 7\nb 1 5\n" {
+		t.Fatalf("%q", enc)
+	}
+	back, err := decodeOffsetCheckpoint(enc)
+	if err != nil || len(back) != 2 || back[TopicPartition{"b", 1}] != 5 {
+		t.Fatal(back, err)
+	}
+	for _, bad := range []string{"", "1\n0\n", "0\n2\na 0 7\n", "0\n1\na x 7\n"} {
+		if _, err := decodeOffsetCheckpoint([]byte(bad)); err == nil {
+			t.Errorf("accepted %q", bad)
+		}
+	}
+}

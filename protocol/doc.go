@@ -1,0 +1,17 @@
+// Package protocol owns the Kafka wire edge of gokafka: size-prefixed frames,
+// the request header, version checks against the registered handlers, the
+// dispatch table, and the per-connection read and write loops with their
+// limits (socket.request.max.bytes, connections.max.idle.ms, a bounded
+// outbound queue).
+//
+// It must not know what a topic is. Handlers are registered with their
+// version range; ApiVersions is derived from that table, never kept by hand.
+//
+// Per connection there is one reader goroutine and one writer goroutine.
+// The reader decodes a request, runs its handler to completion, and queues
+// the encoded response; it reads the next request only after that, so a
+// connection is served one request at a time and responses leave in request
+// order (Kafka mutes a channel the same way). A panic in a handler closes
+// that connection only, with the stack logged. Every closed connection logs a
+// typed CloseReason.
+package protocol

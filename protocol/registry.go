@@ -1,0 +1,93 @@
+package protocol
+
+import (
+	"context"
+	"sort"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Request is one decoded request as handlers see it.
+type Request struct {
+	Key           int16
+	Version       int16
+	CorrelationID int32
+	ClientID      string
+	// Body is the decoded request, its version already set.
+	Body kmsg.Request
+	// Conn describes the connection the request arrived on.
+	Conn *ConnInfo
+}
+
+// ConnInfo identifies a client connection.
+type ConnInfo struct {
+	ID         uint64
+	RemoteAddr string
+	LocalAddr  string
+}
+
+// HandlerFunc serves one request. A nil response with a nil error means no
+// response is sent (acks=0 produce). A non-nil error closes the connection,
+// which is what Kafka does for requests it cannot make sense of.
+type HandlerFunc func(ctx context.Context, req *Request) (kmsg.Response, error)
+
+type handlerEntry struct {
+	min, max int16
+	fn       HandlerFunc
+}
+
+// Registry is the dispatch table: API key → version range and handler.
+// It is filled once at start-up and read-only afterwards.
+type Registry struct {
+	handlers map[int16]handlerEntry
+}
+
+// NewRegistry returns an empty registry.
+func NewRegistry() *Registry {
+	return &Registry{handlers: make(map[int16]handlerEntry)}
+}
+
+// Register adds a handler for key serving versions min..max. The range is
+// clamped to what kmsg can encode so that ApiVersions never advertises a
+// version whose response gokafka could not write.
+func (r *Registry) Register(key, min, max int16, fn HandlerFunc) {
+	if req := kmsg.RequestForKey(key); req != nil && max > req.MaxVersion() {
+		max = req.MaxVersion()
+	}
+	if _, dup := r.handlers[key]; dup {
+		panic("protocol: handler registered twice for key " + kmsg.NameForKey(key))
+	}
+	r.handlers[key] = handlerEntry{min: min, max: max, fn: fn}
+}
+
+func (r *Registry) lookup(key int16) (handlerEntry, bool) {
+	h, ok := r.handlers[key]
+	return h, ok
+}
+
+// Supports reports whether key at version is served.
+func (r *Registry) Supports(key, version int16) bool {
+	h, ok := r.handlers[key]
+	return ok && version >= h.min && version <= h.max
+}
+
+// Versions lists the served API keys and version ranges, sorted by key.
+func (r *Registry) Versions() []kmsg.ApiVersionsResponseApiKey {
+	keys := make([]kmsg.ApiVersionsResponseApiKey, 0, len(r.handlers))
+	for k, h := range r.handlers {
+		keys = append(keys, kmsg.ApiVersionsResponseApiKey{ApiKey: k, MinVersion: h.min, MaxVersion: h.max})
+	}
+	sort.Slice(keys, func(i, j int) bool { return keys[i].ApiKey < keys[j].ApiKey })
+	return keys
+}
+
+// ApiVersionsResponse builds the ApiVersions answer at version from the
+// registered handlers. With errCode UNSUPPORTED_VERSION the caller sends it
+// as a v0 body (KIP-511).
+func (r *Registry) ApiVersionsResponse(version int16, errCode int16) *kmsg.ApiVersionsResponse {
+	resp := kmsg.NewPtrApiVersionsResponse()
+	resp.SetVersion(version)
+	resp.ErrorCode = errCode
+	resp.ApiKeys = r.Versions()
+	return resp
+}

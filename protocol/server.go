@@ -1,0 +1,422 @@
+package protocol
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Config holds the connection limits.
+type Config struct {
+	// MaxRequestBytes is socket.request.max.bytes: a frame larger than this
+	// closes the connection before anything is allocated for it.
+	MaxRequestBytes int32
+	// IdleTimeout is connections.max.idle.ms: a connection with no request
+	// for this long is closed.
+	IdleTimeout time.Duration
+	// MaxQueuedResponses bounds the encoded responses waiting for the writer.
+	MaxQueuedResponses int
+}
+
+// DefaultConfig returns Kafka's defaults.
+func DefaultConfig() Config {
+	return Config{MaxRequestBytes: 104857600, IdleTimeout: 10 * time.Minute, MaxQueuedResponses: 8}
+}
+
+// CloseReason says why a connection was closed. Every close logs one.
+type CloseReason int
+
+const (
+	CloseClient             CloseReason = iota // the client closed it (EOF)
+	CloseReadError                             // a read failed
+	CloseWriteError                            // a write failed
+	CloseIdle                                  // connections.max.idle.ms passed with no request
+	CloseInvalidSize                           // the size prefix was zero or negative
+	CloseTooLarge                              // the size prefix exceeded socket.request.max.bytes
+	CloseMalformedHeader                       // the request header could not be parsed
+	CloseUnknownKey                            // no handler for the API key
+	CloseUnsupportedVersion                    // the API key is served, not at this version
+	CloseMalformedRequest                      // the body did not decode at its version
+	CloseHandlerPanic                          // the handler panicked
+	CloseHandlerError                          // the handler asked for the connection to close
+	CloseShutdown                              // the server is shutting down
+)
+
+var closeReasonNames = [...]string{
+	"client_closed", "read_error", "write_error", "idle_timeout", "invalid_size",
+	"request_too_large", "malformed_header", "unknown_api_key", "unsupported_version",
+	"malformed_request", "handler_panic", "handler_error", "server_shutdown",
+}
+
+func (r CloseReason) String() string {
+	if int(r) < len(closeReasonNames) {
+		return closeReasonNames[r]
+	}
+	return fmt.Sprintf("close_reason_%d", int(r))
+}
+
+// Server accepts connections and serves requests through a Registry.
+type Server struct {
+	cfg    Config
+	reg    *Registry
+	logger zerolog.Logger
+
+	// baseCtx is cancelled at shutdown so that parked handlers (long-poll
+	// fetches, acks=all waits) return early with what they have.
+	baseCtx    context.Context
+	cancelBase context.CancelFunc
+
+	nextID atomic.Uint64
+	wg     sync.WaitGroup
+
+	mu struct {
+		sync.Mutex
+		listeners []net.Listener
+		conns     map[*conn]struct{}
+		closing   bool
+	}
+}
+
+// NewServer returns a server dispatching to reg.
+func NewServer(cfg Config, reg *Registry, logger zerolog.Logger) *Server {
+	if cfg.MaxQueuedResponses <= 0 {
+		cfg.MaxQueuedResponses = 8
+	}
+	s := &Server{cfg: cfg, reg: reg, logger: logger}
+	s.baseCtx, s.cancelBase = context.WithCancel(context.Background())
+	s.mu.conns = make(map[*conn]struct{})
+	return s
+}
+
+// Serve accepts connections on ln until Shutdown. It returns nil after a
+// shutdown and the accept error otherwise.
+func (s *Server) Serve(ln net.Listener) error {
+	s.mu.Lock()
+	if s.mu.closing {
+		s.mu.Unlock()
+		ln.Close()
+		return nil
+	}
+	s.mu.listeners = append(s.mu.listeners, ln)
+	s.mu.Unlock()
+
+	var backoff time.Duration
+	for {
+		nc, err := ln.Accept()
+		if err != nil {
+			s.mu.Lock()
+			closing := s.mu.closing
+			s.mu.Unlock()
+			if closing {
+				return nil
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() || errors.Is(err, os.ErrDeadlineExceeded) || isTemporary(err) {
+				// Out of file descriptors and the like: back off rather
+				// than spin, as net/http does.
+				backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
+				s.logger.Warn().Err(err).Dur("retry_in", backoff).Msg("accept failed")
+				time.Sleep(backoff)
+				continue
+			}
+			return err
+		}
+		backoff = 0
+		s.startConn(nc)
+	}
+}
+
+func isTemporary(err error) bool {
+	var t interface{ Temporary() bool }
+	return errors.As(err, &t) && t.Temporary()
+}
+
+func (s *Server) startConn(nc net.Conn) {
+	id := s.nextID.Add(1)
+	c := &conn{
+		srv:  s,
+		nc:   nc,
+		info: &ConnInfo{ID: id, RemoteAddr: nc.RemoteAddr().String(), LocalAddr: nc.LocalAddr().String()},
+		out:  make(chan []byte, s.cfg.MaxQueuedResponses),
+	}
+	c.logger = s.logger.With().Uint64("conn", id).Str("remote", c.info.RemoteAddr).Logger()
+	c.ctx, c.cancel = context.WithCancel(s.baseCtx)
+
+	s.mu.Lock()
+	if s.mu.closing {
+		s.mu.Unlock()
+		nc.Close()
+		return
+	}
+	s.mu.conns[c] = struct{}{}
+	s.wg.Add(2)
+	s.mu.Unlock()
+
+	go c.readLoop()
+	go c.writeLoop()
+}
+
+// Shutdown stops accepting, lets every connection finish the request it is
+// serving and send its response, then closes the connections. Parked
+// handlers see their context cancelled. It returns when all connections are
+// closed or ctx is done.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.mu.Lock()
+	s.mu.closing = true
+	for _, ln := range s.mu.listeners {
+		ln.Close()
+	}
+	conns := make([]*conn, 0, len(s.mu.conns))
+	for c := range s.mu.conns {
+		conns = append(conns, c)
+	}
+	s.mu.Unlock()
+
+	s.cancelBase()
+	for _, c := range conns {
+		c.beginShutdown()
+	}
+	done := make(chan struct{})
+	go func() { s.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		for _, c := range conns {
+			c.nc.Close()
+		}
+		return ctx.Err()
+	}
+}
+
+type conn struct {
+	srv    *Server
+	nc     net.Conn
+	info   *ConnInfo
+	logger zerolog.Logger
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	// out carries encoded responses to the writer in request order. The
+	// reader closes it when it stops; the writer then drains it and closes
+	// the socket.
+	out chan []byte
+
+	// busy is set while a request is being read or served, so that a
+	// shutdown does not cut a request in the middle.
+	busy     atomic.Bool
+	stopping atomic.Bool
+
+	closeOnce sync.Once
+	reason    CloseReason
+	reasonErr error
+}
+
+func (c *conn) setReason(r CloseReason, err error) {
+	c.closeOnce.Do(func() { c.reason, c.reasonErr = r, err })
+}
+
+func (c *conn) beginShutdown() {
+	c.stopping.Store(true)
+	if !c.busy.Load() {
+		// Unblock a reader waiting for the next request.
+		c.nc.SetReadDeadline(time.Now())
+	}
+}
+
+func (c *conn) readLoop() {
+	defer c.srv.wg.Done()
+	defer close(c.out)
+	defer c.cancel()
+
+	var sizeBuf [4]byte
+	for {
+		if c.srv.cfg.IdleTimeout > 0 {
+			c.nc.SetReadDeadline(time.Now().Add(c.srv.cfg.IdleTimeout))
+		} else {
+			c.nc.SetReadDeadline(time.Time{})
+		}
+		// Checked after the deadline is set: beginShutdown stores stopping
+		// before it moves the deadline, so one of the two sees the other.
+		if c.stopping.Load() {
+			c.setReason(CloseShutdown, nil)
+			return
+		}
+		if _, err := io.ReadFull(c.nc, sizeBuf[:]); err != nil {
+			c.readFailed(err)
+			return
+		}
+		c.busy.Store(true)
+		size := int32(binary.BigEndian.Uint32(sizeBuf[:]))
+		if size <= 0 {
+			c.setReason(CloseInvalidSize, fmt.Errorf("size %d", size))
+			return
+		}
+		if size > c.srv.cfg.MaxRequestBytes {
+			c.setReason(CloseTooLarge, fmt.Errorf("size %d exceeds socket.request.max.bytes %d", size, c.srv.cfg.MaxRequestBytes))
+			return
+		}
+		buf := make([]byte, size)
+		if _, err := io.ReadFull(c.nc, buf); err != nil {
+			c.readFailed(err)
+			return
+		}
+		resp, ok := c.serve(buf)
+		if !ok {
+			return
+		}
+		if resp != nil {
+			select {
+			case c.out <- resp:
+			case <-c.srv.baseCtx.Done():
+				// The writer may be stuck on a dead client; still try to
+				// hand over the response, bounded by the queue.
+				select {
+				case c.out <- resp:
+				default:
+					c.setReason(CloseShutdown, nil)
+					return
+				}
+			}
+		}
+		c.busy.Store(false)
+	}
+}
+
+func (c *conn) readFailed(err error) {
+	switch {
+	case errors.Is(err, io.EOF):
+		c.setReason(CloseClient, nil)
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		if c.stopping.Load() {
+			c.setReason(CloseShutdown, nil)
+		} else {
+			c.setReason(CloseIdle, nil)
+		}
+	default:
+		c.setReason(CloseReadError, err)
+	}
+}
+
+// serve decodes and handles one frame. It returns the encoded response
+// (nil when none is due) and false when the connection must close.
+func (c *conn) serve(frame []byte) (out []byte, ok bool) {
+	h, err := parseHeaderPrefix(frame)
+	if err != nil {
+		c.setReason(CloseMalformedHeader, err)
+		return nil, false
+	}
+	entry, known := c.srv.reg.lookup(h.key)
+	if !known {
+		c.setReason(CloseUnknownKey, fmt.Errorf("api key %d", h.key))
+		return nil, false
+	}
+	if h.version < entry.min || h.version > entry.max {
+		if h.key == apiVersionsKey {
+			// KIP-511: answer in a v0 body with our ranges so the client
+			// can retry at a version we list; the body is not parsed as
+			// its layout at this version is unknown.
+			c.logger.Debug().Int16("version", h.version).Msg("ApiVersions at unsupported version")
+			resp := c.srv.reg.ApiVersionsResponse(0, 35)
+			return encodeResponse(h, resp), true
+		}
+		c.setReason(CloseUnsupportedVersion, fmt.Errorf("api %s (%d) version %d", kmsg.NameForKey(h.key), h.key, h.version))
+		return nil, false
+	}
+	req := kmsg.RequestForKey(h.key)
+	req.SetVersion(h.version)
+	body, err := parseHeaderRest(&h, frame, req.IsFlexible())
+	if err != nil {
+		c.setReason(CloseMalformedHeader, err)
+		return nil, false
+	}
+	if err := req.ReadFrom(body); err != nil {
+		c.setReason(CloseMalformedRequest, fmt.Errorf("api %s v%d: %w", kmsg.NameForKey(h.key), h.version, err))
+		return nil, false
+	}
+
+	resp, err, panicked := c.callHandler(entry.fn, &Request{
+		Key: h.key, Version: h.version, CorrelationID: h.correlationID,
+		ClientID: h.clientID, Body: req, Conn: c.info,
+	})
+	if panicked {
+		c.setReason(CloseHandlerPanic, err)
+		return nil, false
+	}
+	if err != nil {
+		c.setReason(CloseHandlerError, err)
+		return nil, false
+	}
+	if resp == nil {
+		return nil, true
+	}
+	resp.SetVersion(h.version)
+	return encodeResponse(h, resp), true
+}
+
+func (c *conn) callHandler(fn HandlerFunc, req *Request) (resp kmsg.Response, err error, panicked bool) {
+	defer func() {
+		if r := recover(); r != nil {
+			c.logger.Error().Str("api", kmsg.NameForKey(req.Key)).Int16("version", req.Version).
+				Interface("panic", r).Str("stack", string(debug.Stack())).Msg("handler panicked")
+			resp, err, panicked = nil, fmt.Errorf("panic: %v", r), true
+		}
+	}()
+	resp, err = fn(c.ctx, req)
+	return resp, err, false
+}
+
+func encodeResponse(h header, resp kmsg.Response) []byte {
+	buf := make([]byte, 4, 256)
+	buf = appendResponseHeader(buf, h.key, h.correlationID, resp.IsFlexible())
+	buf = resp.AppendTo(buf)
+	binary.BigEndian.PutUint32(buf, uint32(len(buf)-4))
+	return buf
+}
+
+func (c *conn) writeLoop() {
+	defer c.srv.wg.Done()
+	defer c.finish()
+	failed := false
+	for b := range c.out {
+		if failed {
+			continue
+		}
+		if _, err := c.nc.Write(b); err != nil {
+			c.setReason(CloseWriteError, err)
+			failed = true
+			// Unblock the reader; it will close out.
+			c.nc.SetReadDeadline(time.Now())
+			c.cancel()
+		}
+	}
+}
+
+func (c *conn) finish() {
+	c.nc.Close()
+	c.srv.mu.Lock()
+	delete(c.srv.mu.conns, c)
+	c.srv.mu.Unlock()
+
+	ev := c.logger.Debug()
+	switch c.reason {
+	case CloseClient, CloseIdle, CloseShutdown:
+	default:
+		ev = c.logger.Warn()
+	}
+	if c.reasonErr != nil {
+		ev = ev.Err(c.reasonErr)
+	}
+	ev.Str("reason", c.reason.String()).Msg("connection closed")
+}
