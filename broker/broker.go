@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/url"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -34,6 +35,11 @@ type Config struct {
 	DefaultReplicationFactor int16
 	AutoCreateTopics         bool
 	DeleteTopicEnable        bool
+
+	// Quorum configures the metadata quorum; its Dir and BindAddr are
+	// derived from LogDirs and the CONTROLLER listener.
+	Quorum                  cluster.QuorumConfig
+	ControllerListenerNames []string
 
 	Protocol protocol.Config
 	Logs     partition.ManagerConfig
@@ -90,15 +96,20 @@ func Start(ctx context.Context, cfg Config, logger zerolog.Logger) (_ *Server, e
 		return nil, errors.New("log.dirs is empty")
 	}
 	var lns []Listener
+	qc := cfg.Quorum
 	for _, l := range cfg.Listeners {
 		pl, err := ParseListener(l)
 		if err != nil {
 			return nil, err
 		}
-		if pl.Name == "CONTROLLER" {
+		if slices.Contains(cfg.ControllerListenerNames, pl.Name) {
+			qc.BindAddr = net.JoinHostPort(pl.Host, strconv.Itoa(pl.Port))
 			continue
 		}
 		lns = append(lns, pl)
+	}
+	if len(qc.Voters) > 0 && qc.BindAddr == "" {
+		return nil, errors.New("controller.quorum.voters is set but no controller listener is configured")
 	}
 	if len(lns) == 0 {
 		return nil, errors.New("no broker listener configured")
@@ -110,12 +121,12 @@ func Start(ctx context.Context, cfg Config, logger zerolog.Logger) (_ *Server, e
 		}
 	}()
 
-	metaDir := filepath.Join(cfg.LogDirs[0], cluster.MetadataDirName)
+	qc.Dir = filepath.Join(cfg.LogDirs[0], cluster.MetadataDirName)
 	s.meta, err = cluster.Open(ctx, cluster.Config{
 		NodeID: cfg.NodeID, Rack: cfg.Rack,
 		NumPartitions: cfg.NumPartitions, DefaultReplicationFactor: cfg.DefaultReplicationFactor,
 		DeleteTopicEnable: cfg.DeleteTopicEnable, BrokerDefaults: cfg.BrokerDefaults,
-	}, metaDir, logger.With().Str("component", "cluster").Logger())
+	}, qc, logger.With().Str("component", "cluster").Logger())
 	if err != nil {
 		return nil, fmt.Errorf("open metadata: %w", err)
 	}
@@ -204,6 +215,15 @@ func (s *Server) Err() <-chan error { return s.serveErr }
 // checkpoints the logs.
 func (s *Server) Shutdown(ctx context.Context) error {
 	var errs []error
+	if s.meta != nil && len(s.meta.Image().Brokers) > 1 {
+		// Controlled shutdown: move leaderships away first, so clients
+		// switch to other brokers before this one stops answering.
+		cctx, cancel := context.WithTimeout(ctx, s.cfg.ShutdownTimeout/2)
+		if err := s.meta.ControlledShutdown(cctx); err != nil {
+			s.logger.Warn().Err(err).Msg("controlled shutdown incomplete")
+		}
+		cancel()
+	}
 	if s.srv != nil {
 		if s.cfg.ShutdownTimeout > 0 {
 			var cancel context.CancelFunc
@@ -221,13 +241,17 @@ func (s *Server) Shutdown(ctx context.Context) error {
 }
 
 func (s *Server) closeAll() error {
+	var errs []error
 	for _, ln := range s.listeners {
 		ln.Close()
 	}
 	if s.logs != nil {
-		err := s.logs.Close()
+		errs = append(errs, s.logs.Close())
 		s.logs = nil
-		return err
 	}
-	return nil
+	if s.meta != nil {
+		errs = append(errs, s.meta.Close())
+		s.meta = nil
+	}
+	return errors.Join(errs...)
 }

@@ -12,8 +12,12 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
+	"github.com/hashicorp/raft"
 	"github.com/rs/zerolog"
+
+	"github.com/gokafka/gokafka/protocol"
 )
 
 // Metadata is how the rest of gokafka reads and changes cluster metadata.
@@ -32,8 +36,23 @@ type Metadata interface {
 	// SetBrokerConfigs replaces the dynamic configs of a broker resource
 	// ("" is the cluster-wide default).
 	SetBrokerConfigs(ctx context.Context, resource string, configs map[string]string, validateOnly bool) error
+	// AlterPartition asks the controller to set the ISR of a partition
+	// this broker leads, from the leader and partition epochs it holds.
+	// It returns the partition record after the change.
+	AlterPartition(ctx context.Context, req AlterPartitionRequest) (PartitionInfo, error)
 	NodeID() int32
 	BrokerDefaults() BrokerDefaults
+}
+
+// AlterPartitionRequest is a leader's ISR change proposal (Kafka's
+// AlterPartition).
+type AlterPartitionRequest struct {
+	BrokerID       int32
+	Topic          string
+	Partition      int32
+	LeaderEpoch    int32
+	PartitionEpoch int32
+	NewISR         []int32
 }
 
 // TopicSpec is a topic to create.
@@ -66,11 +85,28 @@ type Log interface {
 }
 
 // Controller validates metadata changes and proposes them to the log. It
-// implements Metadata.
+// implements Metadata. On the node that leads the quorum it applies
+// changes itself; elsewhere it forwards them, as Kafka requests, to the
+// leader's broker listener.
 type Controller struct {
 	cfg    Config
+	qc     QuorumConfig
 	log    Log
 	logger zerolog.Logger
+	fsm    *fsm
+	raft   *raft.Raft
+	stop   chan struct{}
+	wg     sync.WaitGroup
+
+	// incarnation identifies this process in its broker registration.
+	incarnation string
+
+	// lastSeen holds, on the active controller, when each broker last
+	// heartbeated. Guarded by proposeMu.
+	lastSeen map[int32]time.Time
+
+	fwdMu   sync.Mutex
+	fwdConn *protocol.Client
 
 	// applied is the image after the last applied command.
 	imgMu   sync.RWMutex
@@ -133,16 +169,6 @@ func (c *Controller) published(next *Image) {
 	}
 }
 
-// Register records this broker's advertised address; until then the
-// broker is not live and gets no new replicas.
-func (c *Controller) Register(ctx context.Context, host string, port int32) error {
-	b := BrokerInfo{NodeID: c.cfg.NodeID, Host: host, Port: port, Rack: c.cfg.Rack}
-	if cur, ok := c.Image().Brokers[b.NodeID]; ok && cur.Host == b.Host && cur.Port == b.Port && !cur.Fenced && equalRack(cur.Rack, b.Rack) {
-		return nil
-	}
-	return c.log.Propose(ctx, &Command{Type: CmdRegisterBroker, Broker: &b, ClusterID: c.cfg.ClusterID})
-}
-
 func equalRack(a, b *string) bool {
 	if a == nil || b == nil {
 		return a == b
@@ -173,6 +199,9 @@ func collisionName(name string) string { return strings.ReplaceAll(name, ".", "_
 
 // CreateTopics implements Metadata.
 func (c *Controller) CreateTopics(ctx context.Context, specs []TopicSpec, validateOnly bool) []error {
+	if !c.IsLeader() {
+		return c.forwardCreateTopics(ctx, specs, validateOnly)
+	}
 	c.proposeMu.Lock()
 	defer c.proposeMu.Unlock()
 	errs := make([]error, len(specs))
@@ -329,6 +358,9 @@ func assignReplicas(brokers []int32, partitions, rf, firstPartition, startIndex 
 
 // DeleteTopics implements Metadata.
 func (c *Controller) DeleteTopics(ctx context.Context, names []string) []error {
+	if !c.IsLeader() {
+		return c.forwardDeleteTopics(ctx, names)
+	}
 	c.proposeMu.Lock()
 	defer c.proposeMu.Unlock()
 	errs := make([]error, len(names))
@@ -352,6 +384,9 @@ func (c *Controller) DeleteTopics(ctx context.Context, names []string) []error {
 
 // CreatePartitions implements Metadata.
 func (c *Controller) CreatePartitions(ctx context.Context, name string, total int32, assignment [][]int32, validateOnly bool) error {
+	if !c.IsLeader() {
+		return c.forwardCreatePartitions(ctx, name, total, assignment, validateOnly)
+	}
 	c.proposeMu.Lock()
 	defer c.proposeMu.Unlock()
 	im := c.Image()
@@ -396,6 +431,9 @@ func (c *Controller) CreatePartitions(ctx context.Context, name string, total in
 
 // SetTopicConfigs implements Metadata.
 func (c *Controller) SetTopicConfigs(ctx context.Context, name string, configs map[string]string, validateOnly bool) error {
+	if !c.IsLeader() {
+		return c.forwardAlterConfigs(ctx, 2, name, configs, validateOnly)
+	}
 	c.proposeMu.Lock()
 	defer c.proposeMu.Unlock()
 	if c.Image().Topics[name] == nil {
@@ -427,6 +465,9 @@ func DynamicBrokerConfigs() []string {
 
 // SetBrokerConfigs implements Metadata.
 func (c *Controller) SetBrokerConfigs(ctx context.Context, resource string, configs map[string]string, validateOnly bool) error {
+	if !c.IsLeader() {
+		return c.forwardAlterConfigs(ctx, 4, resource, configs, validateOnly)
+	}
 	c.proposeMu.Lock()
 	defer c.proposeMu.Unlock()
 	if resource != "" {
@@ -467,4 +508,82 @@ func brokerSynonymDef(name string) *ConfigDef {
 		}
 	}
 	return nil
+}
+
+// AlterPartition implements Metadata. The checks follow Kafka's controller:
+// the sender must be the current leader at the current leader epoch
+// (FENCED_LEADER_EPOCH otherwise), the partition epoch must match
+// (INVALID_UPDATE_VERSION), and every new ISR member must be a replica on
+// a live, unfenced broker (INELIGIBLE_REPLICA).
+func (c *Controller) AlterPartition(ctx context.Context, req AlterPartitionRequest) (PartitionInfo, error) {
+	if !c.IsLeader() {
+		return c.forwardAlterPartition(ctx, req)
+	}
+	c.proposeMu.Lock()
+	defer c.proposeMu.Unlock()
+	im := c.Image()
+	cur := im.Partition(req.Topic, req.Partition)
+	if cur == nil {
+		return PartitionInfo{}, fmt.Errorf("%w: %s-%d", ErrUnknownTopic, req.Topic, req.Partition)
+	}
+	if cur.Leader != req.BrokerID {
+		return *cur, fmt.Errorf("%w: broker %d is not the leader of %s-%d", ErrNotLeader, req.BrokerID, req.Topic, req.Partition)
+	}
+	if req.LeaderEpoch != cur.LeaderEpoch {
+		return *cur, fmt.Errorf("%w: %d, current %d", ErrFencedLeaderEpoch, req.LeaderEpoch, cur.LeaderEpoch)
+	}
+	if req.PartitionEpoch != cur.PartitionEpoch {
+		return *cur, fmt.Errorf("%w: %d, current %d", ErrInvalidUpdateVersion, req.PartitionEpoch, cur.PartitionEpoch)
+	}
+	if !contains32(req.NewISR, req.BrokerID) {
+		return *cur, fmt.Errorf("%w: the leader must stay in the ISR", ErrIneligibleReplica)
+	}
+	for _, r := range req.NewISR {
+		b, ok := im.Brokers[r]
+		if !contains32(cur.Replicas, r) || !ok || b.Fenced {
+			return *cur, fmt.Errorf("%w: broker %d", ErrIneligibleReplica, r)
+		}
+	}
+	if sameMembers(cur.ISR, req.NewISR) {
+		return *cur, nil
+	}
+	next := *cur
+	next.ISR = orderLike(cur.Replicas, req.NewISR)
+	next.PartitionEpoch++
+	err := c.log.Propose(ctx, &Command{Type: CmdChangePartitions, Changes: []PartitionChange{{
+		Topic: req.Topic, ExpectPartitionEpoch: cur.PartitionEpoch, Next: next,
+	}}})
+	if err != nil {
+		return *cur, err
+	}
+	c.logger.Info().Str("topic", req.Topic).Int32("partition", req.Partition).Ints32("isr", next.ISR).
+		Int32("partition_epoch", next.PartitionEpoch).Msg("ISR changed")
+	return next, nil
+}
+
+func contains32(s []int32, v int32) bool {
+	return slices.Contains(s, v)
+}
+
+func sameMembers(a, b []int32) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for _, x := range a {
+		if !contains32(b, x) {
+			return false
+		}
+	}
+	return true
+}
+
+// orderLike returns the members of set in the order they have in order.
+func orderLike(order, set []int32) []int32 {
+	out := make([]int32, 0, len(set))
+	for _, r := range order {
+		if contains32(set, r) {
+			out = append(out, r)
+		}
+	}
+	return out
 }

@@ -15,4 +15,9 @@ var (
 	ErrTopicDeletionDisabled     = errors.New("topic deletion disabled")
 	ErrNotController             = errors.New("not controller")
 	ErrTopicAuthorizationFailure = errors.New("topic authorization failed")
+	// AlterPartition outcomes.
+	ErrInvalidUpdateVersion = errors.New("partition epoch is stale")
+	ErrFencedLeaderEpoch    = errors.New("leader epoch is stale")
+	ErrIneligibleReplica    = errors.New("replica not eligible for the ISR")
+	ErrNotLeader            = errors.New("not the partition leader")
 )

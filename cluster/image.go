@@ -14,6 +14,9 @@ type BrokerInfo struct {
 	Port   int32   `json:"port"`
 	Rack   *string `json:"rack,omitempty"`
 	Fenced bool    `json:"fenced,omitempty"`
+	// Incarnation identifies one run of the broker process; a new one
+	// means the broker restarted and lost whatever it held in memory.
+	Incarnation string `json:"incarnation,omitempty"`
 }
 
 // PartitionInfo is the replicated state of one partition.

@@ -16,7 +16,25 @@ const (
 	CmdCreatePartitions CommandType = "create_partitions"
 	CmdSetTopicConfigs  CommandType = "set_topic_configs"
 	CmdSetBrokerConfigs CommandType = "set_broker_configs"
+	// CmdChangePartitions replaces partition records (leader, epochs,
+	// ISR), each only if its partition epoch is still the one the change
+	// was computed from.
+	CmdChangePartitions CommandType = "change_partitions"
+	// CmdFenceBroker and CmdUnfenceBroker change a broker's liveness.
+	CmdFenceBroker   CommandType = "fence_broker"
+	CmdUnfenceBroker CommandType = "unfence_broker"
+	// CmdInitCluster gives a new cluster its id.
+	CmdInitCluster CommandType = "init_cluster"
 )
+
+// PartitionChange is one partition record replacement.
+type PartitionChange struct {
+	Topic string `json:"topic"`
+	// ExpectPartitionEpoch is the partition epoch the change was computed
+	// from; the change is refused if the record moved on since.
+	ExpectPartitionEpoch int32         `json:"expect_partition_epoch"`
+	Next                 PartitionInfo `json:"next"`
+}
 
 // Command is one entry of the metadata log. Apply must be deterministic:
 // every node applying the same commands reaches the same State.
@@ -28,6 +46,8 @@ type Command struct {
 	Partitions []PartitionInfo   `json:"partitions,omitempty"`
 	Configs    map[string]string `json:"configs,omitempty"`
 	ClusterID  string            `json:"cluster_id,omitempty"`
+	Changes    []PartitionChange `json:"changes,omitempty"`
+	BrokerID   int32             `json:"broker_id,omitempty"`
 }
 
 // State is the metadata state machine. It is not safe for concurrent use;
@@ -65,12 +85,13 @@ func (s *State) Apply(offset int64, cmd *Command) error {
 
 func (s *State) apply(cmd *Command) error {
 	switch cmd.Type {
+	case CmdInitCluster:
+		if s.clusterID == "" {
+			s.clusterID = cmd.ClusterID
+		}
 	case CmdRegisterBroker:
 		if cmd.Broker == nil {
 			return fmt.Errorf("register_broker without broker")
-		}
-		if cmd.ClusterID != "" && s.clusterID == "" {
-			s.clusterID = cmd.ClusterID
 		}
 		s.brokers[cmd.Broker.NodeID] = *cmd.Broker
 	case CmdCreateTopic:
@@ -123,6 +144,36 @@ func (s *State) apply(cmd *Command) error {
 		} else {
 			s.brokerConfigs[cmd.Name] = maps.Clone(cmd.Configs)
 		}
+	case CmdChangePartitions:
+		// Check every change before applying any, so the command is
+		// all or nothing.
+		for _, ch := range cmd.Changes {
+			t, ok := s.topics[ch.Topic]
+			if !ok {
+				return fmt.Errorf("%w: %s", ErrUnknownTopic, ch.Topic)
+			}
+			p := ch.Next.Partition
+			if p < 0 || int(p) >= len(t.Partitions) {
+				return fmt.Errorf("%w: %s-%d", ErrUnknownTopic, ch.Topic, p)
+			}
+			if cur := t.Partitions[p].PartitionEpoch; cur != ch.ExpectPartitionEpoch {
+				return fmt.Errorf("%w: %s-%d partition epoch is %d, change expected %d", ErrInvalidUpdateVersion, ch.Topic, p, cur, ch.ExpectPartitionEpoch)
+			}
+		}
+		for _, ch := range cmd.Changes {
+			t := s.topics[ch.Topic]
+			cp := *t
+			cp.Partitions = append([]PartitionInfo(nil), t.Partitions...)
+			cp.Partitions[ch.Next.Partition] = ch.Next
+			s.topics[ch.Topic] = &cp
+		}
+	case CmdFenceBroker, CmdUnfenceBroker:
+		b, ok := s.brokers[cmd.BrokerID]
+		if !ok {
+			return fmt.Errorf("unknown broker %d", cmd.BrokerID)
+		}
+		b.Fenced = cmd.Type == CmdFenceBroker
+		s.brokers[cmd.BrokerID] = b
 	default:
 		return fmt.Errorf("unknown metadata command %q", cmd.Type)
 	}

@@ -1,7 +1,10 @@
 package handlers
 
 import (
+	"context"
+
 	"github.com/rs/zerolog"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/gokafka/gokafka/cluster"
 	"github.com/gokafka/gokafka/protocol"
@@ -27,6 +30,7 @@ type Handlers struct {
 // Register creates the handlers and registers every API with reg.
 func Register(reg *protocol.Registry, cfg Config, meta cluster.Metadata, replicas *replication.Manager, logger zerolog.Logger) *Handlers {
 	h := &Handlers{cfg: cfg, meta: meta, replicas: replicas, reg: reg, logger: logger}
+	reg.Wrap(forwardAware)
 	for _, r := range []func(*protocol.Registry){
 		h.registerProduce,
 		h.registerFetch,
@@ -42,8 +46,21 @@ func Register(reg *protocol.Registry, cfg Config, meta cluster.Metadata, replica
 		h.registerCreatePartitions,
 		h.registerIncrementalAlterConfigs,
 		h.registerDescribeCluster,
+		h.registerControllerRPCs,
 	} {
 		r(reg)
 	}
 	return h
+}
+
+// forwardAware marks requests forwarded by another gokafka node so that
+// the controller answers them here or refuses them, never forwarding them
+// on again.
+func forwardAware(fn protocol.HandlerFunc) protocol.HandlerFunc {
+	return func(ctx context.Context, req *protocol.Request) (kmsg.Response, error) {
+		if req.ClientID == cluster.ForwardClientID {
+			ctx = cluster.WithNoForward(ctx)
+		}
+		return fn(ctx, req)
+	}
 }

@@ -40,7 +40,11 @@ type handlerEntry struct {
 // It is filled once at start-up and read-only afterwards.
 type Registry struct {
 	handlers map[int16]handlerEntry
+	wrap     func(HandlerFunc) HandlerFunc
 }
+
+// Wrap makes every handler registered afterwards go through wrap.
+func (r *Registry) Wrap(wrap func(HandlerFunc) HandlerFunc) { r.wrap = wrap }
 
 // NewRegistry returns an empty registry.
 func NewRegistry() *Registry {
@@ -51,6 +55,9 @@ func NewRegistry() *Registry {
 // clamped to what kmsg can encode so that ApiVersions never advertises a
 // version whose response gokafka could not write.
 func (r *Registry) Register(key, min, max int16, fn HandlerFunc) {
+	if r.wrap != nil && fn != nil {
+		fn = r.wrap(fn)
+	}
 	if req := kmsg.RequestForKey(key); req != nil && max > req.MaxVersion() {
 		max = req.MaxVersion()
 	}

@@ -256,8 +256,17 @@ func (m *Manager) Produce(ctx context.Context, tp partition.TopicPartition, reco
 	if err != nil {
 		return partition.AppendInfo{}, err
 	}
-	if _, err := partition.ValidateBatches(records, p.log.Config().MaxMessageBytes); err != nil {
+	hdrs, err := partition.ValidateBatches(records, p.log.Config().MaxMessageBytes)
+	if err != nil {
 		return partition.AppendInfo{}, err
+	}
+	// Kafka's rules for produce v3+: one batch per partition, and control
+	// batches only from the transaction coordinator, never from clients.
+	if len(hdrs) != 1 {
+		return partition.AppendInfo{}, fmt.Errorf("%w: produce requests must contain exactly one record batch, got %d", partition.ErrInvalidRecord, len(hdrs))
+	}
+	if hdrs[0].IsControl() {
+		return partition.AppendInfo{}, fmt.Errorf("%w: clients may not write control batches", partition.ErrInvalidRecord)
 	}
 	p.mu.Lock()
 	epoch, isr, minISR := p.mu.leaderEpoch, len(p.mu.isr), p.mu.minISR

@@ -26,8 +26,21 @@ type property struct {
 var maxLong = strconv.FormatInt(math.MaxInt64, 10)
 
 var properties = []property{
-	{"node.id", "1", "This broker's id."},
-	{"listeners", "PLAINTEXT://127.0.0.1:9092", "Comma-separated listener URLs the broker binds."},
+	{"node.id", "1", "This node's id, as broker and as metadata quorum voter."},
+	{"process.roles", "broker,controller", "Roles of this node; gokafka nodes are always broker,controller."},
+	{"listeners", "PLAINTEXT://127.0.0.1:9092", "Comma-separated listener URLs the broker binds; add CONTROLLER://host:port when controller.quorum.voters is set."},
+	{"controller.listener.names", "CONTROLLER", "Listener names that carry the metadata quorum's traffic."},
+	{"controller.quorum.voters", "", "Metadata quorum voters as id@host:port of their CONTROLLER listeners; empty for a single-node cluster."},
+	{"controller.quorum.election.timeout.ms", "500", "Metadata quorum election and heartbeat timeout (multi-node)."},
+	{"broker.heartbeat.interval.ms", "2000", "How often a broker heartbeats to the active controller."},
+	{"broker.session.timeout.ms", "9000", "A broker not heard from for this long is fenced and its leaderships move."},
+	{"replica.lag.time.max.ms", "30000", "A follower not caught up to the leader's log end for this long leaves the ISR."},
+	{"replica.fetch.wait.max.ms", "500", "Longest a follower's fetch waits at the leader for new data."},
+	{"replica.fetch.min.bytes", "1", "Bytes a follower's fetch waits for."},
+	{"replica.fetch.max.bytes", "1048576", "Bytes a follower fetches per partition (at least one batch)."},
+	{"replica.fetch.response.max.bytes", "10485760", "Bytes a follower fetches per request."},
+	{"replica.fetch.backoff.ms", "1000", "Pause after a failed follower fetch."},
+	{"replica.socket.timeout.ms", "30000", "Timeout of a follower's requests to the leader."},
 	{"advertised.listeners", "", "Addresses given to clients; empty means the listeners."},
 	{"broker.rack", "", "Rack of this broker; empty for none."},
 	{"log.dirs", "./data", "Comma-separated directories holding the partition logs."},
@@ -196,6 +209,10 @@ func (s *settings) brokerConfig() (broker.Config, error) {
 	if r := s.str("broker.rack"); r != "" {
 		rack = &r
 	}
+	voters, err := cluster.ParseVoters(s.str("controller.quorum.voters"))
+	if err != nil {
+		s.errs = append(s.errs, err.Error())
+	}
 	nodeID := s.i64("node.id")
 	if nodeID < 0 || nodeID > math.MaxInt32 {
 		s.errs = append(s.errs, fmt.Sprintf("node.id %d out of range", nodeID))
@@ -222,6 +239,21 @@ func (s *settings) brokerConfig() (broker.Config, error) {
 		},
 		BrokerDefaults:  cluster.BrokerDefaults{Values: values, Set: set},
 		ShutdownTimeout: ms(s.positive("shutdown.timeout.ms")),
+		Quorum: cluster.QuorumConfig{
+			Voters:            voters,
+			HeartbeatInterval: ms(s.positive("broker.heartbeat.interval.ms")),
+			SessionTimeout:    ms(s.positive("broker.session.timeout.ms")),
+			ElectionTimeout:   ms(s.positive("controller.quorum.election.timeout.ms")),
+		},
+		ControllerListenerNames: upper(s.list("controller.listener.names")),
+	}
+	for _, r := range s.list("process.roles") {
+		if r != "broker" && r != "controller" {
+			s.errs = append(s.errs, fmt.Sprintf("process.roles: unknown role %q", r))
+		}
+	}
+	if roles := s.str("process.roles"); roles != "broker,controller" && roles != "controller,broker" {
+		s.errs = append(s.errs, "process.roles: only combined broker,controller nodes are supported")
 	}
 	s.positive("message.max.bytes")
 	s.positive("log.segment.bytes")
@@ -235,4 +267,12 @@ func (s *settings) brokerConfig() (broker.Config, error) {
 	// partition.Manager uses for logs of topics it cannot resolve.
 	cfg.Logs.Defaults = partition.DefaultConfig()
 	return cfg, nil
+}
+
+func upper(in []string) []string {
+	out := make([]string, len(in))
+	for i, v := range in {
+		out[i] = strings.ToUpper(v)
+	}
+	return out
 }

@@ -1,0 +1,374 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/gokafka/gokafka/protocol"
+)
+
+// ForwardClientID is the client id of requests one gokafka node forwards
+// to the active controller. A node receiving such a request must not
+// forward it again (it answers NOT_CONTROLLER instead), so that a request
+// never travels in circles while leadership moves.
+const ForwardClientID = "gokafka-controller-forward"
+
+type noForwardKey struct{}
+
+// WithNoForward marks ctx as serving a forwarded request.
+func WithNoForward(ctx context.Context) context.Context {
+	return context.WithValue(ctx, noForwardKey{}, true)
+}
+
+func noForward(ctx context.Context) bool {
+	v, _ := ctx.Value(noForwardKey{}).(bool)
+	return v
+}
+
+// forward sends req to the active controller's broker listener and
+// returns its response, retrying while there is no leader, the leader's
+// address is not known yet, or the call fails, until ctx ends.
+// retryable tells whether a decoded response asks for another try
+// (NOT_CONTROLLER while leadership moves).
+func (c *Controller) forward(ctx context.Context, req kmsg.Request, retryable func(kmsg.Response) bool) (kmsg.Response, error) {
+	if noForward(ctx) {
+		return nil, ErrNotController
+	}
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+	}
+	backoff := 20 * time.Millisecond
+	var lastErr error = ErrNotController
+	for {
+		if c.IsLeader() {
+			return nil, errLocalLeader
+		}
+		if cl := c.controllerClient(); cl != nil {
+			resp, err := cl.Request(ctx, req)
+			if err == nil && (retryable == nil || !retryable(resp)) {
+				return resp, nil
+			}
+			if err != nil {
+				lastErr = err
+			} else {
+				lastErr = ErrNotController
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("forwarding %s to the controller: %w (last: %v)", kmsg.NameForKey(req.Key()), ctx.Err(), lastErr)
+		case <-c.stop:
+			return nil, ErrNotController
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 500*time.Millisecond)
+	}
+}
+
+// errLocalLeader tells a forwarding caller that this node became the
+// leader meanwhile and should apply the change itself.
+var errLocalLeader = errors.New("this node leads the quorum")
+
+// controllerClient returns a client for the current leader's broker
+// listener, or nil if it is not known yet.
+func (c *Controller) controllerClient() *protocol.Client {
+	id := c.leaderID()
+	if id < 0 {
+		return nil
+	}
+	b, ok := c.Image().Brokers[id]
+	if !ok {
+		return nil
+	}
+	addr := net.JoinHostPort(b.Host, strconv.Itoa(int(b.Port)))
+	c.fwdMu.Lock()
+	defer c.fwdMu.Unlock()
+	if c.fwdConn == nil || c.fwdConn.Addr() != addr {
+		if c.fwdConn != nil {
+			c.fwdConn.Close()
+		}
+		c.fwdConn = protocol.NewClient(addr, ForwardClientID, 30*time.Second)
+	}
+	return c.fwdConn
+}
+
+func codeErr(code int16, msg *string) error {
+	if code == 0 {
+		return nil
+	}
+	err := kerr.ErrorForCode(code)
+	if code == kerr.NotController.Code {
+		err = ErrNotController
+	}
+	if msg != nil && *msg != "" {
+		return fmt.Errorf("%w: %s", err, *msg)
+	}
+	return err
+}
+
+func (c *Controller) forwardCreateTopics(ctx context.Context, specs []TopicSpec, validateOnly bool) []error {
+	req := kmsg.NewPtrCreateTopicsRequest()
+	req.SetVersion(7)
+	req.ValidateOnly = validateOnly
+	req.TimeoutMillis = 30000
+	for _, s := range specs {
+		t := kmsg.NewCreateTopicsRequestTopic()
+		t.Topic, t.NumPartitions, t.ReplicationFactor = s.Name, s.NumPartitions, s.ReplicationFactor
+		for i, a := range s.Assignment {
+			t.ReplicaAssignment = append(t.ReplicaAssignment, kmsg.CreateTopicsRequestTopicReplicaAssignment{Partition: int32(i), Replicas: a})
+		}
+		for k, v := range s.Configs {
+			t.Configs = append(t.Configs, kmsg.CreateTopicsRequestTopicConfig{Name: k, Value: v})
+		}
+		req.Topics = append(req.Topics, t)
+	}
+	errs := make([]error, len(specs))
+	resp, err := c.forward(ctx, req, func(r kmsg.Response) bool {
+		for _, t := range r.(*kmsg.CreateTopicsResponse).Topics {
+			if t.ErrorCode == kerr.NotController.Code {
+				return true
+			}
+		}
+		return false
+	})
+	if errors.Is(err, errLocalLeader) {
+		return c.CreateTopics(ctx, specs, validateOnly)
+	}
+	if err != nil {
+		for i := range errs {
+			errs[i] = err
+		}
+		return errs
+	}
+	byName := map[string]error{}
+	for _, t := range resp.(*kmsg.CreateTopicsResponse).Topics {
+		byName[t.Topic] = codeErr(t.ErrorCode, t.ErrorMessage)
+	}
+	for i, s := range specs {
+		errs[i] = byName[s.Name]
+		if errs[i] == nil && !validateOnly {
+			errs[i] = c.awaitLocal(ctx, func(im *Image) bool { return im.Topics[s.Name] != nil })
+		}
+	}
+	return errs
+}
+
+func (c *Controller) forwardDeleteTopics(ctx context.Context, names []string) []error {
+	req := kmsg.NewPtrDeleteTopicsRequest()
+	req.SetVersion(6)
+	req.TimeoutMillis = 30000
+	for _, n := range names {
+		t := kmsg.NewDeleteTopicsRequestTopic()
+		name := n
+		t.Topic = &name
+		req.Topics = append(req.Topics, t)
+	}
+	errs := make([]error, len(names))
+	resp, err := c.forward(ctx, req, func(r kmsg.Response) bool {
+		for _, t := range r.(*kmsg.DeleteTopicsResponse).Topics {
+			if t.ErrorCode == kerr.NotController.Code {
+				return true
+			}
+		}
+		return false
+	})
+	if errors.Is(err, errLocalLeader) {
+		return c.DeleteTopics(ctx, names)
+	}
+	if err != nil {
+		for i := range errs {
+			errs[i] = err
+		}
+		return errs
+	}
+	byName := map[string]error{}
+	for _, t := range resp.(*kmsg.DeleteTopicsResponse).Topics {
+		if t.Topic != nil {
+			byName[*t.Topic] = codeErr(t.ErrorCode, t.ErrorMessage)
+		}
+	}
+	for i, n := range names {
+		errs[i] = byName[n]
+		if errs[i] == nil {
+			errs[i] = c.awaitLocal(ctx, func(im *Image) bool { return im.Topics[n] == nil })
+		}
+	}
+	return errs
+}
+
+func (c *Controller) forwardCreatePartitions(ctx context.Context, name string, total int32, assignment [][]int32, validateOnly bool) error {
+	req := kmsg.NewPtrCreatePartitionsRequest()
+	req.SetVersion(3)
+	req.ValidateOnly = validateOnly
+	req.TimeoutMillis = 30000
+	t := kmsg.NewCreatePartitionsRequestTopic()
+	t.Topic, t.Count = name, total
+	for _, a := range assignment {
+		t.Assignment = append(t.Assignment, kmsg.CreatePartitionsRequestTopicAssignment{Replicas: a})
+	}
+	req.Topics = append(req.Topics, t)
+	resp, err := c.forward(ctx, req, func(r kmsg.Response) bool {
+		ts := r.(*kmsg.CreatePartitionsResponse).Topics
+		return len(ts) == 1 && ts[0].ErrorCode == kerr.NotController.Code
+	})
+	if errors.Is(err, errLocalLeader) {
+		return c.CreatePartitions(ctx, name, total, assignment, validateOnly)
+	}
+	if err != nil {
+		return err
+	}
+	ts := resp.(*kmsg.CreatePartitionsResponse).Topics
+	if len(ts) != 1 {
+		return fmt.Errorf("controller answered %d topics for 1", len(ts))
+	}
+	if err := codeErr(ts[0].ErrorCode, ts[0].ErrorMessage); err != nil || validateOnly {
+		return err
+	}
+	return c.awaitLocal(ctx, func(im *Image) bool {
+		t := im.Topics[name]
+		return t != nil && int32(len(t.Partitions)) >= total
+	})
+}
+
+func (c *Controller) forwardAlterConfigs(ctx context.Context, typ int8, name string, configs map[string]string, validateOnly bool) error {
+	req := kmsg.NewPtrAlterConfigsRequest()
+	req.SetVersion(2)
+	req.ValidateOnly = validateOnly
+	res := kmsg.NewAlterConfigsRequestResource()
+	res.ResourceType = kmsg.ConfigResourceType(typ)
+	res.ResourceName = name
+	for k, v := range configs {
+		v := v
+		res.Configs = append(res.Configs, kmsg.AlterConfigsRequestResourceConfig{Name: k, Value: &v})
+	}
+	req.Resources = append(req.Resources, res)
+	before := c.Image().Offset
+	resp, err := c.forward(ctx, req, func(r kmsg.Response) bool {
+		rs := r.(*kmsg.AlterConfigsResponse).Resources
+		return len(rs) == 1 && rs[0].ErrorCode == kerr.NotController.Code
+	})
+	if errors.Is(err, errLocalLeader) {
+		if typ == 2 {
+			return c.SetTopicConfigs(ctx, name, configs, validateOnly)
+		}
+		return c.SetBrokerConfigs(ctx, name, configs, validateOnly)
+	}
+	if err != nil {
+		return err
+	}
+	rs := resp.(*kmsg.AlterConfigsResponse).Resources
+	if len(rs) != 1 {
+		return fmt.Errorf("controller answered %d resources for 1", len(rs))
+	}
+	if err := codeErr(rs[0].ErrorCode, rs[0].ErrorMessage); err != nil || validateOnly {
+		return err
+	}
+	return c.awaitLocal(ctx, func(im *Image) bool { return im.Offset > before })
+}
+
+func (c *Controller) forwardAlterPartition(ctx context.Context, ap AlterPartitionRequest) (PartitionInfo, error) {
+	im := c.Image()
+	t := im.Topics[ap.Topic]
+	if t == nil {
+		return PartitionInfo{}, fmt.Errorf("%w: %s", ErrUnknownTopic, ap.Topic)
+	}
+	req := kmsg.NewPtrAlterPartitionRequest()
+	req.SetVersion(2)
+	req.BrokerID = ap.BrokerID
+	rt := kmsg.NewAlterPartitionRequestTopic()
+	rt.Topic, rt.TopicID = ap.Topic, t.ID
+	rp := kmsg.NewAlterPartitionRequestTopicPartition()
+	rp.Partition, rp.LeaderEpoch, rp.PartitionEpoch, rp.NewISR = ap.Partition, ap.LeaderEpoch, ap.PartitionEpoch, ap.NewISR
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	resp, err := c.forward(ctx, req, func(r kmsg.Response) bool {
+		return r.(*kmsg.AlterPartitionResponse).ErrorCode == kerr.NotController.Code
+	})
+	if errors.Is(err, errLocalLeader) {
+		return c.AlterPartition(ctx, ap)
+	}
+	if err != nil {
+		return PartitionInfo{}, err
+	}
+	r := resp.(*kmsg.AlterPartitionResponse)
+	if err := codeErr(r.ErrorCode, nil); err != nil {
+		return PartitionInfo{}, err
+	}
+	if len(r.Topics) != 1 || len(r.Topics[0].Partitions) != 1 {
+		return PartitionInfo{}, errors.New("malformed AlterPartition response")
+	}
+	p := r.Topics[0].Partitions[0]
+	info := PartitionInfo{Partition: p.Partition, Leader: p.LeaderID, LeaderEpoch: p.LeaderEpoch, PartitionEpoch: p.PartitionEpoch, ISR: p.ISR}
+	if err := alterPartitionErr(p.ErrorCode); err != nil {
+		return info, err
+	}
+	if cur := im.Partition(ap.Topic, ap.Partition); cur != nil {
+		info.Replicas = cur.Replicas
+	}
+	return info, nil
+}
+
+// alterPartitionErr maps AlterPartition partition codes to sentinels.
+func alterPartitionErr(code int16) error {
+	switch code {
+	case 0:
+		return nil
+	case kerr.InvalidUpdateVersion.Code:
+		return ErrInvalidUpdateVersion
+	case kerr.FencedLeaderEpoch.Code:
+		return ErrFencedLeaderEpoch
+	case kerr.IneligibleReplica.Code:
+		return ErrIneligibleReplica
+	case kerr.NotLeaderForPartition.Code:
+		return ErrNotLeader
+	case kerr.UnknownTopicOrPartition.Code:
+		return ErrUnknownTopic
+	}
+	return kerr.ErrorForCode(code)
+}
+
+// AlterPartitionErrorCode maps an AlterPartition outcome to its Kafka code.
+func AlterPartitionErrorCode(err error) int16 {
+	switch {
+	case err == nil:
+		return 0
+	case errors.Is(err, ErrInvalidUpdateVersion):
+		return kerr.InvalidUpdateVersion.Code
+	case errors.Is(err, ErrFencedLeaderEpoch):
+		return kerr.FencedLeaderEpoch.Code
+	case errors.Is(err, ErrIneligibleReplica):
+		return kerr.IneligibleReplica.Code
+	case errors.Is(err, ErrNotLeader):
+		return kerr.NotLeaderForPartition.Code
+	case errors.Is(err, ErrUnknownTopic):
+		return kerr.UnknownTopicOrPartition.Code
+	case errors.Is(err, ErrNotController):
+		return kerr.NotController.Code
+	}
+	return kerr.UnknownServerError.Code
+}
+
+// awaitLocal waits until this node has applied metadata satisfying ok, so
+// that a change forwarded to the controller is visible here when the
+// caller answers its client.
+func (c *Controller) awaitLocal(ctx context.Context, ok func(*Image) bool) error {
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for !ok(c.Image()) {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-tick.C:
+		}
+	}
+	return nil
+}

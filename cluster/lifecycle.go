@@ -1,0 +1,279 @@
+package cluster
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Broker lifecycle, as in KRaft: a broker registers with the active
+// controller (a new incarnation first fences the old one, so leaderships
+// it held move away), starts fenced, and is unfenced by its first
+// heartbeat. It heartbeats every broker.heartbeat.interval.ms; the
+// controller fences a broker not heard from for broker.session.timeout.ms.
+// A broker shutting down asks to be fenced (controlled shutdown) so its
+// leaderships move before it exits.
+
+func newIncarnation() string {
+	var b [16]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// Register records this broker at its advertised address and waits until
+// it is unfenced, which its first heartbeat does.
+func (c *Controller) Register(ctx context.Context, host string, port int32) error {
+	if c.incarnation == "" {
+		c.incarnation = newIncarnation()
+	}
+	info := BrokerInfo{NodeID: c.cfg.NodeID, Host: host, Port: port, Rack: c.cfg.Rack, Incarnation: c.incarnation}
+	if err := c.RegisterBroker(ctx, info); err != nil {
+		return err
+	}
+	if err := c.awaitLocal(ctx, func(im *Image) bool { b, ok := im.Brokers[info.NodeID]; return ok && b.Incarnation == info.Incarnation }); err != nil {
+		return err
+	}
+	for {
+		fenced, _, err := c.Heartbeat(ctx, false)
+		if err == nil && !fenced {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting to be unfenced: %w", ctx.Err())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	if err := c.awaitLocal(ctx, func(im *Image) bool { return !im.Brokers[info.NodeID].Fenced }); err != nil {
+		return err
+	}
+	c.wg.Add(1)
+	go c.heartbeatLoop()
+	return nil
+}
+
+// RegisterBroker registers info on the active controller (forwarding it
+// there when needed). A registration with a new incarnation fences the
+// broker's previous run first.
+func (c *Controller) RegisterBroker(ctx context.Context, info BrokerInfo) error {
+	if !c.IsLeader() {
+		req := kmsg.NewPtrBrokerRegistrationRequest()
+		req.BrokerID = info.NodeID
+		req.ClusterID = c.Image().ClusterID
+		copy(req.IncarnationID[:], mustHex(info.Incarnation))
+		req.Listeners = []kmsg.BrokerRegistrationRequestListener{{Name: "PLAINTEXT", Host: info.Host, Port: uint16(info.Port)}}
+		req.Rack = info.Rack
+		resp, err := c.forward(ctx, req, func(r kmsg.Response) bool {
+			return r.(*kmsg.BrokerRegistrationResponse).ErrorCode == kerr.NotController.Code
+		})
+		if errors.Is(err, errLocalLeader) {
+			return c.RegisterBroker(ctx, info)
+		}
+		if err != nil {
+			return err
+		}
+		return codeErr(resp.(*kmsg.BrokerRegistrationResponse).ErrorCode, nil)
+	}
+	c.proposeMu.Lock()
+	defer c.proposeMu.Unlock()
+	im := c.Image()
+	cur, exists := im.Brokers[info.NodeID]
+	if exists && cur.Incarnation == info.Incarnation {
+		return nil
+	}
+	var cmds []*Command
+	if exists && !cur.Fenced {
+		if ch := fenceChanges(im, info.NodeID, c.uncleanFor(im)); len(ch) > 0 {
+			cmds = append(cmds, &Command{Type: CmdChangePartitions, Changes: ch})
+		}
+	}
+	info.Fenced = true
+	cmds = append(cmds, &Command{Type: CmdRegisterBroker, Broker: &info})
+	if err := c.log.Propose(ctx, cmds...); err != nil {
+		return err
+	}
+	c.lastSeen[info.NodeID] = time.Now()
+	c.logger.Info().Int32("broker", info.NodeID).Str("host", info.Host).Int32("port", info.Port).Msg("broker registered")
+	return nil
+}
+
+func mustHex(s string) []byte {
+	b, _ := hex.DecodeString(s)
+	return b
+}
+
+// IncarnationString renders a registration's incarnation id.
+func IncarnationString(id [16]byte) string { return hex.EncodeToString(id[:]) }
+
+// Heartbeat reports this broker alive to the active controller; with
+// shutdown set it asks to be fenced so its leaderships move.
+func (c *Controller) Heartbeat(ctx context.Context, shutdown bool) (fenced, shouldShutdown bool, err error) {
+	return c.BrokerHeartbeat(ctx, c.cfg.NodeID, shutdown)
+}
+
+// BrokerHeartbeat handles a heartbeat from broker id on the active
+// controller, forwarding it there when needed.
+func (c *Controller) BrokerHeartbeat(ctx context.Context, id int32, shutdown bool) (fenced, shouldShutdown bool, err error) {
+	if !c.IsLeader() {
+		req := kmsg.NewPtrBrokerHeartbeatRequest()
+		req.BrokerID = id
+		req.CurrentMetadataOffset = c.Image().Offset
+		req.WantShutdown = shutdown
+		resp, err := c.forward(ctx, req, func(r kmsg.Response) bool {
+			return r.(*kmsg.BrokerHeartbeatResponse).ErrorCode == kerr.NotController.Code
+		})
+		if errors.Is(err, errLocalLeader) {
+			return c.BrokerHeartbeat(ctx, id, shutdown)
+		}
+		if err != nil {
+			return true, false, err
+		}
+		r := resp.(*kmsg.BrokerHeartbeatResponse)
+		return r.IsFenced, r.ShouldShutdown, codeErr(r.ErrorCode, nil)
+	}
+	c.proposeMu.Lock()
+	defer c.proposeMu.Unlock()
+	im := c.Image()
+	b, ok := im.Brokers[id]
+	if !ok {
+		return true, false, fmt.Errorf("%w: broker %d is not registered", kerr.BrokerIDNotRegistered, id)
+	}
+	c.lastSeen[id] = time.Now()
+	switch {
+	case shutdown && !b.Fenced:
+		if err := c.fenceLocked(ctx, im, id, "controlled shutdown"); err != nil {
+			return false, false, err
+		}
+		return true, true, nil
+	case shutdown:
+		return true, true, nil
+	case b.Fenced:
+		cmds := []*Command{{Type: CmdUnfenceBroker, BrokerID: id}}
+		unfenced := *im
+		unfenced.Brokers = map[int32]BrokerInfo{}
+		for k, v := range im.Brokers {
+			unfenced.Brokers[k] = v
+		}
+		b.Fenced = false
+		unfenced.Brokers[id] = b
+		if ch := unfenceChanges(&unfenced, id, c.uncleanFor(im)); len(ch) > 0 {
+			cmds = append(cmds, &Command{Type: CmdChangePartitions, Changes: ch})
+		}
+		if err := c.log.Propose(ctx, cmds...); err != nil {
+			return true, false, err
+		}
+		c.logger.Info().Int32("broker", id).Msg("broker unfenced")
+		return false, false, nil
+	}
+	return false, false, nil
+}
+
+// fenceLocked fences broker id and moves its leaderships, in one entry.
+func (c *Controller) fenceLocked(ctx context.Context, im *Image, id int32, why string) error {
+	cmds := []*Command{{Type: CmdFenceBroker, BrokerID: id}}
+	if ch := fenceChanges(im, id, c.uncleanFor(im)); len(ch) > 0 {
+		cmds = append(cmds, &Command{Type: CmdChangePartitions, Changes: ch})
+	}
+	if err := c.log.Propose(ctx, cmds...); err != nil {
+		return err
+	}
+	c.logger.Info().Int32("broker", id).Str("reason", why).Msg("broker fenced")
+	return nil
+}
+
+// uncleanFor returns whether a topic allows unclean leader election.
+func (c *Controller) uncleanFor(im *Image) func(*TopicInfo) bool {
+	return func(t *TopicInfo) bool {
+		return TopicConfigValue(im, t, c.cfg.NodeID, c.cfg.BrokerDefaults, "unclean.leader.election.enable") == "true"
+	}
+}
+
+func (c *Controller) heartbeatLoop() {
+	defer c.wg.Done()
+	t := time.NewTicker(c.qc.HeartbeatInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-c.stop:
+			return
+		case <-t.C:
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), c.qc.HeartbeatInterval*2)
+		if _, _, err := c.Heartbeat(ctx, false); err != nil {
+			c.logger.Debug().Err(err).Msg("heartbeat failed")
+		}
+		cancel()
+	}
+}
+
+// ControlledShutdown asks the controller to move this broker's
+// leaderships away, waiting up to ctx for it to be done.
+func (c *Controller) ControlledShutdown(ctx context.Context) error {
+	for {
+		_, done, err := c.Heartbeat(ctx, true)
+		if err == nil && done {
+			id := c.cfg.NodeID
+			return c.awaitLocal(ctx, func(im *Image) bool { return im.Brokers[id].Fenced })
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("controlled shutdown: %w", ctx.Err())
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// leaderLoop runs on every node and acts while this node leads the
+// quorum: it gives a new cluster its id and fences brokers whose session
+// expired.
+func (c *Controller) leaderLoop() {
+	defer c.wg.Done()
+	t := time.NewTicker(max(c.qc.SessionTimeout/20, 50*time.Millisecond))
+	defer t.Stop()
+	wasLeader := false
+	for {
+		select {
+		case <-c.stop:
+			return
+		case <-t.C:
+		}
+		if !c.IsLeader() {
+			wasLeader = false
+			continue
+		}
+		now := time.Now()
+		c.proposeMu.Lock()
+		im := c.Image()
+		if !wasLeader {
+			// A new controller does not know when brokers last
+			// heartbeated; give every broker a full session.
+			for id := range im.Brokers {
+				c.lastSeen[id] = now
+			}
+			wasLeader = true
+		}
+		for _, id := range im.BrokerIDs() {
+			b := im.Brokers[id]
+			last, ok := c.lastSeen[id]
+			if !ok {
+				c.lastSeen[id] = now
+				continue
+			}
+			if !b.Fenced && now.Sub(last) > c.qc.SessionTimeout {
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				if err := c.fenceLocked(ctx, im, id, "session expired"); err != nil {
+					c.logger.Warn().Err(err).Int32("broker", id).Msg("fencing failed")
+				}
+				cancel()
+				im = c.Image()
+			}
+		}
+		c.proposeMu.Unlock()
+	}
+}

@@ -1,0 +1,416 @@
+package cluster
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/raft"
+	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+	"github.com/rs/zerolog"
+
+	"github.com/gokafka/gokafka/partition"
+)
+
+// Voter is one member of controller.quorum.voters.
+type Voter struct {
+	ID   int32
+	Addr string // host:port of its CONTROLLER listener
+}
+
+// ParseVoters parses Kafka's "1@host:port,2@host:port" form.
+func ParseVoters(s string) ([]Voter, error) {
+	var out []Voter
+	for _, item := range strings.Split(s, ",") {
+		item = strings.TrimSpace(item)
+		if item == "" {
+			continue
+		}
+		idStr, addr, ok := strings.Cut(item, "@")
+		id, err := strconv.ParseInt(idStr, 10, 32)
+		if !ok || err != nil || id < 0 || addr == "" {
+			return nil, fmt.Errorf("invalid controller.quorum.voters entry %q: want id@host:port", item)
+		}
+		out = append(out, Voter{ID: int32(id), Addr: addr})
+	}
+	return out, nil
+}
+
+// QuorumConfig configures the metadata quorum.
+type QuorumConfig struct {
+	// Voters is controller.quorum.voters. Empty means a quorum of this
+	// node alone, reached in-process.
+	Voters []Voter
+	// BindAddr is this node's CONTROLLER listener (host:port); unused for
+	// a quorum of one.
+	BindAddr string
+	// Dir holds the raft log, stable store and snapshots.
+	Dir string
+	// HeartbeatInterval is broker.heartbeat.interval.ms, SessionTimeout
+	// broker.session.timeout.ms: a broker not heard from for that long is
+	// fenced and its leaderships move.
+	HeartbeatInterval time.Duration
+	SessionTimeout    time.Duration
+	// ElectionTimeout is the raft election and heartbeat timeout of a
+	// multi-voter quorum (a quorum of one uses 50 ms).
+	ElectionTimeout time.Duration
+}
+
+// raftLog is the metadata log on hashicorp/raft: commands are raft
+// entries, the fsm applies them to the State and publishes images.
+type raftLog struct {
+	r     *raft.Raft
+	ctrl  *Controller
+	store *raftboltdb.BoltStore
+	trans raft.Transport
+	// applyTimeout bounds one proposal.
+	applyTimeout time.Duration
+}
+
+// fsm applies committed commands. Apply, Snapshot and Restore are called
+// by raft on one goroutine; mu also serialises publication with leader
+// changes.
+type fsm struct {
+	ctrl *Controller
+	mu   sync.Mutex
+	st   *State
+}
+
+type applyResult struct{ err error }
+
+func (f *fsm) Apply(l *raft.Log) interface{} {
+	if l.Type != raft.LogCommand {
+		return nil
+	}
+	var cmds []*Command
+	if err := json.Unmarshal(l.Data, &cmds); err != nil {
+		return applyResult{fmt.Errorf("decode metadata entry %d: %w", l.Index, err)}
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var err error
+	for _, cmd := range cmds {
+		if err = f.st.Apply(int64(l.Index), cmd); err != nil {
+			break
+		}
+	}
+	// Entries that failed still advance the applied offset; the state is
+	// what every node computes from the same entries.
+	f.st.offset = int64(l.Index)
+	f.publishLocked()
+	return applyResult{err}
+}
+
+func (f *fsm) publishLocked() {
+	f.ctrl.published(f.st.Image(f.ctrl.leaderID()))
+}
+
+func (f *fsm) Snapshot() (raft.FSMSnapshot, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	b, err := f.st.MarshalSnapshot()
+	if err != nil {
+		return nil, err
+	}
+	return snapshotBytes(b), nil
+}
+
+func (f *fsm) Restore(rc io.ReadCloser) error {
+	defer rc.Close()
+	b, err := io.ReadAll(rc)
+	if err != nil {
+		return err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.st.RestoreSnapshot(b); err != nil {
+		return err
+	}
+	f.publishLocked()
+	return nil
+}
+
+type snapshotBytes []byte
+
+func (s snapshotBytes) Persist(sink raft.SnapshotSink) error {
+	if _, err := sink.Write(s); err != nil {
+		sink.Cancel()
+		return err
+	}
+	return sink.Close()
+}
+
+func (snapshotBytes) Release() {}
+
+// Open starts this node's member of the metadata quorum, waits until the
+// quorum has a leader and this node has applied the log up to it, and
+// returns the controller. Brokers register with Register once they listen.
+func Open(ctx context.Context, cfg Config, qc QuorumConfig, logger zerolog.Logger) (*Controller, error) {
+	if err := os.MkdirAll(qc.Dir, 0o755); err != nil {
+		return nil, err
+	}
+	if qc.HeartbeatInterval <= 0 {
+		qc.HeartbeatInterval = 2 * time.Second
+	}
+	if qc.SessionTimeout <= 0 {
+		qc.SessionTimeout = 9 * time.Second
+	}
+	c := &Controller{cfg: cfg, qc: qc, logger: logger, stop: make(chan struct{})}
+	c.lastSeen = make(map[int32]time.Time)
+	f := &fsm{ctrl: c, st: NewState()}
+	c.fsm = f
+	c.img = f.st.Image(-1)
+
+	rc := raft.DefaultConfig()
+	rc.LocalID = raft.ServerID(strconv.Itoa(int(cfg.NodeID)))
+	rc.Logger = hclog.New(&hclog.LoggerOptions{Name: "raft", Level: hclog.Warn, Output: zerologWriter{logger.With().Str("component", "raft").Logger()}})
+	rc.SnapshotThreshold = 1024
+	rc.NoSnapshotRestoreOnStart = false
+
+	var trans raft.Transport
+	var servers []raft.Server
+	if len(qc.Voters) == 0 {
+		// A quorum of one: no network, and timeouts short enough that
+		// the self-election costs well under a second.
+		addr, t := raft.NewInmemTransport(raft.ServerAddress("node-" + string(rc.LocalID)))
+		trans = t
+		servers = []raft.Server{{ID: rc.LocalID, Address: addr}}
+		rc.HeartbeatTimeout, rc.ElectionTimeout, rc.LeaderLeaseTimeout = 50*time.Millisecond, 50*time.Millisecond, 50*time.Millisecond
+	} else {
+		found := false
+		for _, v := range qc.Voters {
+			servers = append(servers, raft.Server{ID: raft.ServerID(strconv.Itoa(int(v.ID))), Address: raft.ServerAddress(v.Addr)})
+			found = found || v.ID == cfg.NodeID
+		}
+		if !found {
+			return nil, fmt.Errorf("node.id %d is not in controller.quorum.voters", cfg.NodeID)
+		}
+		t, err := raft.NewTCPTransportWithLogger(qc.BindAddr, nil, 3, 10*time.Second, rc.Logger)
+		if err != nil {
+			return nil, fmt.Errorf("controller listener %s: %w", qc.BindAddr, err)
+		}
+		trans = t
+		et := qc.ElectionTimeout
+		if et <= 0 {
+			et = 500 * time.Millisecond
+		}
+		rc.HeartbeatTimeout, rc.ElectionTimeout, rc.LeaderLeaseTimeout = et, et, et/2
+	}
+	rc.CommitTimeout = 5 * time.Millisecond
+
+	store, err := raftboltdb.NewBoltStore(filepath.Join(qc.Dir, "raft.db"))
+	if err != nil {
+		closeTransport(trans)
+		return nil, fmt.Errorf("open raft log: %w", err)
+	}
+	snaps, err := raft.NewFileSnapshotStoreWithLogger(qc.Dir, 2, rc.Logger)
+	if err != nil {
+		store.Close()
+		closeTransport(trans)
+		return nil, err
+	}
+	existing, err := raft.HasExistingState(store, store, snaps)
+	if err != nil {
+		store.Close()
+		closeTransport(trans)
+		return nil, err
+	}
+	if !existing {
+		// Every voter bootstraps with the same configuration; raft
+		// treats that as one bootstrap.
+		if err := raft.BootstrapCluster(rc, store, store, snaps, trans, raft.Configuration{Servers: servers}); err != nil {
+			store.Close()
+			closeTransport(trans)
+			return nil, fmt.Errorf("bootstrap metadata quorum: %w", err)
+		}
+	}
+	r, err := raft.NewRaft(rc, f, store, store, snaps, trans)
+	if err != nil {
+		store.Close()
+		closeTransport(trans)
+		return nil, fmt.Errorf("start metadata quorum: %w", err)
+	}
+	c.log = &raftLog{r: r, ctrl: c, store: store, trans: trans, applyTimeout: 10 * time.Second}
+	c.raft = r
+
+	obsCh := make(chan raft.Observation, 16)
+	obs := raft.NewObserver(obsCh, false, func(o *raft.Observation) bool {
+		_, ok := o.Data.(raft.LeaderObservation)
+		return ok
+	})
+	r.RegisterObserver(obs)
+	c.wg.Add(2)
+	go c.watchLeader(obsCh, obs)
+	go c.leaderLoop()
+
+	if err := c.waitReady(ctx); err != nil {
+		c.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
+func closeTransport(t raft.Transport) {
+	if c, ok := t.(io.Closer); ok {
+		c.Close()
+	}
+}
+
+// waitReady waits until there is a leader, this node has applied the log
+// as far as it knows, and the cluster has an id.
+func (c *Controller) waitReady(ctx context.Context) error {
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if _, id := c.raft.LeaderWithID(); id != "" {
+			if c.raft.State() == raft.Leader {
+				if err := c.raft.Barrier(10 * time.Second).Error(); err != nil {
+					return err
+				}
+				if err := c.ensureClusterID(ctx); err != nil {
+					return err
+				}
+			}
+			if c.raft.AppliedIndex() >= c.raft.LastIndex() && c.Image().ClusterID != "" {
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for the metadata quorum: %w", ctx.Err())
+		case <-tick.C:
+		}
+	}
+}
+
+// ensureClusterID gives a new cluster its id, once, from the leader.
+func (c *Controller) ensureClusterID(ctx context.Context) error {
+	if c.Image().ClusterID != "" {
+		return nil
+	}
+	id := c.cfg.ClusterID
+	if id == "" {
+		id = NewClusterID()
+	}
+	return c.log.Propose(ctx, &Command{Type: CmdInitCluster, ClusterID: id})
+}
+
+// Propose implements Log: on the leader it appends the commands as one
+// raft entry and returns once applied here; elsewhere ErrNotController.
+func (l *raftLog) Propose(ctx context.Context, cmds ...*Command) error {
+	if l.r.State() != raft.Leader {
+		return ErrNotController
+	}
+	b, err := json.Marshal(cmds)
+	if err != nil {
+		return err
+	}
+	timeout := l.applyTimeout
+	if d, ok := ctx.Deadline(); ok {
+		timeout = min(timeout, time.Until(d))
+	}
+	fut := l.r.Apply(b, timeout)
+	if err := fut.Error(); err != nil {
+		if errors.Is(err, raft.ErrNotLeader) || errors.Is(err, raft.ErrLeadershipLost) {
+			return ErrNotController
+		}
+		return err
+	}
+	if res, ok := fut.Response().(applyResult); ok {
+		return res.err
+	}
+	return nil
+}
+
+func (c *Controller) leaderID() int32 {
+	if c.raft == nil {
+		return -1
+	}
+	_, id := c.raft.LeaderWithID()
+	if id == "" {
+		return -1
+	}
+	n, err := strconv.ParseInt(string(id), 10, 32)
+	if err != nil {
+		return -1
+	}
+	return int32(n)
+}
+
+// IsLeader reports whether this node is the active controller.
+func (c *Controller) IsLeader() bool { return c.raft != nil && c.raft.State() == raft.Leader }
+
+// watchLeader republishes the image when the quorum leader changes, so
+// that Metadata answers carry the current controller id.
+func (c *Controller) watchLeader(ch chan raft.Observation, obs *raft.Observer) {
+	defer c.wg.Done()
+	defer c.raft.DeregisterObserver(obs)
+	for {
+		select {
+		case <-c.stop:
+			return
+		case <-ch:
+			c.fsm.mu.Lock()
+			c.fsm.publishLocked()
+			c.fsm.mu.Unlock()
+		}
+	}
+}
+
+// Close leaves the quorum and closes its stores.
+func (c *Controller) Close() error {
+	select {
+	case <-c.stop:
+		return nil
+	default:
+	}
+	close(c.stop)
+	c.wg.Wait()
+	var errs []error
+	if c.raft != nil {
+		if err := c.raft.Shutdown().Error(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if l, ok := c.log.(*raftLog); ok {
+		closeTransport(l.trans)
+		if err := l.store.Close(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// zerologWriter routes hclog output into zerolog.
+type zerologWriter struct{ l zerolog.Logger }
+
+func (w zerologWriter) Write(p []byte) (int, error) {
+	msg := string(bytes.TrimSpace(p))
+	switch {
+	case strings.Contains(msg, "connection refused") || strings.Contains(msg, "starting election"):
+		// A voter that is down is reported by fencing, not by a line
+		// every heartbeat.
+		w.l.Debug().Msg(msg)
+	case strings.Contains(msg, "[ERROR]"):
+		w.l.Error().Msg(msg)
+	case strings.Contains(msg, "[WARN]"):
+		w.l.Warn().Msg(msg)
+	default:
+		w.l.Info().Msg(msg)
+	}
+	return len(p), nil
+}
+
+// MetadataDirName is the directory under the first log dir that holds the
+// metadata quorum's log and snapshots, named as Kafka names its own.
+const MetadataDirName = partition.MetadataTopic + "-0"

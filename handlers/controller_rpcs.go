@@ -1,0 +1,122 @@
+package handlers
+
+// Broker-to-controller RPCs, served on the active controller's broker
+// listener: BrokerRegistration (key 62, v0-v4), BrokerHeartbeat (key 63,
+// v0-v1) and AlterPartition (key 56, v0-v3). Only gokafka nodes send
+// them. A node that does not lead the metadata quorum answers
+// NOT_CONTROLLER to a forwarded request rather than forwarding it again.
+//
+// AlterPartition names topics by name up to v1 and by id from v2; v3
+// carries the new ISR with broker epochs, of which only the ids are used.
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/gokafka/gokafka/cluster"
+	"github.com/gokafka/gokafka/protocol"
+)
+
+// controllerRPC is what the controller offers beyond cluster.Metadata.
+type controllerRPC interface {
+	RegisterBroker(ctx context.Context, info cluster.BrokerInfo) error
+	BrokerHeartbeat(ctx context.Context, id int32, shutdown bool) (fenced, shouldShutdown bool, err error)
+}
+
+func (h *Handlers) registerControllerRPCs(reg *protocol.Registry) {
+	reg.Register(56, 0, 3, h.alterPartition)
+	if c, ok := h.meta.(controllerRPC); ok {
+		reg.Register(62, 0, 4, func(ctx context.Context, req *protocol.Request) (kmsg.Response, error) {
+			return h.brokerRegistration(ctx, c, req)
+		})
+		reg.Register(63, 0, 1, func(ctx context.Context, req *protocol.Request) (kmsg.Response, error) {
+			return h.brokerHeartbeat(ctx, c, req)
+		})
+	}
+}
+
+func (h *Handlers) brokerRegistration(ctx context.Context, c controllerRPC, req *protocol.Request) (kmsg.Response, error) {
+	r := req.Body.(*kmsg.BrokerRegistrationRequest)
+	resp := r.ResponseKind().(*kmsg.BrokerRegistrationResponse)
+	if cid := h.meta.Image().ClusterID; r.ClusterID != "" && r.ClusterID != cid {
+		resp.ErrorCode = kerr.InconsistentClusterID.Code
+		return resp, nil
+	}
+	if len(r.Listeners) == 0 {
+		resp.ErrorCode = kerr.InvalidRequest.Code
+		return resp, nil
+	}
+	l := r.Listeners[0]
+	err := c.RegisterBroker(ctx, cluster.BrokerInfo{
+		NodeID: r.BrokerID, Host: l.Host, Port: int32(l.Port), Rack: r.Rack,
+		Incarnation: cluster.IncarnationString(r.IncarnationID),
+	})
+	resp.ErrorCode = controllerErrorCode(err)
+	return resp, nil
+}
+
+func (h *Handlers) brokerHeartbeat(ctx context.Context, c controllerRPC, req *protocol.Request) (kmsg.Response, error) {
+	r := req.Body.(*kmsg.BrokerHeartbeatRequest)
+	resp := r.ResponseKind().(*kmsg.BrokerHeartbeatResponse)
+	fenced, shutdown, err := c.BrokerHeartbeat(ctx, r.BrokerID, r.WantShutdown)
+	resp.ErrorCode = controllerErrorCode(err)
+	resp.IsFenced, resp.ShouldShutdown, resp.IsCaughtUp = fenced, shutdown, err == nil
+	return resp, nil
+}
+
+func (h *Handlers) alterPartition(ctx context.Context, req *protocol.Request) (kmsg.Response, error) {
+	r := req.Body.(*kmsg.AlterPartitionRequest)
+	resp := r.ResponseKind().(*kmsg.AlterPartitionResponse)
+	im := h.meta.Image()
+	for _, t := range r.Topics {
+		rt := kmsg.NewAlterPartitionResponseTopic()
+		rt.Topic, rt.TopidID = t.Topic, t.TopicID
+		name := t.Topic
+		if req.Version >= 2 {
+			if ti := im.TopicByID(cluster.TopicID(t.TopicID)); ti != nil {
+				name = ti.Name
+			} else {
+				name = ""
+			}
+		}
+		for _, p := range t.Partitions {
+			rp := kmsg.NewAlterPartitionResponseTopicPartition()
+			rp.Partition = p.Partition
+			isr := p.NewISR
+			if req.Version >= 3 {
+				isr = nil
+				for _, e := range p.NewEpochISR {
+					isr = append(isr, e.BrokerID)
+				}
+			}
+			if name == "" {
+				rp.ErrorCode = kerr.UnknownTopicID.Code
+			} else {
+				info, err := h.meta.AlterPartition(ctx, cluster.AlterPartitionRequest{
+					BrokerID: r.BrokerID, Topic: name, Partition: p.Partition,
+					LeaderEpoch: p.LeaderEpoch, PartitionEpoch: p.PartitionEpoch, NewISR: isr,
+				})
+				if code := cluster.AlterPartitionErrorCode(err); code == kerr.NotController.Code {
+					// The whole request goes to the new controller.
+					resp.ErrorCode = code
+					return resp, nil
+				} else {
+					rp.ErrorCode = code
+				}
+				rp.LeaderID, rp.LeaderEpoch, rp.ISR, rp.PartitionEpoch = info.Leader, info.LeaderEpoch, info.ISR, info.PartitionEpoch
+			}
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return resp, nil
+}
+
+func controllerErrorCode(err error) int16 {
+	if err == nil {
+		return 0
+	}
+	return errorCode(err)
+}

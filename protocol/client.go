@@ -1,0 +1,113 @@
+package protocol
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Client is a minimal Kafka-protocol client for broker-to-broker calls
+// (follower fetches, controller RPCs). It keeps one connection, sends one
+// request at a time at the version the caller set, and redials after any
+// error. Versions are the caller's choice: both ends are gokafka.
+type Client struct {
+	addr     string
+	clientID string
+	timeout  time.Duration
+
+	mu   sync.Mutex
+	conn net.Conn
+	corr int32
+}
+
+// NewClient returns a client for addr. timeout bounds the dial and each
+// round trip beyond the context's own deadline.
+func NewClient(addr, clientID string, timeout time.Duration) *Client {
+	return &Client{addr: addr, clientID: clientID, timeout: timeout}
+}
+
+// Addr returns the address the client talks to.
+func (c *Client) Addr() string { return c.addr }
+
+// Close closes the connection.
+func (c *Client) Close() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.conn != nil {
+		c.conn.Close()
+		c.conn = nil
+	}
+}
+
+// Request sends req and decodes the response into a new response value.
+func (c *Client) Request(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	resp, err := c.roundTrip(ctx, req)
+	if err != nil && c.conn != nil {
+		c.conn.Close()
+		c.conn = nil
+	}
+	return resp, err
+}
+
+func (c *Client) roundTrip(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
+	if c.conn == nil {
+		d := net.Dialer{Timeout: c.timeout}
+		conn, err := d.DialContext(ctx, "tcp", c.addr)
+		if err != nil {
+			return nil, err
+		}
+		c.conn = conn
+	}
+	deadline := time.Now().Add(c.timeout)
+	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
+		deadline = d
+	}
+	c.conn.SetDeadline(deadline)
+	stop := context.AfterFunc(ctx, func() { c.conn.SetDeadline(time.Now()) })
+	defer stop()
+
+	c.corr++
+	corr := c.corr
+	id := c.clientID
+	buf := kmsg.NewRequestFormatter(kmsg.FormatterClientID(id)).AppendRequest(nil, req, corr)
+	if _, err := c.conn.Write(buf); err != nil {
+		return nil, err
+	}
+	var size [4]byte
+	if _, err := io.ReadFull(c.conn, size[:]); err != nil {
+		return nil, err
+	}
+	n := binary.BigEndian.Uint32(size[:])
+	if n < 4 || n > 1<<30 {
+		return nil, fmt.Errorf("response size %d invalid", n)
+	}
+	body := make([]byte, n)
+	if _, err := io.ReadFull(c.conn, body); err != nil {
+		return nil, err
+	}
+	if got := int32(binary.BigEndian.Uint32(body)); got != corr {
+		return nil, fmt.Errorf("correlation id %d, want %d", got, corr)
+	}
+	body = body[4:]
+	resp := req.ResponseKind()
+	resp.SetVersion(req.GetVersion())
+	if resp.IsFlexible() && req.Key() != apiVersionsKey {
+		var err error
+		if body, err = skipTags(body); err != nil {
+			return nil, err
+		}
+	}
+	if err := resp.ReadFrom(body); err != nil {
+		return nil, fmt.Errorf("decode %s response: %w", kmsg.NameForKey(req.Key()), err)
+	}
+	return resp, nil
+}
+
