@@ -17,6 +17,7 @@ import (
 	"github.com/hashicorp/raft"
 	"github.com/rs/zerolog"
 
+	"github.com/gokafka/gokafka/partition"
 	"github.com/gokafka/gokafka/protocol"
 )
 
@@ -237,6 +238,9 @@ func (c *Controller) planTopic(im *Image, spec TopicSpec, pending map[string]boo
 	if err := ValidateTopicName(spec.Name); err != nil {
 		return nil, err
 	}
+	if spec.Name == partition.MetadataTopic {
+		return nil, fmt.Errorf("%w: creation of internal topic %s is prohibited", ErrInvalidRequest, spec.Name)
+	}
 	if im.Topics[spec.Name] != nil {
 		return nil, fmt.Errorf("%w: topic '%s' already exists", ErrTopicExists, spec.Name)
 	}
@@ -409,6 +413,9 @@ func (c *Controller) CreatePartitions(ctx context.Context, name string, total in
 		}
 		if err := c.checkAssignment(im, assignment, int(cur)); err != nil {
 			return err
+		}
+		if len(assignment[0]) != rf {
+			return fmt.Errorf("%w: inconsistent replication factor between partitions, partition 0 has %d while partitions [%d] have replication factors [%d]", ErrInvalidReplicaAssignment, rf, cur, len(assignment[0]))
 		}
 	} else {
 		live := liveBrokers(im)
