@@ -58,6 +58,8 @@ type Image struct {
 	// BrokerConfigs holds dynamic broker config overrides by resource name:
 	// "" for the cluster-wide default, the node id as a string otherwise.
 	BrokerConfigs map[string]map[string]string
+	// NextProducerID is the first producer id no broker has been given.
+	NextProducerID int64
 }
 
 // Topic returns the named topic or nil.

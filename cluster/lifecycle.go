@@ -277,3 +277,50 @@ func (c *Controller) leaderLoop() {
 		c.proposeMu.Unlock()
 	}
 }
+
+// AllocateProducerIDs gives broker id the next block of producer ids,
+// committed through the quorum so that no id is handed out twice across
+// brokers and restarts. Off the active controller it is forwarded as
+// Kafka's AllocateProducerIds.
+func (c *Controller) AllocateProducerIDs(ctx context.Context, id int32) (start int64, n int32, err error) {
+	if !c.IsLeader() {
+		req := kmsg.NewPtrAllocateProducerIDsRequest()
+		req.BrokerID = id
+		resp, err := c.forward(ctx, req, func(r kmsg.Response) bool {
+			return r.(*kmsg.AllocateProducerIDsResponse).ErrorCode == kerr.NotController.Code
+		})
+		if errors.Is(err, errLocalLeader) {
+			return c.AllocateProducerIDs(ctx, id)
+		}
+		if err != nil {
+			return 0, 0, err
+		}
+		r := resp.(*kmsg.AllocateProducerIDsResponse)
+		if err := codeErr(r.ErrorCode, nil); err != nil {
+			return 0, 0, err
+		}
+		return r.ProducerIDStart, r.ProducerIDLen, nil
+	}
+	c.proposeMu.Lock()
+	defer c.proposeMu.Unlock()
+	if _, ok := c.Image().Brokers[id]; !ok {
+		return 0, 0, fmt.Errorf("%w: broker %d is not registered", kerr.BrokerIDNotRegistered, id)
+	}
+	for {
+		start = c.Image().NextProducerID
+		err := c.log.Propose(ctx, &Command{Type: CmdAllocateProducerIDs, BrokerID: id, ProducerIDStart: start})
+		if err == nil {
+			return start, ProducerIDBlockSize, nil
+		}
+		if !errors.Is(err, ErrInvalidUpdateVersion) {
+			return 0, 0, err
+		}
+		// This controller's image was behind the log (just elected);
+		// wait until it has applied everything committed and retry.
+		if c.raft != nil {
+			if err := c.raft.Barrier(5 * time.Second).Error(); err != nil {
+				return 0, 0, err
+			}
+		}
+	}
+}

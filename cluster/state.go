@@ -25,7 +25,13 @@ const (
 	CmdUnfenceBroker CommandType = "unfence_broker"
 	// CmdInitCluster gives a new cluster its id.
 	CmdInitCluster CommandType = "init_cluster"
+	// CmdAllocateProducerIDs gives a broker the next block of producer ids.
+	CmdAllocateProducerIDs CommandType = "allocate_producer_ids"
 )
+
+// ProducerIDBlockSize is how many producer ids one allocation hands out,
+// as in Kafka.
+const ProducerIDBlockSize = 1000
 
 // PartitionChange is one partition record replacement.
 type PartitionChange struct {
@@ -48,6 +54,8 @@ type Command struct {
 	ClusterID  string            `json:"cluster_id,omitempty"`
 	Changes    []PartitionChange `json:"changes,omitempty"`
 	BrokerID   int32             `json:"broker_id,omitempty"`
+	// ProducerIDStart is the first id of an allocated block.
+	ProducerIDStart int64 `json:"producer_id_start,omitempty"`
 }
 
 // State is the metadata state machine. It is not safe for concurrent use;
@@ -59,6 +67,8 @@ type State struct {
 	topics        map[string]*TopicInfo
 	ids           map[TopicID]string
 	brokerConfigs map[string]map[string]string
+	// nextProducerID is the first producer id not yet given to a broker.
+	nextProducerID int64
 }
 
 // NewState returns an empty state.
@@ -85,6 +95,13 @@ func (s *State) Apply(offset int64, cmd *Command) error {
 
 func (s *State) apply(cmd *Command) error {
 	switch cmd.Type {
+	case CmdAllocateProducerIDs:
+		// The controller computed the block from its image; refuse it if
+		// that image was behind, so a block is never handed out twice.
+		if cmd.ProducerIDStart != s.nextProducerID {
+			return fmt.Errorf("%w: producer id block starts at %d, not %d", ErrInvalidUpdateVersion, s.nextProducerID, cmd.ProducerIDStart)
+		}
+		s.nextProducerID += ProducerIDBlockSize
 	case CmdInitCluster:
 		if s.clusterID == "" {
 			s.clusterID = cmd.ClusterID
@@ -184,28 +201,30 @@ func (s *State) apply(cmd *Command) error {
 // shared with the state, which replaces rather than mutates them.
 func (s *State) Image(controllerID int32) *Image {
 	return &Image{
-		ClusterID:     s.clusterID,
-		ControllerID:  controllerID,
-		Offset:        s.offset,
-		Brokers:       maps.Clone(s.brokers),
-		Topics:        maps.Clone(s.topics),
-		IDs:           maps.Clone(s.ids),
-		BrokerConfigs: maps.Clone(s.brokerConfigs),
+		ClusterID:      s.clusterID,
+		ControllerID:   controllerID,
+		Offset:         s.offset,
+		Brokers:        maps.Clone(s.brokers),
+		Topics:         maps.Clone(s.topics),
+		IDs:            maps.Clone(s.ids),
+		BrokerConfigs:  maps.Clone(s.brokerConfigs),
+		NextProducerID: s.nextProducerID,
 	}
 }
 
 // snapshot is the serialised State.
 type snapshot struct {
-	ClusterID     string                       `json:"cluster_id"`
-	Offset        int64                        `json:"offset"`
-	Brokers       []BrokerInfo                 `json:"brokers"`
-	Topics        []*TopicInfo                 `json:"topics"`
-	BrokerConfigs map[string]map[string]string `json:"broker_configs,omitempty"`
+	ClusterID      string                       `json:"cluster_id"`
+	Offset         int64                        `json:"offset"`
+	Brokers        []BrokerInfo                 `json:"brokers"`
+	Topics         []*TopicInfo                 `json:"topics"`
+	BrokerConfigs  map[string]map[string]string `json:"broker_configs,omitempty"`
+	NextProducerID int64                        `json:"next_producer_id,omitempty"`
 }
 
 // MarshalSnapshot serialises the state.
 func (s *State) MarshalSnapshot() ([]byte, error) {
-	snap := snapshot{ClusterID: s.clusterID, Offset: s.offset, BrokerConfigs: s.brokerConfigs}
+	snap := snapshot{ClusterID: s.clusterID, Offset: s.offset, BrokerConfigs: s.brokerConfigs, NextProducerID: s.nextProducerID}
 	im := s.Image(-1)
 	for _, id := range im.BrokerIDs() {
 		snap.Brokers = append(snap.Brokers, s.brokers[id])
@@ -225,6 +244,7 @@ func (s *State) RestoreSnapshot(b []byte) error {
 	fresh := NewState()
 	fresh.clusterID = snap.ClusterID
 	fresh.offset = snap.Offset
+	fresh.nextProducerID = snap.NextProducerID
 	for _, b := range snap.Brokers {
 		fresh.brokers[b.NodeID] = b
 	}

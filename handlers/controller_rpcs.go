@@ -2,7 +2,8 @@ package handlers
 
 // Broker-to-controller RPCs, served on the active controller's broker
 // listener: BrokerRegistration (key 62, v0-v4), BrokerHeartbeat (key 63,
-// v0-v1) and AlterPartition (key 56, v0-v3). Only gokafka nodes send
+// v0-v1), AlterPartition (key 56, v0-v3) and AllocateProducerIds (key 67,
+// v0). Only gokafka nodes send
 // them. A node that does not lead the metadata quorum answers
 // NOT_CONTROLLER to a forwarded request rather than forwarding it again.
 //
@@ -23,6 +24,7 @@ import (
 type controllerRPC interface {
 	RegisterBroker(ctx context.Context, info cluster.BrokerInfo) error
 	BrokerHeartbeat(ctx context.Context, id int32, shutdown bool) (fenced, shouldShutdown bool, err error)
+	AllocateProducerIDs(ctx context.Context, id int32) (start int64, n int32, err error)
 }
 
 func (h *Handlers) registerControllerRPCs(reg *protocol.Registry) {
@@ -33,6 +35,14 @@ func (h *Handlers) registerControllerRPCs(reg *protocol.Registry) {
 		})
 		reg.Register(63, 0, 1, func(ctx context.Context, req *protocol.Request) (kmsg.Response, error) {
 			return h.brokerHeartbeat(ctx, c, req)
+		})
+		reg.Register(67, 0, 0, func(ctx context.Context, req *protocol.Request) (kmsg.Response, error) {
+			r := req.Body.(*kmsg.AllocateProducerIDsRequest)
+			resp := r.ResponseKind().(*kmsg.AllocateProducerIDsResponse)
+			start, n, err := c.AllocateProducerIDs(ctx, r.BrokerID)
+			resp.ErrorCode = controllerErrorCode(err)
+			resp.ProducerIDStart, resp.ProducerIDLen = start, n
+			return resp, nil
 		})
 	}
 }

@@ -1,0 +1,298 @@
+package idempotent
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"math"
+	"sort"
+)
+
+// Errors of Check; handlers map them to Kafka codes.
+var (
+	ErrOutOfOrderSequence   = errors.New("out of order sequence number")
+	ErrInvalidProducerEpoch = errors.New("invalid producer epoch")
+	ErrInvalidTxnState      = errors.New("invalid transaction state")
+	ErrCorruptSnapshot      = errors.New("corrupt producer state snapshot")
+)
+
+// NoProducerID marks a batch written without idempotence.
+const NoProducerID = -1
+
+// maxCachedBatches is how many recent batches per producer are kept for
+// duplicate detection: a producer has at most five in flight.
+const maxCachedBatches = 5
+
+// Batch describes a record batch as producer state sees it.
+type Batch struct {
+	ProducerID    int64
+	Epoch         int16
+	FirstSeq      int32
+	LastSeq       int32
+	Transactional bool
+	// Control is set for transaction markers.
+	Control bool
+	// MaxTimestamp is the batch's max timestamp.
+	MaxTimestamp int64
+}
+
+// BatchMeta is a cached batch.
+type BatchMeta struct {
+	FirstSeq    int32
+	LastSeq     int32
+	FirstOffset int64
+	LastOffset  int64
+	Timestamp   int64
+}
+
+// Entry is the state of one producer id on one partition.
+type Entry struct {
+	ProducerID int64
+	Epoch      int16
+	// Batches holds the most recent batches, oldest first; at most five.
+	Batches []BatchMeta
+	// LastTimestamp is the time of the producer's last write, used for
+	// expiry.
+	LastTimestamp int64
+	// CurrentTxnFirstOffset is the first offset of the producer's open
+	// transaction, or -1.
+	CurrentTxnFirstOffset int64
+	CoordinatorEpoch      int32
+}
+
+func (e *Entry) lastSeq() (int32, bool) {
+	if len(e.Batches) == 0 {
+		return 0, false
+	}
+	return e.Batches[len(e.Batches)-1].LastSeq, true
+}
+
+// State is one partition's producer state.
+type State struct {
+	entries map[int64]*Entry
+	// end is the log offset up to which the state includes the log.
+	end int64
+}
+
+// NewState returns empty state covering no offsets.
+func NewState() *State { return &State{entries: make(map[int64]*Entry)} }
+
+// End returns the offset up to which the state covers the log.
+func (s *State) End() int64 { return s.end }
+
+// Entry returns the entry of a producer id, or nil.
+func (s *State) Entry(pid int64) *Entry { return s.entries[pid] }
+
+// Len returns the number of producers tracked.
+func (s *State) Len() int { return len(s.entries) }
+
+func inSequence(last, next int32) bool {
+	return int64(next) == int64(last)+1 || next == 0 && last == math.MaxInt32
+}
+
+// Check validates a client's batch before it is appended. A non-nil
+// BatchMeta means the batch is a retry of one already in the log, to be
+// answered with that batch's offsets and not appended.
+func (s *State) Check(b Batch) (*BatchMeta, error) {
+	if b.ProducerID == NoProducerID {
+		return nil, nil
+	}
+	e := s.entries[b.ProducerID]
+	if e == nil {
+		// Unknown (new, or expired) producer: any sequence is accepted.
+		return nil, nil
+	}
+	if b.Epoch < e.Epoch {
+		return nil, fmt.Errorf("%w: producer %d epoch %d is older than %d", ErrInvalidProducerEpoch, b.ProducerID, b.Epoch, e.Epoch)
+	}
+	if b.Epoch == e.Epoch {
+		for i := range e.Batches {
+			if e.Batches[i].FirstSeq == b.FirstSeq && e.Batches[i].LastSeq == b.LastSeq {
+				dup := e.Batches[i]
+				return &dup, nil
+			}
+		}
+	}
+	if !b.Control {
+		if b.Epoch != e.Epoch {
+			if b.FirstSeq != 0 {
+				return nil, fmt.Errorf("%w: producer %d new epoch %d must start at sequence 0, got %d", ErrOutOfOrderSequence, b.ProducerID, b.Epoch, b.FirstSeq)
+			}
+		} else if last, ok := e.lastSeq(); ok && !inSequence(last, b.FirstSeq) {
+			return nil, fmt.Errorf("%w: producer %d sequence %d does not follow %d", ErrOutOfOrderSequence, b.ProducerID, b.FirstSeq, last)
+		}
+		if e.CurrentTxnFirstOffset >= 0 && !b.Transactional && b.Epoch == e.Epoch {
+			return nil, fmt.Errorf("%w: non-transactional write from producer %d inside its transaction", ErrInvalidTxnState, b.ProducerID)
+		}
+	}
+	return nil, nil
+}
+
+// Update records a batch appended at [firstOffset, lastOffset]. It is
+// called on the leader after Check and the append, on followers as they
+// replicate, and while rebuilding from the log; it does not validate.
+func (s *State) Update(b Batch, firstOffset, lastOffset int64) {
+	if lastOffset+1 > s.end {
+		s.end = lastOffset + 1
+	}
+	if b.ProducerID == NoProducerID {
+		return
+	}
+	e := s.entries[b.ProducerID]
+	if e == nil {
+		e = &Entry{ProducerID: b.ProducerID, Epoch: b.Epoch, CurrentTxnFirstOffset: -1}
+		s.entries[b.ProducerID] = e
+	}
+	if b.Epoch > e.Epoch {
+		e.Epoch = b.Epoch
+		e.Batches = e.Batches[:0]
+	}
+	e.LastTimestamp = max(e.LastTimestamp, b.MaxTimestamp)
+	if b.Control {
+		// A transaction marker ends the producer's transaction.
+		e.CurrentTxnFirstOffset = -1
+		return
+	}
+	if b.Transactional && e.CurrentTxnFirstOffset < 0 {
+		e.CurrentTxnFirstOffset = firstOffset
+	}
+	if len(e.Batches) == maxCachedBatches {
+		copy(e.Batches, e.Batches[1:])
+		e.Batches = e.Batches[:maxCachedBatches-1]
+	}
+	e.Batches = append(e.Batches, BatchMeta{FirstSeq: b.FirstSeq, LastSeq: b.LastSeq, FirstOffset: firstOffset, LastOffset: lastOffset, Timestamp: b.MaxTimestamp})
+}
+
+// Advance records that the log up to end holds nothing for producer state
+// (batches without producer ids are folded into Update already).
+func (s *State) Advance(end int64) {
+	if end > s.end {
+		s.end = end
+	}
+}
+
+// Expire forgets producers whose last write is older than now minus
+// expirationMs and that have no open transaction.
+func (s *State) Expire(nowMs, expirationMs int64) int {
+	n := 0
+	for pid, e := range s.entries {
+		if e.CurrentTxnFirstOffset < 0 && nowMs-e.LastTimestamp >= expirationMs {
+			delete(s.entries, pid)
+			n++
+		}
+	}
+	return n
+}
+
+// TruncateTo drops what the state knows of offsets at and after offset.
+// Cached batches at or past it are removed; a producer left with none is
+// forgotten, as its epoch can no longer be trusted. Callers that need the
+// exact state rebuild it from a snapshot and the log instead.
+func (s *State) TruncateTo(offset int64) {
+	for pid, e := range s.entries {
+		kept := e.Batches[:0]
+		for _, b := range e.Batches {
+			if b.LastOffset < offset {
+				kept = append(kept, b)
+			}
+		}
+		e.Batches = kept
+		if e.CurrentTxnFirstOffset >= offset {
+			e.CurrentTxnFirstOffset = -1
+		}
+		if len(e.Batches) == 0 && e.CurrentTxnFirstOffset < 0 {
+			delete(s.entries, pid)
+		}
+	}
+	if s.end > offset {
+		s.end = offset
+	}
+}
+
+// Snapshot encoding: a version, the end offset, the entries, and a CRC-32C
+// of everything before it.
+const snapshotVersion = 1
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// MarshalSnapshot encodes the state.
+func (s *State) MarshalSnapshot() []byte {
+	pids := make([]int64, 0, len(s.entries))
+	for pid := range s.entries {
+		pids = append(pids, pid)
+	}
+	sort.Slice(pids, func(i, j int) bool { return pids[i] < pids[j] })
+	b := binary.BigEndian.AppendUint16(nil, snapshotVersion)
+	b = binary.BigEndian.AppendUint64(b, uint64(s.end))
+	b = binary.BigEndian.AppendUint32(b, uint32(len(pids)))
+	for _, pid := range pids {
+		e := s.entries[pid]
+		b = binary.BigEndian.AppendUint64(b, uint64(e.ProducerID))
+		b = binary.BigEndian.AppendUint16(b, uint16(e.Epoch))
+		b = binary.BigEndian.AppendUint64(b, uint64(e.LastTimestamp))
+		b = binary.BigEndian.AppendUint64(b, uint64(e.CurrentTxnFirstOffset))
+		b = binary.BigEndian.AppendUint32(b, uint32(e.CoordinatorEpoch))
+		b = append(b, byte(len(e.Batches)))
+		for _, m := range e.Batches {
+			b = binary.BigEndian.AppendUint32(b, uint32(m.FirstSeq))
+			b = binary.BigEndian.AppendUint32(b, uint32(m.LastSeq))
+			b = binary.BigEndian.AppendUint64(b, uint64(m.FirstOffset))
+			b = binary.BigEndian.AppendUint64(b, uint64(m.LastOffset))
+			b = binary.BigEndian.AppendUint64(b, uint64(m.Timestamp))
+		}
+	}
+	return binary.BigEndian.AppendUint32(b, crc32.Checksum(b, castagnoli))
+}
+
+// UnmarshalSnapshot decodes a snapshot written by MarshalSnapshot.
+func UnmarshalSnapshot(b []byte) (*State, error) {
+	if len(b) < 18 {
+		return nil, ErrCorruptSnapshot
+	}
+	body, sum := b[:len(b)-4], binary.BigEndian.Uint32(b[len(b)-4:])
+	if crc32.Checksum(body, castagnoli) != sum {
+		return nil, fmt.Errorf("%w: checksum mismatch", ErrCorruptSnapshot)
+	}
+	r := reader{b: body}
+	if v := r.u16(); v != snapshotVersion {
+		return nil, fmt.Errorf("%w: version %d", ErrCorruptSnapshot, v)
+	}
+	s := NewState()
+	s.end = int64(r.u64())
+	n := r.u32()
+	for i := uint32(0); i < n && r.err == nil; i++ {
+		e := &Entry{ProducerID: int64(r.u64()), Epoch: int16(r.u16()), LastTimestamp: int64(r.u64()), CurrentTxnFirstOffset: int64(r.u64()), CoordinatorEpoch: int32(r.u32())}
+		nb := int(r.u8())
+		if nb > maxCachedBatches {
+			return nil, fmt.Errorf("%w: %d batches for producer %d", ErrCorruptSnapshot, nb, e.ProducerID)
+		}
+		for j := 0; j < nb; j++ {
+			e.Batches = append(e.Batches, BatchMeta{FirstSeq: int32(r.u32()), LastSeq: int32(r.u32()), FirstOffset: int64(r.u64()), LastOffset: int64(r.u64()), Timestamp: int64(r.u64())})
+		}
+		s.entries[e.ProducerID] = e
+	}
+	if r.err != nil || len(r.b) != 0 {
+		return nil, fmt.Errorf("%w: truncated or trailing data", ErrCorruptSnapshot)
+	}
+	return s, nil
+}
+
+type reader struct {
+	b   []byte
+	err error
+}
+
+func (r *reader) take(n int) []byte {
+	if r.err != nil || len(r.b) < n {
+		r.err = ErrCorruptSnapshot
+		return make([]byte, n)
+	}
+	out := r.b[:n]
+	r.b = r.b[n:]
+	return out
+}
+func (r *reader) u8() uint8   { return r.take(1)[0] }
+func (r *reader) u16() uint16 { return binary.BigEndian.Uint16(r.take(2)) }
+func (r *reader) u32() uint32 { return binary.BigEndian.Uint32(r.take(4)) }
+func (r *reader) u64() uint64 { return binary.BigEndian.Uint64(r.take(8)) }
