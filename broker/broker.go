@@ -41,8 +41,9 @@ type Config struct {
 	Quorum                  cluster.QuorumConfig
 	ControllerListenerNames []string
 
-	Protocol protocol.Config
-	Logs     partition.ManagerConfig
+	Protocol    protocol.Config
+	Logs        partition.ManagerConfig
+	Replication replication.Config
 	// BrokerDefaults holds every broker property's value, the source of
 	// topic config defaults and of DescribeConfigs for the broker.
 	BrokerDefaults cluster.BrokerDefaults
@@ -144,7 +145,9 @@ func Start(ctx context.Context, cfg Config, logger zerolog.Logger) (_ *Server, e
 	if err != nil {
 		return nil, fmt.Errorf("open logs: %w", err)
 	}
-	s.replicas, err = replication.NewManager(s.logs, s.meta, logger.With().Str("component", "replicas").Logger())
+	rcfg := cfg.Replication
+	rcfg.NodeID = cfg.NodeID
+	s.replicas, err = replication.NewManagerWithConfig(rcfg, s.logs, s.meta, logger.With().Str("component", "replicas").Logger())
 	if err != nil {
 		return nil, fmt.Errorf("load partitions: %w", err)
 	}
@@ -244,6 +247,12 @@ func (s *Server) closeAll() error {
 	var errs []error
 	for _, ln := range s.listeners {
 		ln.Close()
+	}
+	if s.replicas != nil {
+		// Followers stop fetching and parked produces fail before the
+		// logs close under them.
+		s.replicas.Close()
+		s.replicas = nil
 	}
 	if s.logs != nil {
 		errs = append(errs, s.logs.Close())

@@ -1,21 +1,29 @@
 package handlers
 
-// Fetch (key 1), v4-v16, consumer fetches.
+// Fetch (key 1), v4-v16, from consumers and from followers.
 //
 // MinBytes/MaxWaitMs long-poll: replication parks the request until a high
-// watermark among its partitions moves or the wait ends, never polling.
-// MaxBytes bounds the whole response and PartitionMaxBytes each partition,
-// but the first partition with data always returns at least one whole batch
-// even if it is larger, or a big record would stall its consumer. A batch
-// is returned whole even when the fetch offset points into it; clients skip
-// the records below their offset.
+// watermark among its partitions moves (for a follower: its log end) or
+// the wait ends, never polling. MaxBytes bounds the whole response and
+// PartitionMaxBytes each partition, but the first partition with data
+// always returns at least one whole batch even if it is larger, or a big
+// record would stall its consumer. A batch is returned whole even when the
+// fetch offset points into it; clients skip the records below their offset.
 //
 // Fetch sessions (KIP-227) are not kept: a request with session id 0 is a
 // full fetch and is answered with session id 0, which tells the client to
 // keep sending full fetches; a non-zero session id gets
-// FETCH_SESSION_ID_NOT_FOUND. Topics are named by id from v13. Replica
-// fetches (replica id >= 0) belong to replication and are refused until
-// then. read_committed reads up to the last stable offset.
+// FETCH_SESSION_ID_NOT_FOUND. Topics are named by id from v13.
+// read_committed reads up to the last stable offset.
+//
+// A replica id >= 0 (ReplicaID up to v14, ReplicaState.ID from v15, KIP-903)
+// marks a follower: it reads up to the leader's log end rather than the
+// high watermark, its fetch offset moves the ISR and the high watermark,
+// and a broker outside the replica set is refused as Kafka does
+// (UNKNOWN_LEADER_EPOCH with a current leader epoch, NOT_LEADER_OR_FOLLOWER
+// without). From v12 a LastFetchedEpoch the leader's log does not agree
+// with is answered with DivergingEpoch instead of records (KIP-320 style
+// truncation on fetch; consumers get the same check).
 
 import (
 	"context"
@@ -57,6 +65,14 @@ func (h *Handlers) fetch(ctx context.Context, req *protocol.Request) (kmsg.Respo
 		MaxWait:       time.Duration(r.MaxWaitMillis) * time.Millisecond,
 		ReadCommitted: r.IsolationLevel == 1,
 	}
+	replicaID := r.ReplicaID
+	if req.Version >= 15 {
+		replicaID = r.ReplicaState.ID
+	}
+	if replicaID >= 0 {
+		params.FromFollower, params.ReplicaID = true, replicaID
+		params.ReadCommitted = false
+	}
 	var slots []slot
 	for ti, t := range r.Topics {
 		rt := kmsg.NewFetchResponseTopic()
@@ -78,17 +94,25 @@ func (h *Handlers) fetch(ctx context.Context, req *protocol.Request) (kmsg.Respo
 			case topicErr != 0:
 				rp.ErrorCode = topicErr
 				slots = append(slots, slot{ti, pi, -1})
-			case r.ReplicaID >= 0:
-				rp.ErrorCode = kerr.NotLeaderForPartition.Code
-				slots = append(slots, slot{ti, pi, -1})
 			default:
 				slots = append(slots, slot{ti, pi, len(params.Partitions)})
-				params.Partitions = append(params.Partitions, replication.FetchPartition{
+				fp := replication.FetchPartition{
 					TP:                 partition.TopicPartition{Topic: name, Partition: p.Partition},
 					Offset:             p.FetchOffset,
 					MaxBytes:           p.PartitionMaxBytes,
 					CurrentLeaderEpoch: p.CurrentLeaderEpoch,
-				})
+					LogStartOffset:     -1,
+				}
+				if req.Version < 9 {
+					fp.CurrentLeaderEpoch = -1
+				}
+				if req.Version >= 12 && p.LastFetchedEpoch >= 0 {
+					fp.LastFetchedEpoch, fp.HasLastFetchedEpoch = p.LastFetchedEpoch, true
+				}
+				if req.Version >= 5 {
+					fp.LogStartOffset = p.LogStartOffset
+				}
+				params.Partitions = append(params.Partitions, fp)
 			}
 			rt.Partitions = append(rt.Partitions, rp)
 		}
@@ -105,6 +129,9 @@ func (h *Handlers) fetch(ctx context.Context, req *protocol.Request) (kmsg.Respo
 		rp.ErrorCode = errorCode(res.Err)
 		rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = res.HighWatermark, res.LastStableOffset, res.LogStartOffset
 		rp.RecordBatches = res.Records
+		if res.HasDivergingEpoch && req.Version >= 12 {
+			rp.DivergingEpoch.Epoch, rp.DivergingEpoch.EndOffset = res.DivergingEpoch, res.DivergingEndOffset
+		}
 	}
 	return resp, nil
 }

@@ -1,11 +1,16 @@
 package handlers
 
-// OffsetForLeaderEpoch (key 23), v0-v4, as consumers use it (KIP-320): for
-// the requested leader epoch, the largest epoch at or below it that this
-// leader knows and that epoch's end offset, so the client can detect a
-// truncated log. The current leader epoch (v2+) is checked: older is
-// FENCED_LEADER_EPOCH, newer UNKNOWN_LEADER_EPOCH. Follower use (replica id
-// >= 0, v3+) comes with replication.
+// OffsetForLeaderEpoch (key 23), v0-v4: for the requested leader epoch, the
+// largest epoch at or below it that this leader knows and that epoch's end
+// offset (the start of the next epoch, or the log end for the latest).
+//
+// Followers (replica id >= 0, v3+) use it to truncate by epoch after a
+// leader change (KIP-101, KIP-279); consumers to detect a truncated log
+// (KIP-320). Both are answered by the leader only, from its epoch cache, in
+// which the current epoch starts where this broker became leader even
+// before it wrote anything in it. The current leader epoch (v2+) is
+// checked: older is FENCED_LEADER_EPOCH, newer UNKNOWN_LEADER_EPOCH, -1
+// skips the check.
 
 import (
 	"context"

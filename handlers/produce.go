@@ -14,6 +14,7 @@ package handlers
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -32,40 +33,62 @@ func (h *Handlers) produce(ctx context.Context, req *protocol.Request) (kmsg.Res
 	resp := r.ResponseKind().(*kmsg.ProduceResponse)
 	timeout := time.Duration(r.TimeoutMillis) * time.Millisecond
 
-	failed := false
+	// Partitions are appended and (for acks=all) waited on together, so a
+	// request spanning many partitions takes one timeout, not one each.
+	var wg sync.WaitGroup
+	n := 0
+	for _, t := range r.Topics {
+		n += len(t.Partitions)
+	}
 	for _, t := range r.Topics {
 		rt := kmsg.NewProduceResponseTopic()
 		rt.Topic = t.Topic
-		for _, p := range t.Partitions {
-			rp := kmsg.NewProduceResponseTopicPartition()
+		rt.Partitions = make([]kmsg.ProduceResponseTopicPartition, len(t.Partitions))
+		resp.Topics = append(resp.Topics, rt)
+	}
+	for ti, t := range r.Topics {
+		for pi, p := range t.Partitions {
+			rp := &resp.Topics[ti].Partitions[pi]
+			*rp = kmsg.NewProduceResponseTopicPartition()
 			rp.Partition = p.Partition
 			rp.BaseOffset, rp.LogAppendTime, rp.LogStartOffset = -1, -1, -1
-			var err error
 			switch {
 			case r.Acks != 0 && r.Acks != 1 && r.Acks != -1:
 				rp.ErrorCode = kerr.InvalidRequiredAcks.Code
 			case r.TransactionID != nil:
 				rp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
 			default:
-				var info partition.AppendInfo
-				tp := partition.TopicPartition{Topic: t.Topic, Partition: p.Partition}
-				info, err = h.replicas.Produce(ctx, tp, p.Records, r.Acks, timeout)
-				if err == nil {
-					rp.BaseOffset, rp.LogAppendTime, rp.LogStartOffset = info.FirstOffset, info.LogAppendTime, info.LogStartOffset
-				} else {
+				one := func(topic string, records []byte) {
+					tp := partition.TopicPartition{Topic: topic, Partition: rp.Partition}
+					info, err := h.replicas.Produce(ctx, tp, records, r.Acks, timeout)
+					if err == nil {
+						rp.BaseOffset, rp.LogAppendTime, rp.LogStartOffset = info.FirstOffset, info.LogAppendTime, info.LogStartOffset
+						return
+					}
 					rp.ErrorCode = errorCode(err)
 					if req.Version >= 8 {
 						rp.ErrorMessage = errorMessage(err)
 					}
+					h.logger.Debug().Str("topic", topic).Int32("partition", rp.Partition).Int16("code", rp.ErrorCode).Err(err).Msg("produce failed")
 				}
+				if n == 1 {
+					one(t.Topic, p.Records)
+					break
+				}
+				wg.Add(1)
+				go func(topic string, records []byte) {
+					defer wg.Done()
+					one(topic, records)
+				}(t.Topic, p.Records)
 			}
-			if rp.ErrorCode != 0 {
-				failed = true
-				h.logger.Debug().Str("topic", t.Topic).Int32("partition", p.Partition).Int16("code", rp.ErrorCode).Err(err).Msg("produce failed")
-			}
-			rt.Partitions = append(rt.Partitions, rp)
 		}
-		resp.Topics = append(resp.Topics, rt)
+	}
+	wg.Wait()
+	failed := false
+	for _, rt := range resp.Topics {
+		for _, rp := range rt.Partitions {
+			failed = failed || rp.ErrorCode != 0
+		}
 	}
 	if r.Acks == 0 {
 		if failed {

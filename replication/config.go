@@ -1,8 +1,11 @@
 package replication
 
 import (
+	"errors"
+	"fmt"
 	"math"
 	"strconv"
+	"time"
 
 	"github.com/gokafka/gokafka/cluster"
 	"github.com/gokafka/gokafka/partition"
@@ -48,4 +51,65 @@ func minInsyncReplicas(im *cluster.Image, t *cluster.TopicInfo, nodeID int32, bd
 		return 1
 	}
 	return n
+}
+
+// Config is the replica manager's configuration; the fields carry Kafka's
+// broker property names.
+type Config struct {
+	// NodeID is node.id: the replica id this broker fetches as.
+	NodeID int32
+	// ReplicaLagTimeMax is replica.lag.time.max.ms: a follower that has not
+	// caught up to the leader's log end for this long leaves the ISR.
+	ReplicaLagTimeMax time.Duration
+	// ReplicaFetchWaitMax is replica.fetch.wait.max.ms: how long a
+	// follower's fetch may park on the leader.
+	ReplicaFetchWaitMax time.Duration
+	// ReplicaFetchMinBytes is replica.fetch.min.bytes.
+	ReplicaFetchMinBytes int32
+	// ReplicaFetchMaxBytes is replica.fetch.max.bytes, per partition.
+	ReplicaFetchMaxBytes int32
+	// ReplicaFetchResponseMaxBytes is replica.fetch.response.max.bytes.
+	ReplicaFetchResponseMaxBytes int32
+	// ReplicaFetchBackoff is replica.fetch.backoff.ms: the pause after a
+	// failed fetch.
+	ReplicaFetchBackoff time.Duration
+	// ReplicaSocketTimeout is replica.socket.timeout.ms: bounds a
+	// follower's dial and round trip.
+	ReplicaSocketTimeout time.Duration
+}
+
+// DefaultConfig returns Kafka's defaults (NodeID 0).
+func DefaultConfig() Config {
+	return Config{
+		ReplicaLagTimeMax:            30 * time.Second,
+		ReplicaFetchWaitMax:          500 * time.Millisecond,
+		ReplicaFetchMinBytes:         1,
+		ReplicaFetchMaxBytes:         1048576,
+		ReplicaFetchResponseMaxBytes: 10485760,
+		ReplicaFetchBackoff:          time.Second,
+		ReplicaSocketTimeout:         30 * time.Second,
+	}
+}
+
+// Validate applies Kafka's KafkaConfig checks for these settings.
+func (c Config) Validate() error {
+	switch {
+	case c.NodeID < 0:
+		return fmt.Errorf("node.id %d must be >= 0", c.NodeID)
+	case c.ReplicaLagTimeMax <= 0:
+		return errors.New("replica.lag.time.max.ms must be positive")
+	case c.ReplicaFetchWaitMax < 0:
+		return errors.New("replica.fetch.wait.max.ms must not be negative")
+	case c.ReplicaFetchWaitMax > c.ReplicaLagTimeMax:
+		return errors.New("replica.fetch.wait.max.ms should always be less than or equal to replica.lag.time.max.ms to prevent frequent changes in ISR")
+	case c.ReplicaSocketTimeout <= 0:
+		return errors.New("replica.socket.timeout.ms must be positive")
+	case c.ReplicaFetchWaitMax > c.ReplicaSocketTimeout:
+		return errors.New("replica.socket.timeout.ms should always be at least replica.fetch.wait.max.ms to prevent unnecessary socket timeouts")
+	case c.ReplicaFetchMinBytes < 0, c.ReplicaFetchMaxBytes <= 0, c.ReplicaFetchResponseMaxBytes <= 0:
+		return errors.New("replica.fetch.min.bytes must not be negative and replica.fetch.max.bytes, replica.fetch.response.max.bytes must be positive")
+	case c.ReplicaFetchBackoff < 0:
+		return errors.New("replica.fetch.backoff.ms must not be negative")
+	}
+	return nil
 }

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -25,20 +27,41 @@ var (
 	ErrStorage                      = errors.New("kafka storage error")
 )
 
-// Partition is one hosted partition.
+// Partition is one hosted partition, led or followed by this broker.
 type Partition struct {
 	TP  partition.TopicPartition
 	log *partition.Log
 
+	// roleMu is held shared across a leader append (from the leadership
+	// check to the end of the write) and exclusively by role changes, so
+	// that no produce lands in a log that has just become a follower and
+	// is about to be truncated (Kafka's leaderIsrUpdateLock).
+	roleMu sync.RWMutex
+
 	mu struct {
 		sync.Mutex
-		leaderEpoch int32
-		isLeader    bool
-		isr         []int32
-		minISR      int
-		// hwMoved is closed (and replaced) whenever the high watermark
-		// or the log start offset moves, waking parked fetches.
-		hwMoved chan struct{}
+		leaderEpoch    int32
+		partitionEpoch int32
+		leader         int32
+		isLeader       bool
+		replicas       []int32
+		isr            []int32
+		minISR         int
+		// st is the ISR/HW state machine while this broker leads; nil
+		// otherwise.
+		st *leaderState
+		// epochStart is the LEO when this broker became leader at
+		// leaderEpoch; see endOffsetForEpochLocked.
+		epochStart int64
+		// waiters are parked acks=all produces by id; st decides when
+		// each completes. Buffered (1) channels.
+		waiters map[uint64]chan error
+		// hwMoved is closed (and replaced) whenever the high watermark,
+		// the log start offset or the role changes, waking consumer
+		// fetches; leoMoved additionally on every append, waking
+		// follower fetches.
+		hwMoved  chan struct{}
+		leoMoved chan struct{}
 	}
 }
 
@@ -52,19 +75,47 @@ func (p *Partition) LeaderEpoch() int32 {
 	return p.mu.leaderEpoch
 }
 
-func (p *Partition) waitChan() <-chan struct{} {
+// IsLeader reports whether this broker leads the partition.
+func (p *Partition) IsLeader() bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	return p.mu.isLeader
+}
+
+// ISR returns the ISR this broker knows: the committed one while leading,
+// the metadata's otherwise.
+func (p *Partition) ISR() []int32 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.mu.st != nil {
+		return slices.Clone(p.mu.st.ISR())
+	}
+	return slices.Clone(p.mu.isr)
+}
+
+func (p *Partition) waitChan(replica bool) <-chan struct{} {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if replica {
+		return p.mu.leoMoved
+	}
 	return p.mu.hwMoved
 }
 
-func (p *Partition) notifyLocked() {
-	close(p.mu.hwMoved)
-	p.mu.hwMoved = make(chan struct{})
+// notifyLocked wakes parked fetches: follower fetches on any change,
+// consumer fetches unless only the LEO moved.
+func (p *Partition) notifyLocked(leoOnly bool) {
+	close(p.mu.leoMoved)
+	p.mu.leoMoved = make(chan struct{})
+	if !leoOnly {
+		close(p.mu.hwMoved)
+		p.mu.hwMoved = make(chan struct{})
+	}
 }
 
-// checkEpoch applies KIP-320: a request's current leader epoch older than
-// ours is fenced; a newer one means our metadata is behind. -1 skips it.
+// checkEpochLocked applies KIP-320: a request's current leader epoch older
+// than ours is fenced; a newer one means our metadata is behind. -1 skips
+// it.
 func (p *Partition) checkEpochLocked(current int32) error {
 	switch {
 	case current < 0:
@@ -77,40 +128,308 @@ func (p *Partition) checkEpochLocked(current int32) error {
 	return nil
 }
 
-// Manager hosts this broker's partitions.
+// applyLocked carries out what the state machine asked for, except sending
+// a proposal, which the caller does after unlocking (see afterUnlock).
+func (p *Partition) applyLocked(eff Effects) *ISRProposal {
+	if eff.HWChanged {
+		p.log.SetHighWatermark(eff.HW)
+		p.notifyLocked(false)
+	}
+	for _, d := range eff.Done {
+		if ch, ok := p.mu.waiters[d.ID]; ok {
+			delete(p.mu.waiters, d.ID)
+			ch <- d.Err
+		}
+	}
+	if eff.Propose != nil {
+		p.mu.isr = slices.Clone(p.mu.st.ISR())
+	}
+	return eff.Propose
+}
+
+// endOffsetForEpochLocked answers OffsetForLeaderEpoch from the log's
+// epoch cache, as if the current leader epoch had been assigned at the LEO
+// when this broker became leader. Kafka assigns it at that moment
+// (maybeAssignEpochStartOffset); the log here learns an epoch only from
+// its first append, and until then a follower asking about an epoch
+// between our last written one and the current one would get "undefined"
+// instead of the point where our log stops agreeing with it.
+func (p *Partition) endOffsetForEpochLocked(requested int32) (int32, int64) {
+	latest := p.log.LatestEpoch()
+	if !p.mu.isLeader || latest >= p.mu.leaderEpoch {
+		return p.log.EndOffsetForEpoch(requested)
+	}
+	switch {
+	case requested < 0:
+		return -1, -1
+	case requested == p.mu.leaderEpoch:
+		return requested, p.log.LogEndOffset()
+	case requested > p.mu.leaderEpoch:
+		return -1, -1
+	}
+	e, off := p.log.EndOffsetForEpoch(requested)
+	if e == -1 && off == -1 || requested == latest {
+		// requested is at or above every epoch the log holds: the
+		// current epoch is the next one, starting at epochStart.
+		if latest < 0 {
+			return requested, p.mu.epochStart
+		}
+		return latest, p.mu.epochStart
+	}
+	return e, off
+}
+
+// Manager hosts this broker's partitions: it leads some, follows others
+// through one fetcher per leader broker, and keeps each led partition's
+// ISR and high watermark.
 type Manager struct {
+	cfg    Config
 	nodeID int32
 	logs   *partition.Manager
 	meta   cluster.Metadata
 	logger zerolog.Logger
+	now    func() time.Time
 
-	mu    sync.RWMutex
-	parts map[partition.TopicPartition]*Partition
+	// ctx ends at Close; it bounds AlterPartition calls and fetches.
+	ctx    context.Context
+	cancel context.CancelFunc
+	// wg counts goroutines started through goTracked.
+	wg        sync.WaitGroup
+	waiterSeq atomic.Uint64
+
+	// reconcileMu serialises applying metadata (at start, from Watch) with
+	// Close.
+	reconcileMu sync.Mutex
+
+	mu     sync.RWMutex
+	parts  map[partition.TopicPartition]*Partition
+	closed bool
+
+	fetch fetchers
+
+	tickMu sync.Mutex
+	tick   *time.Timer
 }
 
-// NewManager returns a manager over logs, following meta. It reconciles
-// with the current image at once and with every later one.
+// NewManager returns a manager over logs, following meta, with Kafka's
+// default replication settings. It reconciles with the current image at
+// once and with every later one.
 func NewManager(logs *partition.Manager, meta cluster.Metadata, logger zerolog.Logger) (*Manager, error) {
-	m := &Manager{nodeID: meta.NodeID(), logs: logs, meta: meta, logger: logger, parts: make(map[partition.TopicPartition]*Partition)}
-	if err := m.reconcile(nil, meta.Image()); err != nil {
+	cfg := DefaultConfig()
+	cfg.NodeID = meta.NodeID()
+	return NewManagerWithConfig(cfg, logs, meta, logger)
+}
+
+// NewManagerWithConfig is NewManager with explicit replication settings.
+func NewManagerWithConfig(cfg Config, logs *partition.Manager, meta cluster.Metadata, logger zerolog.Logger) (*Manager, error) {
+	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	m := &Manager{cfg: cfg, nodeID: cfg.NodeID, logs: logs, meta: meta, logger: logger, now: time.Now, parts: make(map[partition.TopicPartition]*Partition)}
+	m.ctx, m.cancel = context.WithCancel(context.Background())
+	m.fetch.init(m)
+	// Watch first, then apply the current image, both under reconcileMu:
+	// a change applied in between is then seen by the watch callback
+	// rather than lost.
+	m.reconcileMu.Lock()
 	meta.Watch(func(prev, next *cluster.Image) {
+		m.reconcileMu.Lock()
+		defer m.reconcileMu.Unlock()
+		if m.isClosed() {
+			return
+		}
 		if err := m.reconcile(prev, next); err != nil {
 			m.logger.Error().Err(err).Msg("applying metadata to replicas failed")
 		}
 	})
+	err := m.reconcile(nil, meta.Image())
+	m.reconcileMu.Unlock()
+	if err != nil {
+		m.Close()
+		return nil, err
+	}
+	m.scheduleTick()
 	return m, nil
 }
 
+func (m *Manager) isClosed() bool {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return m.closed
+}
+
+// Close stops the fetchers, the ISR checks and pending AlterPartition
+// calls, and answers parked acks=all produces with NOT_LEADER_OR_FOLLOWER.
+// The logs stay open: they belong to the partition.Manager.
+func (m *Manager) Close() {
+	m.reconcileMu.Lock()
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		m.reconcileMu.Unlock()
+		return
+	}
+	m.closed = true
+	parts := make([]*Partition, 0, len(m.parts))
+	for _, p := range m.parts {
+		parts = append(parts, p)
+	}
+	m.mu.Unlock()
+	m.reconcileMu.Unlock()
+
+	m.tickMu.Lock()
+	if m.tick != nil {
+		m.tick.Stop()
+	}
+	m.tickMu.Unlock()
+	m.cancel()
+	m.fetch.stopAll()
+	for _, p := range parts {
+		p.mu.Lock()
+		if p.mu.st != nil {
+			p.applyLocked(Effects{Done: p.mu.st.Resign()})
+			p.mu.st = nil
+		}
+		p.mu.isLeader = false
+		p.notifyLocked(false)
+		p.mu.Unlock()
+	}
+	m.wg.Wait()
+}
+
+// goTracked runs fn on a goroutine Close waits for; false if closed.
+func (m *Manager) goTracked(fn func()) bool {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	if m.closed {
+		return false
+	}
+	m.wg.Add(1)
+	go func() {
+		defer m.wg.Done()
+		fn()
+	}()
+	return true
+}
+
+// scheduleTick arms the ISR expiry check, every replica.lag.time.max.ms/2
+// as in Kafka. A re-armed timer rather than a ticker goroutine: nothing
+// runs between checks.
+func (m *Manager) scheduleTick() {
+	m.tickMu.Lock()
+	defer m.tickMu.Unlock()
+	if m.isClosed() {
+		return
+	}
+	m.tick = time.AfterFunc(max(m.cfg.ReplicaLagTimeMax/2, time.Millisecond), func() {
+		m.checkISRs()
+		m.scheduleTick()
+	})
+}
+
+// checkISRs feeds a tick to every led partition's state machine.
+func (m *Manager) checkISRs() {
+	m.mu.RLock()
+	parts := make([]*Partition, 0, len(m.parts))
+	for _, p := range m.parts {
+		parts = append(parts, p)
+	}
+	m.mu.RUnlock()
+	now := m.now().UnixMilli()
+	for _, p := range parts {
+		p.mu.Lock()
+		st := p.mu.st
+		var prop *ISRProposal
+		if st != nil {
+			prop = p.applyLocked(st.Tick(now))
+		}
+		p.mu.Unlock()
+		m.afterUnlock(p, st, prop)
+	}
+}
+
+// afterUnlock sends a proposal made by st, if any.
+func (m *Manager) afterUnlock(p *Partition, st *leaderState, prop *ISRProposal) {
+	if prop == nil {
+		return
+	}
+	m.logger.Info().Str("topic", p.TP.Topic).Int32("partition", p.TP.Partition).Ints32("isr", prop.NewISR).
+		Int32("leader_epoch", prop.LeaderEpoch).Int32("partition_epoch", prop.PartitionEpoch).Msg("proposing ISR change")
+	ok := m.goTracked(func() { m.alterPartition(p, st, *prop) })
+	if !ok {
+		p.mu.Lock()
+		if p.mu.st == st {
+			p.applyLocked(st.AlterPartitionDone(prop.Seq, AlterRetry, LeaderAndISR{}))
+		}
+		p.mu.Unlock()
+	}
+}
+
+// alterPartition sends one ISR proposal to the controller and feeds the
+// outcome back to st. The controller applies an accepted change to the
+// metadata too, and the Watch callback may deliver it before or after this
+// returns; the state machine accepts whichever comes first and ignores the
+// other.
+func (m *Manager) alterPartition(p *Partition, st *leaderState, prop ISRProposal) {
+	ctx, cancel := context.WithTimeout(m.ctx, m.cfg.ReplicaSocketTimeout)
+	res, err := m.meta.AlterPartition(ctx, cluster.AlterPartitionRequest{
+		BrokerID: m.nodeID, Topic: p.TP.Topic, Partition: p.TP.Partition,
+		LeaderEpoch: prop.LeaderEpoch, PartitionEpoch: prop.PartitionEpoch, NewISR: prop.NewISR,
+	})
+	cancel()
+	outcome := alterOutcome(err)
+	if err != nil {
+		m.logger.Info().Err(err).Str("topic", p.TP.Topic).Int32("partition", p.TP.Partition).Msg("ISR change not accepted")
+	}
+	if outcome == AlterRetry {
+		// Do not hammer a controller that is down: the state machine
+		// proposes again on the next event once this one is released.
+		t := time.NewTimer(m.cfg.ReplicaFetchBackoff)
+		select {
+		case <-t.C:
+		case <-m.ctx.Done():
+			t.Stop()
+		}
+	}
+	p.mu.Lock()
+	var next *ISRProposal
+	if p.mu.st == st {
+		next = p.applyLocked(st.AlterPartitionDone(prop.Seq, outcome, LeaderAndISR{
+			LeaderEpoch: res.LeaderEpoch, PartitionEpoch: res.PartitionEpoch, Replicas: res.Replicas, ISR: res.ISR,
+		}))
+		if outcome == AlterOK {
+			p.mu.isr = slices.Clone(st.ISR())
+			p.mu.partitionEpoch = max(p.mu.partitionEpoch, res.PartitionEpoch)
+		}
+		p.notifyLocked(false)
+	}
+	p.mu.Unlock()
+	m.afterUnlock(p, st, next)
+}
+
+func alterOutcome(err error) AlterPartitionOutcome {
+	switch {
+	case err == nil:
+		return AlterOK
+	case errors.Is(err, cluster.ErrFencedLeaderEpoch), errors.Is(err, cluster.ErrInvalidUpdateVersion),
+		errors.Is(err, cluster.ErrNotLeader), errors.Is(err, cluster.ErrUnknownTopic):
+		return AlterWaitForMetadata
+	case errors.Is(err, cluster.ErrIneligibleReplica), errors.Is(err, cluster.ErrInvalidRequest):
+		return AlterRejected
+	}
+	return AlterRetry
+}
+
 // reconcile makes the hosted partitions match next: logs for partitions
-// assigned here, none for deleted topics, configs and epochs current.
+// assigned here, none for deleted topics, configs, roles and epochs
+// current. Called with reconcileMu held.
 func (m *Manager) reconcile(prev, next *cluster.Image) error {
 	bd := m.meta.BrokerDefaults()
 	var firstErr error
 	want := make(map[partition.TopicPartition]bool)
+	unchangedBrokers := prev != nil && sameBrokers(prev, next) && sameBrokerConfigs(prev, next)
 	for _, t := range next.Topics {
-		if prev != nil && prev.Topics[t.Name] == t && sameBrokerConfigs(prev, next) {
+		if unchangedBrokers && prev.Topics[t.Name] == t {
 			for i := range t.Partitions {
 				want[partition.TopicPartition{Topic: t.Name, Partition: int32(i)}] = true
 			}
@@ -120,12 +439,12 @@ func (m *Manager) reconcile(prev, next *cluster.Image) error {
 		minISR := minInsyncReplicas(next, t, m.nodeID, bd)
 		for i := range t.Partitions {
 			pi := &t.Partitions[i]
-			if !contains(pi.Replicas, m.nodeID) {
+			if !slices.Contains(pi.Replicas, m.nodeID) {
 				continue
 			}
 			tp := partition.TopicPartition{Topic: t.Name, Partition: pi.Partition}
 			want[tp] = true
-			if err := m.ensure(tp, pi, cfg, minISR); err != nil && firstErr == nil {
+			if err := m.ensure(tp, pi, cfg, minISR, next); err != nil && firstErr == nil {
 				firstErr = err
 			}
 		}
@@ -152,16 +471,36 @@ func (m *Manager) reconcile(prev, next *cluster.Image) error {
 		}
 	}
 	for _, p := range gone {
+		m.fetch.remove(p.TP)
+		p.roleMu.Lock()
 		p.mu.Lock()
+		if p.mu.st != nil {
+			p.applyLocked(Effects{Done: p.mu.st.Resign()})
+			p.mu.st = nil
+		}
 		p.mu.isLeader = false
-		p.notifyLocked()
+		p.notifyLocked(false)
 		p.mu.Unlock()
+		p.roleMu.Unlock()
 		if err := m.logs.Delete(p.TP); err != nil && firstErr == nil {
 			firstErr = err
 		}
 		m.logger.Info().Str("topic", p.TP.Topic).Int32("partition", p.TP.Partition).Msg("partition removed")
 	}
 	return firstErr
+}
+
+func sameBrokers(a, b *cluster.Image) bool {
+	if len(a.Brokers) != len(b.Brokers) {
+		return false
+	}
+	for id, x := range a.Brokers {
+		y, ok := b.Brokers[id]
+		if !ok || x.Host != y.Host || x.Port != y.Port || x.Fenced != y.Fenced {
+			return false
+		}
+	}
+	return true
 }
 
 func sameBrokerConfigs(a, b *cluster.Image) bool {
@@ -182,44 +521,125 @@ func sameBrokerConfigs(a, b *cluster.Image) bool {
 	return true
 }
 
-func (m *Manager) ensure(tp partition.TopicPartition, pi *cluster.PartitionInfo, cfg partition.Config, minISR int) error {
+func (m *Manager) ensure(tp partition.TopicPartition, pi *cluster.PartitionInfo, cfg partition.Config, minISR int, im *cluster.Image) error {
 	m.mu.Lock()
 	p := m.parts[tp]
 	m.mu.Unlock()
 	if p == nil {
-		lg, err := m.logs.GetOrCreate(tp)
+		lg, err := m.openLog(tp, im.Topics[tp.Topic].ID)
 		if err != nil {
 			return fmt.Errorf("open log %s: %w", tp, err)
 		}
 		p = &Partition{TP: tp, log: lg}
 		p.mu.hwMoved = make(chan struct{})
+		p.mu.leoMoved = make(chan struct{})
 		p.mu.leaderEpoch = -1
+		p.mu.leader = -1
+		p.mu.waiters = make(map[uint64]chan error)
 		m.mu.Lock()
 		m.parts[tp] = p
 		m.mu.Unlock()
 	}
 	p.log.UpdateConfig(cfg)
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.mu.leaderEpoch = pi.LeaderEpoch
-	p.mu.isLeader = pi.Leader == m.nodeID
-	p.mu.isr = append([]int32(nil), pi.ISR...)
-	p.mu.minISR = minISR
-	if p.mu.isLeader && len(p.mu.isr) == 1 && p.mu.isr[0] == m.nodeID {
-		// A sole replica's log end is its high watermark.
-		p.log.SetHighWatermark(p.log.LogEndOffset())
+	if pi.Leader == m.nodeID {
+		m.makeLeader(p, pi, minISR, im)
+	} else {
+		m.makeFollower(p, pi, minISR, im)
 	}
-	p.notifyLocked()
 	return nil
 }
 
-func contains(s []int32, v int32) bool {
-	for _, x := range s {
-		if x == v {
-			return true
+// makeLeader starts or updates leadership from a partition record naming
+// this broker leader (Kafka's Partition.makeLeader).
+func (m *Manager) makeLeader(p *Partition, pi *cluster.PartitionInfo, minISR int, im *cluster.Image) {
+	// Stop following first: this waits for a response being applied, so
+	// no follower append can interleave with the first leader append.
+	m.fetch.remove(p.TP)
+	p.roleMu.Lock()
+	defer p.roleMu.Unlock()
+	p.mu.Lock()
+	if pi.LeaderEpoch < p.mu.leaderEpoch {
+		p.mu.Unlock()
+		return
+	}
+	li := LeaderAndISR{
+		LeaderEpoch: pi.LeaderEpoch, PartitionEpoch: pi.PartitionEpoch,
+		Replicas: pi.Replicas, ISR: pi.ISR, Ineligible: ineligible(im, pi.Replicas), MinISR: minISR,
+	}
+	now := m.now().UnixMilli()
+	st := p.mu.st
+	newEpoch := st == nil || pi.LeaderEpoch > p.mu.leaderEpoch
+	var eff Effects
+	if st == nil {
+		st, eff = newLeaderState(m.nodeID, m.cfg.ReplicaLagTimeMax.Milliseconds(), li, p.log.LogEndOffset(), p.log.HighWatermark(), now)
+		p.mu.st = st
+	} else {
+		eff = st.UpdateLeaderAndISR(li, now)
+	}
+	if newEpoch {
+		p.mu.epochStart = p.log.LogEndOffset()
+		m.logger.Info().Str("topic", p.TP.Topic).Int32("partition", p.TP.Partition).Int32("leader_epoch", pi.LeaderEpoch).
+			Int64("epoch_start_offset", p.mu.epochStart).Int64("high_watermark", st.HW()).Ints32("isr", st.ISR()).Msg("became leader")
+	}
+	p.mu.isLeader = true
+	p.mu.leader = m.nodeID
+	p.mu.leaderEpoch = pi.LeaderEpoch
+	p.mu.partitionEpoch = max(p.mu.partitionEpoch, pi.PartitionEpoch)
+	p.mu.replicas = slices.Clone(pi.Replicas)
+	p.mu.minISR = minISR
+	prop := p.applyLocked(eff)
+	p.mu.isr = slices.Clone(st.ISR())
+	p.notifyLocked(false)
+	p.mu.Unlock()
+	m.afterUnlock(p, st, prop)
+}
+
+// makeFollower stops leader duties (parked produces get
+// NOT_LEADER_OR_FOLLOWER) and, when the leader or its epoch changed, hands
+// the partition to the fetcher of the new leader, which truncates it by
+// epoch before fetching (Kafka's Partition.makeFollower and
+// ReplicaManager.makeFollowers).
+func (m *Manager) makeFollower(p *Partition, pi *cluster.PartitionInfo, minISR int, im *cluster.Image) {
+	p.roleMu.Lock()
+	p.mu.Lock()
+	if pi.LeaderEpoch < p.mu.leaderEpoch {
+		p.mu.Unlock()
+		p.roleMu.Unlock()
+		return
+	}
+	if st := p.mu.st; st != nil {
+		p.applyLocked(Effects{Done: st.Resign()})
+		p.mu.st = nil
+		m.logger.Info().Str("topic", p.TP.Topic).Int32("partition", p.TP.Partition).Int32("leader_epoch", pi.LeaderEpoch).
+			Int32("leader", pi.Leader).Msg("became follower")
+	}
+	p.mu.isLeader = false
+	p.mu.leader = pi.Leader
+	p.mu.leaderEpoch = pi.LeaderEpoch
+	p.mu.partitionEpoch = pi.PartitionEpoch
+	p.mu.replicas = slices.Clone(pi.Replicas)
+	p.mu.isr = slices.Clone(pi.ISR)
+	p.mu.minISR = minISR
+	p.notifyLocked(false)
+	p.mu.Unlock()
+	p.roleMu.Unlock()
+
+	b, ok := im.Brokers[pi.Leader]
+	if pi.Leader < 0 || !ok {
+		m.fetch.remove(p.TP)
+		return
+	}
+	m.fetch.assign(p, pi.Leader, pi.LeaderEpoch, fmt.Sprintf("%s:%d", b.Host, b.Port))
+}
+
+func ineligible(im *cluster.Image, replicas []int32) []int32 {
+	var out []int32
+	for _, r := range replicas {
+		if b, ok := im.Brokers[r]; !ok || b.Fenced {
+			out = append(out, r)
 		}
 	}
-	return false
+	return out
 }
 
 // Get returns a hosted partition or nil.
@@ -249,8 +669,12 @@ func (m *Manager) leader(tp partition.TopicPartition, currentEpoch int32) (*Part
 	return p, nil
 }
 
-// Produce appends a validated-by-caller produce payload to tp as leader.
-// acks is 0, 1 or -1.
+// Produce appends a produce payload to tp as leader. acks is 0, 1 or -1.
+// With -1 it returns once the high watermark has passed the batch (every
+// ISR member has it), or fails: NOT_ENOUGH_REPLICAS before appending if the
+// ISR is smaller than min.insync.replicas, NOT_ENOUGH_REPLICAS_AFTER_APPEND
+// if it shrank below by then, REQUEST_TIMED_OUT after timeout,
+// NOT_LEADER_OR_FOLLOWER if leadership moved while waiting.
 func (m *Manager) Produce(ctx context.Context, tp partition.TopicPartition, records []byte, acks int16, timeout time.Duration) (partition.AppendInfo, error) {
 	p, err := m.leader(tp, -1)
 	if err != nil {
@@ -268,29 +692,70 @@ func (m *Manager) Produce(ctx context.Context, tp partition.TopicPartition, reco
 	if hdrs[0].IsControl() {
 		return partition.AppendInfo{}, fmt.Errorf("%w: clients may not write control batches", partition.ErrInvalidRecord)
 	}
+
+	p.roleMu.RLock()
 	p.mu.Lock()
-	epoch, isr, minISR := p.mu.leaderEpoch, len(p.mu.isr), p.mu.minISR
+	st := p.mu.st
+	if st == nil {
+		p.mu.Unlock()
+		p.roleMu.RUnlock()
+		return partition.AppendInfo{}, ErrNotLeaderOrFollower
+	}
+	epoch, isr, minISR := p.mu.leaderEpoch, len(st.ISR()), p.mu.minISR
 	p.mu.Unlock()
 	if acks == -1 && isr < minISR {
+		p.roleMu.RUnlock()
 		return partition.AppendInfo{}, ErrNotEnoughReplicas
 	}
 	info, err := p.log.Append(records, epoch)
 	if err != nil {
+		p.roleMu.RUnlock()
 		return info, err
 	}
-	m.advanceHighWatermark(p)
-	return info, nil
-}
-
-// advanceHighWatermark moves the HW of a partition whose ISR is only this
-// broker to its log end and wakes waiters.
-func (m *Manager) advanceHighWatermark(p *Partition) {
+	var id uint64
+	var done chan error
 	p.mu.Lock()
-	defer p.mu.Unlock()
-	if len(p.mu.isr) == 1 && p.mu.isr[0] == m.nodeID {
-		p.log.SetHighWatermark(p.log.LogEndOffset())
+	eff := st.Appended(p.log.LogEndOffset())
+	if acks == -1 {
+		id = m.waiterSeq.Add(1)
+		done = make(chan error, 1)
+		p.mu.waiters[id] = done
+		eff.merge(st.AddWaiter(id, info.LastOffset+1))
 	}
-	p.notifyLocked()
+	prop := p.applyLocked(eff)
+	p.notifyLocked(true)
+	p.mu.Unlock()
+	p.roleMu.RUnlock()
+	m.afterUnlock(p, st, prop)
+	if acks != -1 {
+		return info, nil
+	}
+
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	var waitErr error
+	select {
+	case err := <-done:
+		return info, err
+	case <-timer.C:
+		waitErr = ErrRequestTimedOut
+	case <-ctx.Done():
+		waitErr = fmt.Errorf("%w: %w", ErrRequestTimedOut, ctx.Err())
+	}
+	p.mu.Lock()
+	_, parked := p.mu.waiters[id]
+	if parked {
+		delete(p.mu.waiters, id)
+		if p.mu.st != nil {
+			p.mu.st.RemoveWaiter(id)
+		}
+	}
+	p.mu.Unlock()
+	if !parked {
+		// Completed between the timer and the lock.
+		return info, <-done
+	}
+	return info, waitErr
 }
 
 // FetchPartition is one partition of a fetch.
@@ -299,6 +764,14 @@ type FetchPartition struct {
 	Offset             int64
 	MaxBytes           int32
 	CurrentLeaderEpoch int32
+	// LastFetchedEpoch is the epoch of the last batch the fetcher holds
+	// (Fetch v12+); it is checked against this leader's epoch cache only
+	// when HasLastFetchedEpoch, and a mismatch answers DivergingEpoch
+	// instead of records (KIP-320, truncation on fetch).
+	LastFetchedEpoch    int32
+	HasLastFetchedEpoch bool
+	// LogStartOffset is a follower's log start offset.
+	LogStartOffset int64
 }
 
 // FetchParams is a whole fetch.
@@ -308,6 +781,11 @@ type FetchParams struct {
 	MaxWait       time.Duration
 	ReadCommitted bool
 	Partitions    []FetchPartition
+	// FromFollower marks a follower's fetch (replica id >= 0): it reads up
+	// to the LEO rather than the HW, is recorded in the ISR state, and
+	// parks until the LEO moves.
+	FromFollower bool
+	ReplicaID    int32
 }
 
 // FetchResult is one partition's answer.
@@ -317,11 +795,17 @@ type FetchResult struct {
 	LastStableOffset int64
 	LogStartOffset   int64
 	Records          []byte
+	// DivergingEpoch and DivergingEndOffset, set when HasDivergingEpoch,
+	// tell the fetcher where its log stops agreeing with this leader's.
+	DivergingEpoch     int32
+	DivergingEndOffset int64
+	HasDivergingEpoch  bool
 }
 
-// Fetch reads the partitions as a consumer. When fewer than MinBytes are
-// available it parks until a high watermark among them moves, MaxWait
-// passes or ctx ends, then reads again.
+// Fetch reads the partitions as a consumer or, with FromFollower, for a
+// follower. When fewer than MinBytes are available it parks until a high
+// watermark (a LEO, for followers) among them moves, MaxWait passes or ctx
+// ends, then reads again.
 func (m *Manager) Fetch(ctx context.Context, fp FetchParams) []FetchResult {
 	var timer *time.Timer
 	defer func() {
@@ -329,24 +813,26 @@ func (m *Manager) Fetch(ctx context.Context, fp FetchParams) []FetchResult {
 			timer.Stop()
 		}
 	}()
+	first := true
 	for {
 		// Take the wake-up channels before reading so that a change
 		// between the read and the wait is not missed.
 		waits := make([]<-chan struct{}, 0, len(fp.Partitions))
 		for _, part := range fp.Partitions {
 			if p := m.Get(part.TP); p != nil {
-				waits = append(waits, p.waitChan())
+				waits = append(waits, p.waitChan(fp.FromFollower))
 			}
 		}
-		res, total, hasErr := m.readAll(fp)
-		if total >= int64(fp.MinBytes) || hasErr || fp.MaxWait <= 0 || len(waits) == 0 {
+		res, total, respondNow := m.readAll(fp, first)
+		first = false
+		if total >= int64(fp.MinBytes) || respondNow || fp.MaxWait <= 0 || len(waits) == 0 {
 			return res
 		}
 		if timer == nil {
 			timer = time.NewTimer(fp.MaxWait)
 		}
 		if !waitAny(ctx, timer.C, waits) {
-			res, _, _ = m.readAll(fp)
+			res, _, _ = m.readAll(fp, false)
 			return res
 		}
 	}
@@ -387,10 +873,15 @@ func waitAny(ctx context.Context, timer <-chan time.Time, waits []<-chan struct{
 	return false
 }
 
-func (m *Manager) readAll(fp FetchParams) ([]FetchResult, int64, bool) {
+// readAll reads every partition once. record is true for the first read of
+// a follower's fetch, whose position then goes to the ISR state machine
+// (as in Kafka, re-reads after a long-poll wait do not record again).
+// respondNow is set when an error or a diverging epoch must be answered
+// without waiting.
+func (m *Manager) readAll(fp FetchParams, record bool) ([]FetchResult, int64, bool) {
 	res := make([]FetchResult, len(fp.Partitions))
 	var total int64
-	hasErr := false
+	respondNow := false
 	budget := int64(fp.MaxBytes)
 	if budget <= 0 {
 		budget = 1<<31 - 1
@@ -399,14 +890,34 @@ func (m *Manager) readAll(fp FetchParams) ([]FetchResult, int64, bool) {
 	for i, part := range fp.Partitions {
 		r := &res[i]
 		r.HighWatermark, r.LastStableOffset, r.LogStartOffset = -1, -1, -1
+		r.DivergingEpoch, r.DivergingEndOffset = -1, -1
 		p, err := m.leader(part.TP, part.CurrentLeaderEpoch)
+		if err == nil && fp.FromFollower {
+			err = p.checkReplica(fp.ReplicaID, part.CurrentLeaderEpoch)
+		}
 		if err != nil {
 			r.Err = err
-			hasErr = true
+			respondNow = true
 			continue
 		}
+		// The LEO before the read: appends racing with it must not keep a
+		// follower that read everything from counting as caught up.
+		leo := p.log.LogEndOffset()
 		hw := p.log.HighWatermark()
 		r.HighWatermark, r.LastStableOffset, r.LogStartOffset = hw, hw, p.log.LogStartOffset()
+		if part.HasLastFetchedEpoch && part.LastFetchedEpoch >= 0 {
+			e, end, diverged, err := p.checkDivergence(part)
+			if err != nil {
+				r.Err = err
+				respondNow = true
+				continue
+			}
+			if diverged {
+				r.DivergingEpoch, r.DivergingEndOffset, r.HasDivergingEpoch = e, end, true
+				respondNow = true
+				continue
+			}
+		}
 		limit := int64(part.MaxBytes)
 		if limit > budget {
 			limit = budget
@@ -414,10 +925,14 @@ func (m *Manager) readAll(fp FetchParams) ([]FetchResult, int64, bool) {
 		if limit <= 0 && !minOne {
 			continue
 		}
-		ri, err := p.log.Read(part.Offset, int32(max(limit, 0)), hw, minOne)
+		maxOffset := hw
+		if fp.FromFollower {
+			maxOffset = 1<<63 - 1
+		}
+		ri, err := p.log.Read(part.Offset, int32(max(limit, 0)), maxOffset, minOne)
 		if err != nil {
 			r.Err = err
-			hasErr = true
+			respondNow = true
 			continue
 		}
 		r.HighWatermark, r.LastStableOffset, r.LogStartOffset = ri.HighWatermark, ri.HighWatermark, ri.LogStartOffset
@@ -427,8 +942,63 @@ func (m *Manager) readAll(fp FetchParams) ([]FetchResult, int64, bool) {
 			budget -= n
 			minOne = false
 		}
+		if fp.FromFollower && record {
+			m.followerFetched(p, fp.ReplicaID, part.Offset, part.LogStartOffset, leo)
+			// The HW may have moved with this fetch; answer it.
+			hw := p.log.HighWatermark()
+			r.HighWatermark, r.LastStableOffset = hw, hw
+		}
 	}
-	return res, total, hasErr
+	return res, total, respondNow
+}
+
+// checkReplica refuses a follower fetch from a broker outside the replica
+// set as Kafka's Partition.followerReplicaOrThrow does: UNKNOWN_LEADER_EPOCH
+// when the request names an epoch (the replica set may be ahead of our
+// metadata), NOT_LEADER_OR_FOLLOWER otherwise.
+func (p *Partition) checkReplica(id, currentEpoch int32) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if id != p.mu.leader && slices.Contains(p.mu.replicas, id) {
+		return nil
+	}
+	if currentEpoch >= 0 {
+		return ErrUnknownLeaderEpoch
+	}
+	return ErrNotLeaderOrFollower
+}
+
+// checkDivergence is Kafka's Partition.readRecords check of a fetch's last
+// fetched epoch: if this leader's log ends that epoch before the fetch
+// offset, or holds no later epoch than an older one, the fetcher's log has
+// diverged and it is told the largest common epoch and where it ends.
+func (p *Partition) checkDivergence(part FetchPartition) (epoch int32, end int64, diverged bool, err error) {
+	p.mu.Lock()
+	e, off := p.endOffsetForEpochLocked(part.LastFetchedEpoch)
+	p.mu.Unlock()
+	if e < 0 || off < 0 {
+		return -1, -1, false, fmt.Errorf("%w: could not determine the end offset of the last fetched epoch %d", partition.ErrOffsetOutOfRange, part.LastFetchedEpoch)
+	}
+	if part.Offset < p.log.LogStartOffset() {
+		return -1, -1, false, fmt.Errorf("%w: offset %d below the log start", partition.ErrOffsetOutOfRange, part.Offset)
+	}
+	if e < part.LastFetchedEpoch || off < part.Offset {
+		return e, off, true, nil
+	}
+	return -1, -1, false, nil
+}
+
+// followerFetched records a follower's position with the ISR state machine.
+func (m *Manager) followerFetched(p *Partition, id int32, offset, logStart, leaderLEO int64) {
+	now := m.now().UnixMilli()
+	p.mu.Lock()
+	st := p.mu.st
+	var prop *ISRProposal
+	if st != nil {
+		prop = p.applyLocked(st.FollowerFetched(id, offset, logStart, leaderLEO, now))
+	}
+	p.mu.Unlock()
+	m.afterUnlock(p, st, prop)
 }
 
 // ListOffset answers ListOffsets for one partition: ts -1 latest, -2
@@ -459,7 +1029,8 @@ func (m *Manager) ListOffset(tp partition.TopicPartition, ts int64, currentEpoch
 }
 
 // DeleteRecords advances the log start offset of tp to offset (-1: the
-// high watermark) and returns the new low watermark.
+// high watermark) and returns the new low watermark. Followers follow the
+// leader's log start offset from fetch responses.
 func (m *Manager) DeleteRecords(tp partition.TopicPartition, offset int64) (int64, error) {
 	p, err := m.leader(tp, -1)
 	if err != nil {
@@ -477,18 +1048,20 @@ func (m *Manager) DeleteRecords(tp partition.TopicPartition, offset int64) (int6
 		return -1, err
 	}
 	p.mu.Lock()
-	p.notifyLocked()
+	p.notifyLocked(false)
 	p.mu.Unlock()
 	return low, nil
 }
 
 // OffsetForLeaderEpoch answers with the end offset of leaderEpoch on this
-// leader (KIP-101, KIP-320 for consumers).
+// leader (KIP-101/279 for followers, KIP-320 for consumers).
 func (m *Manager) OffsetForLeaderEpoch(tp partition.TopicPartition, currentEpoch, leaderEpoch int32) (int32, int64, error) {
 	p, err := m.leader(tp, currentEpoch)
 	if err != nil {
 		return -1, -1, err
 	}
-	e, off := p.log.EndOffsetForEpoch(leaderEpoch)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	e, off := p.endOffsetForEpochLocked(leaderEpoch)
 	return e, off, nil
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/gokafka/gokafka/cluster"
 	"github.com/gokafka/gokafka/partition"
 	"github.com/gokafka/gokafka/protocol"
+	"github.com/gokafka/gokafka/replication"
 )
 
 // property is one broker setting: Kafka's name, Kafka's default ("" for
@@ -237,6 +238,15 @@ func (s *settings) brokerConfig() (broker.Config, error) {
 			CheckpointInterval:     ms(s.positive("log.flush.offset.checkpoint.interval.ms")),
 			FlushSchedulerInterval: ms(s.positive("log.flush.scheduler.interval.ms")),
 		},
+		Replication: replication.Config{
+			ReplicaLagTimeMax:            ms(s.positive("replica.lag.time.max.ms")),
+			ReplicaFetchWaitMax:          ms(s.positive("replica.fetch.wait.max.ms")),
+			ReplicaFetchMinBytes:         int32(min(s.positive("replica.fetch.min.bytes"), math.MaxInt32)),
+			ReplicaFetchMaxBytes:         int32(min(s.positive("replica.fetch.max.bytes"), math.MaxInt32)),
+			ReplicaFetchResponseMaxBytes: int32(min(s.positive("replica.fetch.response.max.bytes"), math.MaxInt32)),
+			ReplicaFetchBackoff:          ms(s.positive("replica.fetch.backoff.ms")),
+			ReplicaSocketTimeout:         ms(s.positive("replica.socket.timeout.ms")),
+		},
 		BrokerDefaults:  cluster.BrokerDefaults{Values: values, Set: set},
 		ShutdownTimeout: ms(s.positive("shutdown.timeout.ms")),
 		Quorum: cluster.QuorumConfig{
@@ -266,6 +276,11 @@ func (s *settings) brokerConfig() (broker.Config, error) {
 	// resolution (cluster.TopicConfigValue); the defaults below are what
 	// partition.Manager uses for logs of topics it cannot resolve.
 	cfg.Logs.Defaults = partition.DefaultConfig()
+	rc := cfg.Replication
+	rc.NodeID = cfg.NodeID
+	if err := rc.Validate(); err != nil {
+		return broker.Config{}, fmt.Errorf("invalid configuration: %w", err)
+	}
 	return cfg, nil
 }
 

@@ -1,0 +1,642 @@
+package replication_test
+
+// In-process clusters: three brokers in one process, each a partition.Manager
+// on its own in-memory disk (so a crash keeps only what was synced), a
+// replication.Manager, the Kafka handlers and a protocol.Server on
+// 127.0.0.1:0. Followers fetch from leaders over real connections. The
+// metadata is a shared in-memory image (simCluster) playing the
+// controller: AlterPartition with its epoch checks, fencing, elections.
+//
+// Nothing here asserts on time: conditions are polled with a deadline.
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"maps"
+	"net"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/gokafka/gokafka/cluster"
+	"github.com/gokafka/gokafka/handlers"
+	"github.com/gokafka/gokafka/partition"
+	"github.com/gokafka/gokafka/protocol"
+	"github.com/gokafka/gokafka/replication"
+)
+
+// simCluster is the shared metadata of an in-process cluster.
+type simCluster struct {
+	t *testing.T
+
+	// applyMu orders changes and their watch callbacks, like a metadata
+	// log applied by one goroutine.
+	applyMu sync.Mutex
+	imgMu   sync.RWMutex
+	img     *cluster.Image
+	watches []func(prev, next *cluster.Image)
+
+	cfg   replication.Config
+	nodes map[int32]*simNode
+}
+
+// simNode is one broker.
+type simNode struct {
+	c    *simCluster
+	id   int32
+	fs   *partition.MemFS
+	logs *partition.Manager
+	rm   *replication.Manager
+	srv  *protocol.Server
+	ln   net.Listener
+	up   bool
+}
+
+// simMeta is one broker's view of the shared metadata.
+type simMeta struct {
+	c  *simCluster
+	id int32
+}
+
+func (m simMeta) Image() *cluster.Image { return m.c.image() }
+func (m simMeta) Watch(fn func(prev, next *cluster.Image)) {
+	m.c.imgMu.Lock()
+	m.c.watches = append(m.c.watches, fn)
+	m.c.imgMu.Unlock()
+}
+func (m simMeta) CreateTopics(context.Context, []cluster.TopicSpec, bool) []error {
+	return []error{errors.New("not supported")}
+}
+func (m simMeta) DeleteTopics(context.Context, []string) []error {
+	return []error{errors.New("not supported")}
+}
+func (m simMeta) CreatePartitions(context.Context, string, int32, [][]int32, bool) error {
+	return errors.New("not supported")
+}
+func (m simMeta) SetTopicConfigs(context.Context, string, map[string]string, bool) error {
+	return errors.New("not supported")
+}
+func (m simMeta) SetBrokerConfigs(context.Context, string, map[string]string, bool) error {
+	return errors.New("not supported")
+}
+func (m simMeta) NodeID() int32                          { return m.id }
+func (m simMeta) BrokerDefaults() cluster.BrokerDefaults { return cluster.BrokerDefaults{} }
+
+// AlterPartition applies at once, with the controller's checks.
+func (m simMeta) AlterPartition(_ context.Context, req cluster.AlterPartitionRequest) (cluster.PartitionInfo, error) {
+	c := m.c
+	c.applyMu.Lock()
+	defer c.applyMu.Unlock()
+	im := c.image()
+	cur := im.Partition(req.Topic, req.Partition)
+	switch {
+	case cur == nil:
+		return cluster.PartitionInfo{}, cluster.ErrUnknownTopic
+	case cur.Leader != req.BrokerID:
+		return *cur, cluster.ErrNotLeader
+	case cur.LeaderEpoch != req.LeaderEpoch:
+		return *cur, cluster.ErrFencedLeaderEpoch
+	case cur.PartitionEpoch != req.PartitionEpoch:
+		return *cur, cluster.ErrInvalidUpdateVersion
+	case !slices.Contains(req.NewISR, req.BrokerID):
+		return *cur, cluster.ErrIneligibleReplica
+	}
+	for _, r := range req.NewISR {
+		if !slices.Contains(cur.Replicas, r) || im.Brokers[r].Fenced {
+			return *cur, cluster.ErrIneligibleReplica
+		}
+	}
+	var out cluster.PartitionInfo
+	c.changeLocked(func(next *cluster.Image) {
+		pi := &mutTopic(next, req.Topic).Partitions[req.Partition]
+		var isr []int32
+		for _, r := range pi.Replicas {
+			if slices.Contains(req.NewISR, r) {
+				isr = append(isr, r)
+			}
+		}
+		pi.ISR = isr
+		pi.PartitionEpoch++
+		out = *pi
+	})
+	return out, nil
+}
+
+func newSimCluster(t *testing.T, cfg replication.Config, ids ...int32) *simCluster {
+	t.Helper()
+	c := &simCluster{t: t, cfg: cfg, nodes: map[int32]*simNode{}}
+	c.img = &cluster.Image{
+		ClusterID: "sim", ControllerID: ids[0], Brokers: map[int32]cluster.BrokerInfo{},
+		Topics: map[string]*cluster.TopicInfo{}, IDs: map[cluster.TopicID]string{}, BrokerConfigs: map[string]map[string]string{},
+	}
+	for _, id := range ids {
+		n := &simNode{c: c, id: id, fs: partition.NewMemFS()}
+		c.nodes[id] = n
+		n.start()
+	}
+	t.Cleanup(func() {
+		for _, n := range c.nodes {
+			n.stop()
+		}
+	})
+	return c
+}
+
+func (c *simCluster) image() *cluster.Image {
+	c.imgMu.RLock()
+	defer c.imgMu.RUnlock()
+	return c.img
+}
+
+// change publishes a modified copy of the image and runs the watches.
+func (c *simCluster) change(fn func(next *cluster.Image)) {
+	c.applyMu.Lock()
+	defer c.applyMu.Unlock()
+	c.changeLocked(fn)
+}
+
+func (c *simCluster) changeLocked(fn func(next *cluster.Image)) {
+	prev := c.image()
+	next := cloneImage(prev)
+	fn(next)
+	next.Offset++
+	c.imgMu.Lock()
+	c.img = next
+	ws := slices.Clone(c.watches)
+	c.imgMu.Unlock()
+	for _, w := range ws {
+		w(prev, next)
+	}
+}
+
+// cloneImage copies everything a change may modify; unchanged topics keep
+// their pointers, as the real metadata does.
+func cloneImage(im *cluster.Image) *cluster.Image {
+	next := *im
+	next.Brokers = maps.Clone(im.Brokers)
+	next.Topics = maps.Clone(im.Topics)
+	next.IDs = maps.Clone(im.IDs)
+	return &next
+}
+
+// mutTopic returns a private copy of topic name in next, for changing it.
+func mutTopic(next *cluster.Image, name string) *cluster.TopicInfo {
+	t := *next.Topics[name]
+	t.Partitions = slices.Clone(t.Partitions)
+	for i := range t.Partitions {
+		t.Partitions[i].Replicas = slices.Clone(t.Partitions[i].Replicas)
+		t.Partitions[i].ISR = slices.Clone(t.Partitions[i].ISR)
+	}
+	next.Topics[name] = &t
+	return &t
+}
+
+func (c *simCluster) createTopic(name string, replicas []int32, configs map[string]string) {
+	c.change(func(next *cluster.Image) {
+		id := cluster.TopicID{byte(len(next.Topics) + 1)}
+		next.Topics[name] = &cluster.TopicInfo{Name: name, ID: id, Configs: configs, Partitions: []cluster.PartitionInfo{{
+			Partition: 0, Leader: replicas[0], Replicas: slices.Clone(replicas), ISR: slices.Clone(replicas),
+		}}}
+		next.IDs[id] = name
+	})
+}
+
+// fence marks a broker fenced as the controller does when it misses its
+// session: it leaves every ISR (unless it is the last member) and a
+// partition it leads gets the first other ISR member as leader, with a new
+// leader epoch.
+func (c *simCluster) fence(id int32) {
+	c.change(func(next *cluster.Image) {
+		b := next.Brokers[id]
+		b.Fenced = true
+		next.Brokers[id] = b
+		for name, t := range next.Topics {
+			if !slices.ContainsFunc(t.Partitions, func(p cluster.PartitionInfo) bool { return slices.Contains(p.ISR, id) }) {
+				continue
+			}
+			mt := mutTopic(next, name)
+			for i := range mt.Partitions {
+				pi := &mt.Partitions[i]
+				if !slices.Contains(pi.ISR, id) || len(pi.ISR) == 1 {
+					if pi.Leader == id {
+						pi.Leader = -1
+						pi.LeaderEpoch++
+						pi.PartitionEpoch++
+					}
+					continue
+				}
+				pi.ISR = slices.DeleteFunc(pi.ISR, func(r int32) bool { return r == id })
+				if pi.Leader == id {
+					pi.Leader = pi.ISR[0]
+					pi.LeaderEpoch++
+				}
+				pi.PartitionEpoch++
+			}
+		}
+	})
+}
+
+func (c *simCluster) unfence(id int32) {
+	c.change(func(next *cluster.Image) {
+		b := next.Brokers[id]
+		b.Fenced = false
+		next.Brokers[id] = b
+	})
+}
+
+func (c *simCluster) partitionInfo(topic string) cluster.PartitionInfo {
+	return *c.image().Partition(topic, 0)
+}
+
+func (c *simCluster) leader(topic string) *simNode {
+	c.t.Helper()
+	id := c.partitionInfo(topic).Leader
+	n := c.nodes[id]
+	if n == nil || !n.up {
+		c.t.Fatalf("leader %d of %s is not running", id, topic)
+	}
+	return n
+}
+
+func (n *simNode) start() {
+	t := n.c.t
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.ln = ln
+	addr := ln.Addr().(*net.TCPAddr)
+	// The broker (re)registers with its new address before its replica
+	// manager reads the metadata.
+	n.c.change(func(next *cluster.Image) {
+		b := next.Brokers[n.id]
+		b.NodeID, b.Host, b.Port = n.id, "127.0.0.1", int32(addr.Port)
+		next.Brokers[n.id] = b
+	})
+	meta := simMeta{c: n.c, id: n.id}
+	logger := zerolog.Nop()
+	configFor := func(topic string) partition.Config {
+		im := meta.Image()
+		if im.Topics[topic] == nil {
+			return partition.DefaultConfig()
+		}
+		return replication.LogConfig(im, im.Topics[topic], n.id, meta.BrokerDefaults())
+	}
+	n.logs, err = partition.OpenManager(n.fs, partition.ManagerConfig{
+		Dirs: []string{"/logs"}, NodeID: n.id, ClusterID: "sim", Defaults: partition.DefaultConfig(),
+		RetentionCheckInterval: time.Hour, CheckpointInterval: time.Hour, FlushSchedulerInterval: time.Hour,
+	}, configFor, logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := n.c.cfg
+	cfg.NodeID = n.id
+	n.rm, err = replication.NewManagerWithConfig(cfg, n.logs, meta, logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := protocol.NewRegistry()
+	handlers.Register(reg, handlers.Config{NodeID: n.id}, meta, n.rm, logger)
+	n.srv = protocol.NewServer(protocol.DefaultConfig(), reg, logger)
+	go n.srv.Serve(ln)
+	n.up = true
+}
+
+// stop shuts the broker down cleanly: everything written is kept.
+func (n *simNode) stop() {
+	if !n.up {
+		return
+	}
+	n.up = false
+	n.rm.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	n.srv.Shutdown(ctx)
+	cancel()
+	n.logs.Close()
+}
+
+// crash stops the broker losing every byte not yet fsynced.
+func (n *simNode) crash() {
+	durable := n.fs.CrashClone()
+	n.stop()
+	n.fs = durable
+}
+
+func (n *simNode) log(topic string) *partition.Log {
+	p := n.rm.Get(partition.TopicPartition{Topic: topic, Partition: 0})
+	if p == nil {
+		n.c.t.Fatalf("broker %d does not host %s", n.id, topic)
+	}
+	return p.Log()
+}
+
+// produce sends one record with value v through the broker's replica
+// manager.
+func (n *simNode) produce(topic, v string, acks int16) (int64, error) {
+	info, err := n.rm.Produce(context.Background(), partition.TopicPartition{Topic: topic, Partition: 0}, recordBatch(v), acks, 5*time.Second)
+	return info.FirstOffset, err
+}
+
+func (n *simNode) mustProduce(topic, v string, acks int16) int64 {
+	n.c.t.Helper()
+	off, err := n.produce(topic, v, acks)
+	if err != nil {
+		n.c.t.Fatalf("produce %q to broker %d: %v", v, n.id, err)
+	}
+	return off
+}
+
+// recordBatch encodes a one-record v2 batch with value v, as a producer
+// sends it.
+func recordBatch(v string) []byte {
+	var body []byte
+	body = append(body, 0)              // attributes
+	body = binary.AppendVarint(body, 0) // timestamp delta
+	body = binary.AppendVarint(body, 0) // offset delta
+	body = binary.AppendVarint(body, -1)
+	body = binary.AppendVarint(body, int64(len(v)))
+	body = append(body, v...)
+	body = binary.AppendVarint(body, 0)
+	recs := binary.AppendVarint(nil, int64(len(body)))
+	recs = append(recs, body...)
+	b := make([]byte, partition.BatchHeaderSize, partition.BatchHeaderSize+len(recs))
+	b = append(b, recs...)
+	binary.BigEndian.PutUint32(b[8:], uint32(len(b)-12))
+	binary.BigEndian.PutUint32(b[12:], 0xffffffff)
+	b[16] = 2
+	binary.BigEndian.PutUint64(b[27:], 1000)
+	binary.BigEndian.PutUint64(b[35:], 1000)
+	binary.BigEndian.PutUint64(b[43:], 0xffffffffffffffff)
+	binary.BigEndian.PutUint16(b[51:], 0xffff)
+	binary.BigEndian.PutUint32(b[53:], 0xffffffff)
+	binary.BigEndian.PutUint32(b[57:], 1)
+	binary.BigEndian.PutUint32(b[17:], crc32.Checksum(b[21:], crc32.MakeTable(crc32.Castagnoli)))
+	return b
+}
+
+// batchValue extracts the value of a one-record batch written by recordBatch.
+func batchValue(b []byte) string {
+	r := b[partition.BatchHeaderSize:]
+	_, n := binary.Varint(r) // record length
+	r = r[n:]
+	r = r[1:] // attributes
+	for range 3 {
+		_, n = binary.Varint(r) // timestamp delta, offset delta, key length (-1)
+		r = r[n:]
+	}
+	l, n := binary.Varint(r)
+	return string(r[n : n+int(l)])
+}
+
+// logBatch is one batch of a log as compared across replicas.
+type logBatch struct {
+	offset int64
+	epoch  int32
+	value  string
+}
+
+// readLog returns every batch of lg below end.
+func readLog(t *testing.T, lg *partition.Log, end int64) []logBatch {
+	t.Helper()
+	var out []logBatch
+	off := lg.LogStartOffset()
+	for off < end {
+		ri, err := lg.Read(off, 1<<20, end, true)
+		if err != nil {
+			t.Fatalf("read at %d: %v", off, err)
+		}
+		if len(ri.Records) == 0 {
+			break
+		}
+		for b := ri.Records; len(b) > 0; {
+			h, err := partition.ParseBatchHeader(b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, logBatch{offset: h.BaseOffset, epoch: h.PartitionLeaderEpoch, value: batchValue(b[:h.Size()])})
+			off = h.NextOffset()
+			b = b[h.Size():]
+		}
+	}
+	return out
+}
+
+// eventually polls cond until it holds or the deadline passes.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting until %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// waitConverged waits until every running replica of topic has the
+// leader's LEO and HW, then checks that their logs hold the same batches,
+// offsets and epochs, and that every value in acked is among them.
+func (c *simCluster) waitConverged(topic string, acked ...string) {
+	c.t.Helper()
+	var nodes []*simNode
+	for _, id := range c.partitionInfo(topic).Replicas {
+		if n := c.nodes[id]; n.up {
+			nodes = append(nodes, n)
+		}
+	}
+	eventually(c.t, "every running replica of "+topic+" has the leader's LEO and HW", func() bool {
+		l := c.leader(topic).log(topic)
+		leo, hw := l.LogEndOffset(), l.HighWatermark()
+		if hw != leo {
+			return false
+		}
+		for _, n := range nodes {
+			lg := n.log(topic)
+			if lg.LogEndOffset() != leo || lg.HighWatermark() != hw {
+				return false
+			}
+		}
+		return true
+	})
+	c.checkLogsAgree(topic, acked...)
+}
+
+// checkLogsAgree compares the replicas' logs batch by batch up to the
+// leader's HW: no two may hold different batches at the same offset.
+func (c *simCluster) checkLogsAgree(topic string, acked ...string) {
+	c.t.Helper()
+	l := c.leader(topic)
+	hw := l.log(topic).HighWatermark()
+	want := readLog(c.t, l.log(topic), hw)
+	for _, id := range c.partitionInfo(topic).Replicas {
+		n := c.nodes[id]
+		if !n.up || n == l {
+			continue
+		}
+		got := readLog(c.t, n.log(topic), hw)
+		if !slices.Equal(got, want) {
+			c.t.Fatalf("replica %d differs from leader %d below HW %d:\n got %v\nwant %v", n.id, l.id, hw, got, want)
+		}
+	}
+	for _, v := range acked {
+		if !slices.ContainsFunc(want, func(b logBatch) bool { return b.value == v }) {
+			c.t.Fatalf("acknowledged record %q missing from the committed log %v", v, want)
+		}
+	}
+}
+
+func (c *simCluster) waitISR(topic string, want ...int32) {
+	c.t.Helper()
+	eventually(c.t, fmt.Sprintf("ISR of %s is %v", topic, want), func() bool {
+		isr := slices.Clone(c.partitionInfo(topic).ISR)
+		slices.Sort(isr)
+		w := slices.Clone(want)
+		slices.Sort(w)
+		return slices.Equal(isr, w)
+	})
+}
+
+func testReplConfig(lag time.Duration) replication.Config {
+	cfg := replication.DefaultConfig()
+	cfg.ReplicaLagTimeMax = lag
+	cfg.ReplicaFetchWaitMax = min(lag/4, 100*time.Millisecond)
+	cfg.ReplicaFetchBackoff = 20 * time.Millisecond
+	cfg.ReplicaSocketTimeout = 5 * time.Second
+	return cfg
+}
+
+// Rules 1, 2, 5: acks=all with RF=3 returns once every ISR member has the
+// batch; all three logs end up identical with the same HW.
+func TestCluster_AcksAllReplicatesToWholeISR(t *testing.T) {
+	c := newSimCluster(t, testReplConfig(10*time.Second), 1, 2, 3)
+	c.createTopic("t", []int32{1, 2, 3}, map[string]string{"min.insync.replicas": "2"})
+	l := c.leader("t")
+	var acked []string
+	for i := range 20 {
+		v := fmt.Sprintf("r%d", i)
+		off := l.mustProduce("t", v, -1)
+		if off != int64(i) {
+			t.Fatalf("record %d got offset %d", i, off)
+		}
+		// acks=all returned: the leader's HW has passed the record.
+		if hw := l.log("t").HighWatermark(); hw <= off {
+			t.Fatalf("acks=all returned with HW %d, record at %d", hw, off)
+		}
+		acked = append(acked, v)
+	}
+	c.waitConverged("t", acked...)
+	c.waitISR("t", 1, 2, 3)
+}
+
+// Rules 3, 4, 6: a stopped follower leaves the ISR after the lag time;
+// acks=all still succeeds with min.insync.replicas=2; with two followers
+// gone it is refused before appending; a restarted follower truncates,
+// catches up and rejoins.
+func TestCluster_FollowerFailureShrinksAndRejoinsISR(t *testing.T) {
+	c := newSimCluster(t, testReplConfig(200*time.Millisecond), 1, 2, 3)
+	c.createTopic("t", []int32{1, 2, 3}, map[string]string{"min.insync.replicas": "2"})
+	l := c.leader("t")
+	acked := []string{"a"}
+	l.mustProduce("t", "a", -1)
+
+	// A stopped follower that had everything is still caught up (Kafka's
+	// isCaughtUp: its LEO equals the leader's); it falls behind, and out
+	// of the ISR, once something is written without it.
+	c.nodes[3].stop()
+	l.mustProduce("t", "b1", 1)
+	c.waitISR("t", 1, 2)
+	l.mustProduce("t", "b", -1)
+	acked = append(acked, "b")
+
+	c.nodes[2].stop()
+	l.mustProduce("t", "b2", 1)
+	c.waitISR("t", 1)
+	if _, err := l.produce("t", "c", -1); !errors.Is(err, replication.ErrNotEnoughReplicas) {
+		t.Fatalf("acks=all with ISR [1] and min.insync.replicas=2: got %v, want ErrNotEnoughReplicas", err)
+	}
+	// acks=1 still works: it does not ask for the ISR.
+	l.mustProduce("t", "d", 1)
+
+	c.nodes[3].start()
+	c.waitISR("t", 1, 3)
+	l.mustProduce("t", "e", -1)
+	acked = append(acked, "e")
+	c.nodes[2].start()
+	c.waitISR("t", 1, 2, 3)
+	c.waitConverged("t", acked...)
+	for _, b := range readLog(t, l.log("t"), l.log("t").HighWatermark()) {
+		if b.value == "c" {
+			t.Fatal("a produce refused with NOT_ENOUGH_REPLICAS was appended")
+		}
+	}
+}
+
+// Rule 4: a produce waiting for a follower that stops answering is
+// released when the ISR shrinks, with NOT_ENOUGH_REPLICAS_AFTER_APPEND if
+// the ISR is then below min.insync.replicas.
+func TestCluster_NotEnoughReplicasAfterAppend(t *testing.T) {
+	c := newSimCluster(t, testReplConfig(200*time.Millisecond), 1, 2)
+	c.createTopic("t", []int32{1, 2}, map[string]string{"min.insync.replicas": "2"})
+	l := c.leader("t")
+	l.mustProduce("t", "a", -1)
+	c.nodes[2].stop()
+	if _, err := l.produce("t", "b", -1); !errors.Is(err, replication.ErrNotEnoughReplicasAfterAppend) {
+		t.Fatalf("got %v, want ErrNotEnoughReplicasAfterAppend", err)
+	}
+}
+
+// A follower never serves consumers; the leader refuses a replica fetch
+// from a broker outside the replica set.
+func TestCluster_FollowerRefusesConsumers(t *testing.T) {
+	c := newSimCluster(t, testReplConfig(10*time.Second), 1, 2, 3)
+	c.createTopic("t", []int32{1, 2}, nil)
+	c.leader("t").mustProduce("t", "a", -1)
+	tp := partition.TopicPartition{Topic: "t", Partition: 0}
+	res := c.nodes[2].rm.Fetch(context.Background(), replication.FetchParams{MaxBytes: 1 << 20, Partitions: []replication.FetchPartition{{TP: tp, MaxBytes: 1 << 20, CurrentLeaderEpoch: -1}}})
+	if !errors.Is(res[0].Err, replication.ErrNotLeaderOrFollower) {
+		t.Fatalf("consumer fetch from a follower: %v, want ErrNotLeaderOrFollower", res[0].Err)
+	}
+	res = c.nodes[1].rm.Fetch(context.Background(), replication.FetchParams{FromFollower: true, ReplicaID: 3, MaxBytes: 1 << 20, Partitions: []replication.FetchPartition{{TP: tp, MaxBytes: 1 << 20, CurrentLeaderEpoch: -1}}})
+	if !errors.Is(res[0].Err, replication.ErrNotLeaderOrFollower) {
+		t.Fatalf("replica fetch from a non-replica: %v, want ErrNotLeaderOrFollower", res[0].Err)
+	}
+	res = c.nodes[1].rm.Fetch(context.Background(), replication.FetchParams{FromFollower: true, ReplicaID: 3, MaxBytes: 1 << 20, Partitions: []replication.FetchPartition{{TP: tp, MaxBytes: 1 << 20, CurrentLeaderEpoch: 0}}})
+	if !errors.Is(res[0].Err, replication.ErrUnknownLeaderEpoch) {
+		t.Fatalf("replica fetch from a non-replica with an epoch: %v, want ErrUnknownLeaderEpoch", res[0].Err)
+	}
+	if _, err := c.nodes[2].produce("t", "x", 1); !errors.Is(err, replication.ErrNotLeaderOrFollower) {
+		t.Fatalf("produce to a follower: %v, want ErrNotLeaderOrFollower", err)
+	}
+}
+
+// Leadership lost while an acks=all produce waits answers it with
+// NOT_LEADER_OR_FOLLOWER.
+func TestCluster_LeadershipLossFailsParkedProduce(t *testing.T) {
+	c := newSimCluster(t, testReplConfig(10*time.Second), 1, 2)
+	c.createTopic("t", []int32{1, 2}, nil)
+	l := c.leader("t")
+	l.mustProduce("t", "a", -1)
+	c.nodes[2].stop() // the produce below cannot complete
+	done := make(chan error, 1)
+	go func() {
+		_, err := l.produce("t", "b", -1)
+		done <- err
+	}()
+	eventually(t, "the produce is appended", func() bool { return l.log("t").LogEndOffset() == 2 })
+	c.change(func(next *cluster.Image) {
+		mt := mutTopic(next, "t")
+		mt.Partitions[0].Leader = 2
+		mt.Partitions[0].LeaderEpoch++
+		mt.Partitions[0].PartitionEpoch++
+	})
+	if err := <-done; !errors.Is(err, replication.ErrNotLeaderOrFollower) {
+		t.Fatalf("got %v, want ErrNotLeaderOrFollower", err)
+	}
+}

@@ -1,0 +1,581 @@
+package replication
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/gokafka/gokafka/partition"
+	"github.com/gokafka/gokafka/protocol"
+)
+
+// Follower side: Kafka's ReplicaFetcherManager and ReplicaFetcherThread
+// with one fetcher per leader broker (num.replica.fetchers=1). A fetcher
+// serves many partitions in one Fetch request. A partition it receives is
+// first truncated by epoch (KIP-101/279): OffsetForLeaderEpoch v4 for the
+// latest epoch in its log, truncate to where the leader's log stops
+// agreeing, repeat while the leader answers with an epoch we do not hold.
+// Then it fetches at its LEO with Fetch v12 and LastFetchedEpoch; a
+// response carrying DivergingEpoch (KIP-320 style truncation on fetch)
+// truncates again and fetching continues.
+
+const (
+	// Versions sent to other gokafka brokers. Fetch v12 is the first with
+	// LastFetchedEpoch/DivergingEpoch and still names topics and carries
+	// ReplicaID in the body (v15 moves it to ReplicaState).
+	replicaFetchVersion     = 12
+	offsetForEpochVersion   = 4
+	replicaListOffsetsVersn = 4
+)
+
+type fetchKey struct {
+	leader int32
+	addr   string
+}
+
+type fetchAssignment struct {
+	key   fetchKey
+	epoch int32
+}
+
+// fetchers is the set of fetchers of a Manager. Lock order: mu, then a
+// fetcher's mu.
+type fetchers struct {
+	m        *Manager
+	mu       sync.Mutex
+	byKey    map[fetchKey]*fetcher
+	assigned map[partition.TopicPartition]fetchAssignment
+	stopped  bool
+}
+
+func (fs *fetchers) init(m *Manager) {
+	fs.m = m
+	fs.byKey = make(map[fetchKey]*fetcher)
+	fs.assigned = make(map[partition.TopicPartition]fetchAssignment)
+}
+
+// assign makes p fetched from leader at addr under epoch. A partition
+// already fetched under the same leader and epoch is left alone, so ISR-only
+// metadata changes do not restart truncation.
+func (fs *fetchers) assign(p *Partition, leader, epoch int32, addr string) {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	if fs.stopped {
+		return
+	}
+	want := fetchAssignment{key: fetchKey{leader, addr}, epoch: epoch}
+	if cur, ok := fs.assigned[p.TP]; ok {
+		if cur == want {
+			return
+		}
+		fs.removeLocked(p.TP)
+	}
+	f := fs.byKey[want.key]
+	if f == nil {
+		f = newFetcher(fs.m, leader, addr)
+		fs.byKey[want.key] = f
+		f.start()
+	}
+	f.add(p, epoch)
+	fs.assigned[p.TP] = want
+}
+
+// remove stops fetching tp. It returns after any response being applied
+// to tp's log is done.
+func (fs *fetchers) remove(tp partition.TopicPartition) {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	fs.removeLocked(tp)
+}
+
+func (fs *fetchers) removeLocked(tp partition.TopicPartition) {
+	cur, ok := fs.assigned[tp]
+	if !ok {
+		return
+	}
+	delete(fs.assigned, tp)
+	f := fs.byKey[cur.key]
+	if f == nil {
+		return
+	}
+	if f.removePartition(tp) == 0 {
+		// Kafka shuts idle fetcher threads down too.
+		delete(fs.byKey, cur.key)
+		f.stop()
+	}
+}
+
+func (fs *fetchers) stopAll() {
+	fs.mu.Lock()
+	fs.stopped = true
+	all := fs.byKey
+	fs.byKey = map[fetchKey]*fetcher{}
+	fs.assigned = map[partition.TopicPartition]fetchAssignment{}
+	fs.mu.Unlock()
+	for _, f := range all {
+		f.stop()
+	}
+}
+
+// fetchState is one partition in a fetcher. Guarded by the fetcher's mu.
+type fetchState struct {
+	p     *Partition
+	epoch int32
+	// truncating: the next step is OffsetForLeaderEpoch, not Fetch.
+	truncating bool
+	// delayUntil pauses the partition after an error
+	// (replica.fetch.backoff.ms).
+	delayUntil time.Time
+}
+
+type fetcher struct {
+	m      *Manager
+	leader int32
+	addr   string
+	client *protocol.Client
+	logger zerolog.Logger
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wake   chan struct{}
+	done   chan struct{}
+
+	// mu guards parts and is held while a response is applied to logs, so
+	// that removing a partition waits for that to finish. Never held
+	// across a network call.
+	mu    sync.Mutex
+	parts map[partition.TopicPartition]*fetchState
+}
+
+func newFetcher(m *Manager, leader int32, addr string) *fetcher {
+	f := &fetcher{
+		m: m, leader: leader, addr: addr,
+		client: protocol.NewClient(addr, fmt.Sprintf("gokafka-replica-fetcher-%d-%d", m.nodeID, leader), m.cfg.ReplicaSocketTimeout+m.cfg.ReplicaFetchWaitMax),
+		logger: m.logger.With().Int32("leader", leader).Str("leader_addr", addr).Logger(),
+		wake:   make(chan struct{}, 1),
+		done:   make(chan struct{}),
+		parts:  make(map[partition.TopicPartition]*fetchState),
+	}
+	f.ctx, f.cancel = context.WithCancel(m.ctx)
+	return f
+}
+
+func (f *fetcher) start() { go f.run() }
+
+func (f *fetcher) stop() {
+	f.cancel()
+	<-f.done
+	f.client.Close()
+}
+
+func (f *fetcher) add(p *Partition, epoch int32) {
+	f.mu.Lock()
+	f.parts[p.TP] = &fetchState{p: p, epoch: epoch, truncating: true}
+	f.mu.Unlock()
+	select {
+	case f.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (f *fetcher) removePartition(tp partition.TopicPartition) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.parts, tp)
+	return len(f.parts)
+}
+
+func (f *fetcher) run() {
+	defer close(f.done)
+	for f.ctx.Err() == nil {
+		trunc, fetch, nextAt := f.ready(time.Now())
+		switch {
+		case len(trunc) > 0:
+			f.truncate(trunc)
+		case len(fetch) > 0:
+			f.fetch(fetch)
+		default:
+			f.idle(nextAt)
+		}
+	}
+}
+
+// ready splits the partitions not backing off into those to truncate and
+// those to fetch; nextAt is when the earliest delayed one is due.
+func (f *fetcher) ready(now time.Time) (trunc, fetch []*fetchState, nextAt time.Time) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, s := range f.parts {
+		if now.Before(s.delayUntil) {
+			if nextAt.IsZero() || s.delayUntil.Before(nextAt) {
+				nextAt = s.delayUntil
+			}
+			continue
+		}
+		if s.truncating {
+			trunc = append(trunc, s)
+		} else {
+			fetch = append(fetch, s)
+		}
+	}
+	return trunc, fetch, nextAt
+}
+
+func (f *fetcher) idle(until time.Time) {
+	var timer <-chan time.Time
+	if !until.IsZero() {
+		t := time.NewTimer(time.Until(until))
+		defer t.Stop()
+		timer = t.C
+	}
+	select {
+	case <-f.wake:
+	case <-timer:
+	case <-f.ctx.Done():
+	}
+}
+
+// backoff pauses states (still current in this fetcher) after an error.
+func (f *fetcher) backoffLocked(states ...*fetchState) {
+	until := time.Now().Add(f.m.cfg.ReplicaFetchBackoff)
+	for _, s := range states {
+		s.delayUntil = until
+	}
+}
+
+// current reports whether s is still tp's state here (not removed or
+// re-added under another epoch while a request was out).
+func (f *fetcher) currentLocked(s *fetchState) bool {
+	return f.parts[s.p.TP] == s
+}
+
+// truncate runs one round of epoch-based truncation (Kafka's
+// AbstractFetcherThread.maybeTruncate).
+func (f *fetcher) truncate(states []*fetchState) {
+	req := kmsg.NewPtrOffsetForLeaderEpochRequest()
+	req.Version = offsetForEpochVersion
+	req.ReplicaID = f.m.nodeID
+	sent := map[partition.TopicPartition]*fetchState{}
+	topics := map[string]int{}
+	f.mu.Lock()
+	for _, s := range states {
+		if !f.currentLocked(s) {
+			continue
+		}
+		latest := s.p.log.LatestEpoch()
+		if latest < 0 {
+			// No epochs to compare (an empty log, or one written before
+			// epochs): fall back to the high watermark, the pre-KIP-101
+			// rule, which is safe for a log with nothing of its own.
+			if err := s.p.log.TruncateTo(s.p.log.HighWatermark()); err != nil {
+				f.logger.Warn().Err(err).Str("topic", s.p.TP.Topic).Int32("partition", s.p.TP.Partition).Msg("truncating to high watermark")
+				f.backoffLocked(s)
+				continue
+			}
+			s.truncating = false
+			continue
+		}
+		ti, ok := topics[s.p.TP.Topic]
+		if !ok {
+			t := kmsg.NewOffsetForLeaderEpochRequestTopic()
+			t.Topic = s.p.TP.Topic
+			req.Topics = append(req.Topics, t)
+			ti = len(req.Topics) - 1
+			topics[s.p.TP.Topic] = ti
+		}
+		rp := kmsg.NewOffsetForLeaderEpochRequestTopicPartition()
+		rp.Partition = s.p.TP.Partition
+		rp.CurrentLeaderEpoch = s.epoch
+		rp.LeaderEpoch = latest
+		req.Topics[ti].Partitions = append(req.Topics[ti].Partitions, rp)
+		sent[s.p.TP] = s
+	}
+	f.mu.Unlock()
+	if len(sent) == 0 {
+		return
+	}
+
+	ctx, cancel := context.WithTimeout(f.ctx, f.m.cfg.ReplicaSocketTimeout)
+	kresp, err := f.client.Request(ctx, req)
+	cancel()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err != nil {
+		if f.ctx.Err() == nil {
+			f.logger.Warn().Err(err).Msg("OffsetForLeaderEpoch to the leader failed")
+		}
+		for _, s := range sent {
+			if f.currentLocked(s) {
+				f.backoffLocked(s)
+			}
+		}
+		return
+	}
+	resp := kresp.(*kmsg.OffsetForLeaderEpochResponse)
+	for _, t := range resp.Topics {
+		for _, rp := range t.Partitions {
+			tp := partition.TopicPartition{Topic: t.Topic, Partition: rp.Partition}
+			s := sent[tp]
+			if s == nil || !f.currentLocked(s) {
+				continue
+			}
+			delete(sent, tp)
+			if rp.ErrorCode != 0 {
+				// Our metadata or the leader's is behind; wait for it.
+				f.logger.Info().Str("topic", tp.Topic).Int32("partition", tp.Partition).Str("error", errName(rp.ErrorCode)).Msg("leader refused OffsetForLeaderEpoch")
+				f.backoffLocked(s)
+				continue
+			}
+			off, done := truncationOffset(s.p.log, rp.LeaderEpoch, rp.EndOffset)
+			if err := f.truncateLocked(s, off); err != nil {
+				continue
+			}
+			s.truncating = !done
+		}
+	}
+	for _, s := range sent {
+		// Not in the response: try again later.
+		if f.currentLocked(s) {
+			f.backoffLocked(s)
+		}
+	}
+}
+
+func (f *fetcher) truncateLocked(s *fetchState, off int64) error {
+	lg := s.p.log
+	if leo := lg.LogEndOffset(); off < leo {
+		f.logger.Info().Str("topic", s.p.TP.Topic).Int32("partition", s.p.TP.Partition).
+			Int64("offset", off).Int64("log_end_offset", leo).Msg("truncating follower log by leader epoch")
+		if err := lg.TruncateTo(off); err != nil {
+			f.logger.Warn().Err(err).Str("topic", s.p.TP.Topic).Int32("partition", s.p.TP.Partition).Msg("truncation failed")
+			f.backoffLocked(s)
+			return err
+		}
+	}
+	return nil
+}
+
+// truncationOffset is Kafka's AbstractFetcherThread.getOffsetTruncationState:
+// given the leader's (epoch, end offset) for the epoch we asked about, the
+// offset to truncate to and whether truncation is complete. When the
+// leader answers with an epoch we do not hold, we truncate to the end of
+// our largest epoch below it and ask again.
+func truncationOffset(lg *partition.Log, leaderEpoch int32, leaderEnd int64) (int64, bool) {
+	leo := lg.LogEndOffset()
+	switch {
+	case leaderEnd < 0:
+		// The leader knows no epoch at or below ours: keep only what is
+		// committed.
+		return min(lg.HighWatermark(), leo), true
+	case leaderEpoch < 0:
+		return min(leaderEnd, leo), true
+	}
+	fe, fend := lg.EndOffsetForEpoch(leaderEpoch)
+	switch {
+	case fe < 0 && fend < 0:
+		return min(leaderEnd, leo), true
+	case fe != leaderEpoch:
+		return min(fend, leo), false
+	}
+	return min(fend, leaderEnd, leo), true
+}
+
+// fetch sends one Fetch for states and applies the response.
+func (f *fetcher) fetch(states []*fetchState) {
+	cfg := f.m.cfg
+	req := kmsg.NewPtrFetchRequest()
+	req.Version = replicaFetchVersion
+	req.ReplicaID = f.m.nodeID
+	req.MaxWaitMillis = int32(cfg.ReplicaFetchWaitMax.Milliseconds())
+	req.MinBytes = cfg.ReplicaFetchMinBytes
+	req.MaxBytes = cfg.ReplicaFetchResponseMaxBytes
+	req.SessionID = 0
+	req.SessionEpoch = -1
+	type sentPart struct {
+		s      *fetchState
+		offset int64
+	}
+	sent := map[partition.TopicPartition]sentPart{}
+	topics := map[string]int{}
+	f.mu.Lock()
+	for _, s := range states {
+		if !f.currentLocked(s) || s.truncating {
+			continue
+		}
+		lg := s.p.log
+		ti, ok := topics[s.p.TP.Topic]
+		if !ok {
+			t := kmsg.NewFetchRequestTopic()
+			t.Topic = s.p.TP.Topic
+			req.Topics = append(req.Topics, t)
+			ti = len(req.Topics) - 1
+			topics[s.p.TP.Topic] = ti
+		}
+		rp := kmsg.NewFetchRequestTopicPartition()
+		rp.Partition = s.p.TP.Partition
+		rp.CurrentLeaderEpoch = s.epoch
+		rp.FetchOffset = lg.LogEndOffset()
+		rp.LastFetchedEpoch = lg.LatestEpoch()
+		rp.LogStartOffset = lg.LogStartOffset()
+		rp.PartitionMaxBytes = cfg.ReplicaFetchMaxBytes
+		req.Topics[ti].Partitions = append(req.Topics[ti].Partitions, rp)
+		sent[s.p.TP] = sentPart{s, rp.FetchOffset}
+	}
+	f.mu.Unlock()
+	if len(sent) == 0 {
+		return
+	}
+
+	ctx, cancel := context.WithTimeout(f.ctx, cfg.ReplicaSocketTimeout+cfg.ReplicaFetchWaitMax)
+	kresp, err := f.client.Request(ctx, req)
+	cancel()
+	if err != nil {
+		if f.ctx.Err() == nil {
+			f.logger.Warn().Err(err).Msg("fetch from leader failed")
+		}
+		f.mu.Lock()
+		for _, sp := range sent {
+			if f.currentLocked(sp.s) {
+				f.backoffLocked(sp.s)
+			}
+		}
+		f.mu.Unlock()
+		return
+	}
+	resp := kresp.(*kmsg.FetchResponse)
+	if resp.ErrorCode != 0 {
+		f.logger.Warn().Str("error", errName(resp.ErrorCode)).Msg("leader refused fetch")
+		f.mu.Lock()
+		for _, sp := range sent {
+			if f.currentLocked(sp.s) {
+				f.backoffLocked(sp.s)
+			}
+		}
+		f.mu.Unlock()
+		return
+	}
+	var outOfRange []*fetchState
+	f.mu.Lock()
+	for _, t := range resp.Topics {
+		for i := range t.Partitions {
+			rp := &t.Partitions[i]
+			tp := partition.TopicPartition{Topic: t.Topic, Partition: rp.Partition}
+			sp, ok := sent[tp]
+			if !ok || !f.currentLocked(sp.s) || sp.s.truncating {
+				continue
+			}
+			switch rp.ErrorCode {
+			case 0:
+				f.applyLocked(sp.s, sp.offset, rp)
+			case kerr.OffsetOutOfRange.Code:
+				outOfRange = append(outOfRange, sp.s)
+			default:
+				f.logger.Info().Str("topic", tp.Topic).Int32("partition", tp.Partition).Str("error", errName(rp.ErrorCode)).Msg("leader refused partition fetch")
+				f.backoffLocked(sp.s)
+			}
+		}
+	}
+	f.mu.Unlock()
+	for _, s := range outOfRange {
+		f.handleOutOfRange(s)
+	}
+}
+
+// applyLocked applies one partition's fetch response
+// (ReplicaFetcherThread.processPartitionData).
+func (f *fetcher) applyLocked(s *fetchState, offset int64, rp *kmsg.FetchResponseTopicPartition) {
+	lg := s.p.log
+	if rp.DivergingEpoch.Epoch >= 0 || rp.DivergingEpoch.EndOffset >= 0 {
+		off, _ := truncationOffset(lg, rp.DivergingEpoch.Epoch, rp.DivergingEpoch.EndOffset)
+		// Even when incomplete, fetching continues: the next fetch carries
+		// our new last epoch and the leader answers again if needed.
+		f.truncateLocked(s, off)
+		return
+	}
+	if lg.LogEndOffset() != offset {
+		// Only this fetcher writes the log while it follows; a mismatch
+		// means the partition was reset meanwhile. Fetch again.
+		return
+	}
+	if len(rp.RecordBatches) > 0 {
+		if _, err := lg.AppendAsFollower(rp.RecordBatches); err != nil {
+			// The batches do not continue our log: it diverged in a way the
+			// epochs did not reveal yet. Truncate again by epoch.
+			f.logger.Warn().Err(err).Str("topic", s.p.TP.Topic).Int32("partition", s.p.TP.Partition).Msg("appending replicated batches failed")
+			s.truncating = true
+			f.backoffLocked(s)
+			return
+		}
+	}
+	if rp.HighWatermark >= 0 {
+		lg.SetHighWatermark(min(rp.HighWatermark, lg.LogEndOffset()))
+	}
+	if rp.LogStartOffset > lg.LogStartOffset() {
+		if _, err := lg.DeleteRecordsBefore(min(rp.LogStartOffset, lg.HighWatermark())); err != nil && !errors.Is(err, partition.ErrOffsetOutOfRange) {
+			f.logger.Warn().Err(err).Str("topic", s.p.TP.Topic).Int32("partition", s.p.TP.Partition).Msg("following the leader's log start offset")
+		}
+	}
+	s.p.mu.Lock()
+	s.p.notifyLocked(false)
+	s.p.mu.Unlock()
+}
+
+// handleOutOfRange is AbstractFetcherThread.handleOutOfRangeError: our LEO
+// is below the leader's log start (we were down while it deleted
+// segments), so our log restarts empty at its log start; otherwise the
+// epochs decide again.
+func (f *fetcher) handleOutOfRange(s *fetchState) {
+	req := kmsg.NewPtrListOffsetsRequest()
+	req.Version = replicaListOffsetsVersn
+	req.ReplicaID = f.m.nodeID
+	t := kmsg.NewListOffsetsRequestTopic()
+	t.Topic = s.p.TP.Topic
+	rp := kmsg.NewListOffsetsRequestTopicPartition()
+	rp.Partition = s.p.TP.Partition
+	rp.CurrentLeaderEpoch = s.epoch
+	rp.Timestamp = -2
+	t.Partitions = append(t.Partitions, rp)
+	req.Topics = append(req.Topics, t)
+	ctx, cancel := context.WithTimeout(f.ctx, f.m.cfg.ReplicaSocketTimeout)
+	kresp, err := f.client.Request(ctx, req)
+	cancel()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !f.currentLocked(s) {
+		return
+	}
+	if err != nil {
+		f.backoffLocked(s)
+		return
+	}
+	resp := kresp.(*kmsg.ListOffsetsResponse)
+	if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 || resp.Topics[0].Partitions[0].ErrorCode != 0 {
+		f.backoffLocked(s)
+		return
+	}
+	leaderStart := resp.Topics[0].Partitions[0].Offset
+	lg := s.p.log
+	if leaderStart > lg.LogEndOffset() {
+		f.logger.Info().Str("topic", s.p.TP.Topic).Int32("partition", s.p.TP.Partition).Int64("leader_log_start", leaderStart).
+			Int64("log_end_offset", lg.LogEndOffset()).Msg("follower log is behind the leader's log start; restarting it there")
+		if err := lg.TruncateFullyAndStartAt(leaderStart); err != nil {
+			f.backoffLocked(s)
+		}
+		return
+	}
+	s.truncating = true
+	f.backoffLocked(s)
+}
+
+func errName(code int16) string {
+	if e := kerr.ErrorForCode(code); e != nil {
+		return e.Error()
+	}
+	return fmt.Sprintf("error code %d", code)
+}

@@ -1,0 +1,278 @@
+package replication_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"hash/crc32"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/gokafka/gokafka/cluster"
+	"github.com/gokafka/gokafka/partition"
+	"github.com/gokafka/gokafka/replication"
+)
+
+const nodeID = 1
+
+// stack is one broker's metadata, logs and replica manager.
+type stack struct {
+	ctrl    *cluster.Controller
+	logs    *partition.Manager
+	rm      *replication.Manager
+	metaDir string
+	logDir  string
+}
+
+func testClusterConfig() cluster.Config {
+	return cluster.Config{NodeID: nodeID, NumPartitions: 1, DefaultReplicationFactor: 1, DeleteTopicEnable: true}
+}
+
+func openController(t *testing.T, cfg cluster.Config, dir string) *cluster.Controller {
+	t.Helper()
+	ctrl := openQuorum(t, cfg, dir)
+	if err := ctrl.Register(context.Background(), "127.0.0.1", 9092); err != nil {
+		t.Fatal(err)
+	}
+	return ctrl
+}
+
+// openQuorum opens a metadata quorum of one on dir, closed when the test
+// ends; brokers are never fenced for missing heartbeats while a test runs.
+func openQuorum(t *testing.T, cfg cluster.Config, dir string) *cluster.Controller {
+	t.Helper()
+	ctrl, err := cluster.Open(context.Background(), cfg, cluster.QuorumConfig{Dir: dir, SessionTimeout: time.Hour}, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ctrl.Close() })
+	return ctrl
+}
+
+func openLogs(t *testing.T, fs partition.FS, logDir string, meta cluster.Metadata) *partition.Manager {
+	t.Helper()
+	configFor := func(topic string) partition.Config {
+		im := meta.Image()
+		return replication.LogConfig(im, im.Topics[topic], nodeID, meta.BrokerDefaults())
+	}
+	logs, err := partition.OpenManager(fs, partition.ManagerConfig{
+		Dirs: []string{logDir}, NodeID: nodeID, ClusterID: meta.Image().ClusterID, Defaults: partition.DefaultConfig(),
+		RetentionCheckInterval: time.Hour, CheckpointInterval: time.Hour, FlushSchedulerInterval: time.Hour,
+	}, configFor, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return logs
+}
+
+// newStack builds a broker on the real filesystem under a temp dir.
+func newStack(t *testing.T) *stack {
+	t.Helper()
+	root := t.TempDir()
+	s := &stack{metaDir: filepath.Join(root, "meta"), logDir: filepath.Join(root, "logs")}
+	s.ctrl = openController(t, testClusterConfig(), s.metaDir)
+	s.logs = openLogs(t, partition.OSFS(), s.logDir, s.ctrl)
+	t.Cleanup(func() { s.logs.Close() })
+	s.rm = newManager(t, s.logs, s.ctrl)
+	return s
+}
+
+// newManager starts a replica manager over logs, stopped (where the
+// manager has anything to stop) before the logs are closed.
+func newManager(t *testing.T, logs *partition.Manager, meta cluster.Metadata) *replication.Manager {
+	t.Helper()
+	rm, err := replication.NewManager(logs, meta, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c, ok := any(rm).(interface{ Close() }); ok {
+		t.Cleanup(c.Close)
+	}
+	return rm
+}
+
+func strp(s string) *string { return &s }
+
+func (s *stack) createTopic(t *testing.T, name string, partitions int32, configs map[string]string) {
+	t.Helper()
+	spec := cluster.TopicSpec{Name: name, NumPartitions: partitions, ReplicationFactor: 1, Configs: map[string]*string{}}
+	for k, v := range configs {
+		spec.Configs[k] = strp(v)
+	}
+	if errs := s.ctrl.CreateTopics(context.Background(), []cluster.TopicSpec{spec}, false); errs[0] != nil {
+		t.Fatalf("create %s: %v", name, errs[0])
+	}
+}
+
+func tp(topic string, p int32) partition.TopicPartition {
+	return partition.TopicPartition{Topic: topic, Partition: p}
+}
+
+// makeBatch encodes a v2 record batch of n records as a producer sends it:
+// base offset 0, leader epoch -1, timestamps firstTs, firstTs+1, ..., each
+// record's value valueLen bytes, no producer id.
+func makeBatch(n int, firstTs int64, valueLen int) []byte {
+	return makeBatchAttrs(n, firstTs, valueLen, 0)
+}
+
+func makeBatchAttrs(n int, firstTs int64, valueLen int, attrs uint16) []byte {
+	var recs []byte
+	val := bytes.Repeat([]byte{'v'}, valueLen)
+	for i := 0; i < n; i++ {
+		var body []byte
+		body = append(body, 0)                            // attributes
+		body = binary.AppendVarint(body, int64(i))        // timestamp delta
+		body = binary.AppendVarint(body, int64(i))        // offset delta
+		body = binary.AppendVarint(body, -1)              // null key
+		body = binary.AppendVarint(body, int64(len(val))) // value length
+		body = append(body, val...)
+		body = binary.AppendVarint(body, 0) // no headers
+		recs = binary.AppendVarint(recs, int64(len(body)))
+		recs = append(recs, body...)
+	}
+	b := make([]byte, partition.BatchHeaderSize, partition.BatchHeaderSize+len(recs))
+	b = append(b, recs...)
+	binary.BigEndian.PutUint64(b[0:], 0)                           // base offset
+	binary.BigEndian.PutUint32(b[8:], uint32(len(b)-12))           // batch length
+	binary.BigEndian.PutUint32(b[12:], 0xffffffff)                 // partition leader epoch
+	b[16] = 2                                                      // magic
+	binary.BigEndian.PutUint16(b[21:], attrs)                      // attributes
+	binary.BigEndian.PutUint32(b[23:], uint32(n-1))                // last offset delta
+	binary.BigEndian.PutUint64(b[27:], uint64(firstTs))            // first timestamp
+	binary.BigEndian.PutUint64(b[35:], uint64(firstTs+int64(n-1))) // max timestamp
+	binary.BigEndian.PutUint64(b[43:], 0xffffffffffffffff)         // producer id -1
+	binary.BigEndian.PutUint16(b[51:], 0xffff)                     // producer epoch -1
+	binary.BigEndian.PutUint32(b[53:], 0xffffffff)                 // base sequence -1
+	binary.BigEndian.PutUint32(b[57:], uint32(n))                  // record count
+	fixCRC(b)
+	return b
+}
+
+// fixCRC recomputes the CRC-32C over attributes..end.
+func fixCRC(b []byte) {
+	binary.BigEndian.PutUint32(b[17:], crc32.Checksum(b[21:], crc32.MakeTable(crc32.Castagnoli)))
+}
+
+func mustProduce(t *testing.T, rm *replication.Manager, p partition.TopicPartition, batch []byte) partition.AppendInfo {
+	t.Helper()
+	info, err := rm.Produce(context.Background(), p, batch, -1, 5*time.Second)
+	if err != nil {
+		t.Fatalf("produce to %s: %v", p, err)
+	}
+	return info
+}
+
+// fetchOne fetches a single partition with no waiting.
+func fetchOne(rm *replication.Manager, p partition.TopicPartition, offset int64) replication.FetchResult {
+	return rm.Fetch(context.Background(), replication.FetchParams{
+		MaxBytes:   1 << 20,
+		Partitions: []replication.FetchPartition{{TP: p, Offset: offset, MaxBytes: 1 << 20, CurrentLeaderEpoch: -1}},
+	})[0]
+}
+
+// headers parses fetched records, failing on anything that is not whole,
+// valid batches.
+func headers(t *testing.T, recs []byte) []partition.BatchHeader {
+	t.Helper()
+	if len(recs) == 0 {
+		return nil
+	}
+	hs, err := partition.ValidateBatches(recs, 1<<30)
+	if err != nil {
+		t.Fatalf("fetched records are not whole batches: %v", err)
+	}
+	return hs
+}
+
+func exists(t *testing.T, path string) bool {
+	t.Helper()
+	_, err := os.Stat(path)
+	if err == nil {
+		return true
+	}
+	if !errors.Is(err, os.ErrNotExist) {
+		t.Fatal(err)
+	}
+	return false
+}
+
+// fakeMeta is a Metadata whose images the test publishes itself, for
+// changes the controller has no API for yet (leader epochs, other leaders).
+type fakeMeta struct {
+	mu      sync.Mutex
+	img     *cluster.Image
+	watches []func(prev, next *cluster.Image)
+}
+
+var errFake = errors.New("not supported by fakeMeta")
+
+func (f *fakeMeta) Image() *cluster.Image {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.img
+}
+
+func (f *fakeMeta) Watch(fn func(prev, next *cluster.Image)) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.watches = append(f.watches, fn)
+}
+
+func (f *fakeMeta) publish(next *cluster.Image) {
+	f.mu.Lock()
+	prev := f.img
+	f.img = next
+	ws := slices.Clone(f.watches)
+	f.mu.Unlock()
+	for _, fn := range ws {
+		fn(prev, next)
+	}
+}
+
+func (f *fakeMeta) CreateTopics(context.Context, []cluster.TopicSpec, bool) []error {
+	return []error{errFake}
+}
+func (f *fakeMeta) DeleteTopics(context.Context, []string) []error { return []error{errFake} }
+func (f *fakeMeta) CreatePartitions(context.Context, string, int32, [][]int32, bool) error {
+	return errFake
+}
+func (f *fakeMeta) SetTopicConfigs(context.Context, string, map[string]string, bool) error {
+	return errFake
+}
+func (f *fakeMeta) SetBrokerConfigs(context.Context, string, map[string]string, bool) error {
+	return errFake
+}
+func (f *fakeMeta) AlterPartition(context.Context, cluster.AlterPartitionRequest) (cluster.PartitionInfo, error) {
+	return cluster.PartitionInfo{}, errFake
+}
+func (f *fakeMeta) NodeID() int32                          { return nodeID }
+func (f *fakeMeta) BrokerDefaults() cluster.BrokerDefaults { return cluster.BrokerDefaults{} }
+
+// emptyImage has the brokers of imageWith and no topics.
+func emptyImage() *cluster.Image {
+	im := imageWith(1, 0, 1)
+	im.Topics = map[string]*cluster.TopicInfo{}
+	im.IDs = map[cluster.TopicID]string{}
+	return im
+}
+
+// imageWith returns an image holding one single-partition topic "t" with
+// the given leader, leader epoch and replicas.
+func imageWith(leader, epoch int32, replicas ...int32) *cluster.Image {
+	top := &cluster.TopicInfo{Name: "t", ID: cluster.TopicID{1}, Partitions: []cluster.PartitionInfo{{
+		Partition: 0, Leader: leader, LeaderEpoch: epoch, PartitionEpoch: epoch, Replicas: replicas, ISR: replicas,
+	}}}
+	return &cluster.Image{
+		ClusterID: "fake-cluster", ControllerID: nodeID,
+		Brokers: map[int32]cluster.BrokerInfo{1: {NodeID: 1, Host: "127.0.0.1", Port: 9092}, 2: {NodeID: 2, Host: "127.0.0.1", Port: 9093}},
+		Topics:  map[string]*cluster.TopicInfo{"t": top},
+		IDs:     map[cluster.TopicID]string{top.ID: "t"},
+	}
+}
