@@ -7,6 +7,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/gokafka/gokafka/cluster"
+	"github.com/gokafka/gokafka/idempotent"
 	"github.com/gokafka/gokafka/partition"
 	"github.com/gokafka/gokafka/replication"
 )
@@ -23,6 +24,9 @@ var errorCodes = []struct {
 	{replication.ErrNotEnoughReplicasAfterAppend, kerr.NotEnoughReplicasAfterAppend},
 	{replication.ErrRequestTimedOut, kerr.RequestTimedOut},
 	{replication.ErrStorage, kerr.KafkaStorageError},
+	{idempotent.ErrOutOfOrderSequence, kerr.OutOfOrderSequenceNumber},
+	{idempotent.ErrInvalidProducerEpoch, kerr.InvalidProducerEpoch},
+	{idempotent.ErrInvalidTxnState, kerr.InvalidTxnState},
 	{partition.ErrCorruptMessage, kerr.CorruptMessage},
 	{partition.ErrInvalidRecord, kerr.InvalidRecord},
 	{partition.ErrMessageTooLarge, kerr.MessageTooLarge},

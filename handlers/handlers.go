@@ -7,6 +7,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/gokafka/gokafka/cluster"
+	"github.com/gokafka/gokafka/idempotent"
 	"github.com/gokafka/gokafka/protocol"
 	"github.com/gokafka/gokafka/replication"
 )
@@ -25,12 +26,25 @@ type Handlers struct {
 	replicas *replication.Manager
 	reg      *protocol.Registry
 	logger   zerolog.Logger
+	// pids hands out producer ids; nil when the metadata cannot allocate
+	// them, and then InitProducerId is not served.
+	pids *idempotent.Allocator
+}
+
+// producerIDSource is the metadata's producer-id block allocation.
+type producerIDSource interface {
+	AllocateProducerIDs(ctx context.Context, id int32) (start int64, n int32, err error)
 }
 
 // Register creates the handlers and registers every API with reg.
 func Register(reg *protocol.Registry, cfg Config, meta cluster.Metadata, replicas *replication.Manager, logger zerolog.Logger) *Handlers {
 	h := &Handlers{cfg: cfg, meta: meta, replicas: replicas, reg: reg, logger: logger}
 	reg.Wrap(forwardAware)
+	if src, ok := meta.(producerIDSource); ok {
+		h.pids = idempotent.NewAllocator(func(ctx context.Context) (int64, int32, error) {
+			return src.AllocateProducerIDs(ctx, cfg.NodeID)
+		})
+	}
 	for _, r := range []func(*protocol.Registry){
 		h.registerProduce,
 		h.registerFetch,
@@ -47,6 +61,7 @@ func Register(reg *protocol.Registry, cfg Config, meta cluster.Metadata, replica
 		h.registerIncrementalAlterConfigs,
 		h.registerDescribeCluster,
 		h.registerControllerRPCs,
+		h.registerInitProducerID,
 	} {
 		r(reg)
 	}

@@ -110,4 +110,3 @@ func (c *Client) roundTrip(ctx context.Context, req kmsg.Request) (kmsg.Response
 	}
 	return resp, nil
 }
-

@@ -273,6 +273,7 @@ func (f *fetcher) truncate(states []*fetchState) {
 			// No epochs to compare (an empty log, or one written before
 			// epochs): fall back to the high watermark, the pre-KIP-101
 			// rule, which is safe for a log with nothing of its own.
+			s.p.producersTruncated()
 			if err := s.p.log.TruncateTo(s.p.log.HighWatermark()); err != nil {
 				f.logger.Warn().Err(err).Str("topic", s.p.TP.Topic).Int32("partition", s.p.TP.Partition).Msg("truncating to high watermark")
 				f.backoffLocked(s)
@@ -352,6 +353,7 @@ func (f *fetcher) truncateLocked(s *fetchState, off int64) error {
 	if leo := lg.LogEndOffset(); off < leo {
 		f.logger.Info().Str("topic", s.p.TP.Topic).Int32("partition", s.p.TP.Partition).
 			Int64("offset", off).Int64("log_end_offset", leo).Msg("truncating follower log by leader epoch")
+		s.p.producersTruncated()
 		if err := lg.TruncateTo(off); err != nil {
 			f.logger.Warn().Err(err).Str("topic", s.p.TP.Topic).Int32("partition", s.p.TP.Partition).Msg("truncation failed")
 			f.backoffLocked(s)
@@ -512,6 +514,7 @@ func (f *fetcher) applyLocked(s *fetchState, offset int64, rp *kmsg.FetchRespons
 			f.backoffLocked(s)
 			return
 		}
+		s.p.producersAppended(rp.RecordBatches)
 	}
 	if rp.HighWatermark >= 0 {
 		lg.SetHighWatermark(min(rp.HighWatermark, lg.LogEndOffset()))
@@ -564,6 +567,7 @@ func (f *fetcher) handleOutOfRange(s *fetchState) {
 	if leaderStart > lg.LogEndOffset() {
 		f.logger.Info().Str("topic", s.p.TP.Topic).Int32("partition", s.p.TP.Partition).Int64("leader_log_start", leaderStart).
 			Int64("log_end_offset", lg.LogEndOffset()).Msg("follower log is behind the leader's log start; restarting it there")
+		s.p.producersTruncated()
 		if err := lg.TruncateFullyAndStartAt(leaderStart); err != nil {
 			f.backoffLocked(s)
 		}

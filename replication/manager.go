@@ -38,6 +38,9 @@ type Partition struct {
 	// is about to be truncated (Kafka's leaderIsrUpdateLock).
 	roleMu sync.RWMutex
 
+	// prod is the idempotent-producer state; see producers.go.
+	prod producers
+
 	mu struct {
 		sync.Mutex
 		leaderEpoch    int32
@@ -295,6 +298,13 @@ func (m *Manager) Close() {
 		p.mu.Unlock()
 	}
 	m.wg.Wait()
+	// With fetchers stopped and produces failed, the producer state is
+	// final: snapshot it so the next start reads only the log past it.
+	for _, p := range parts {
+		if err := p.snapshotProducers(); err != nil {
+			m.logger.Warn().Err(err).Str("topic", p.TP.Topic).Int32("partition", p.TP.Partition).Msg("producer state snapshot failed")
+		}
+	}
 }
 
 // goTracked runs fn on a goroutine Close waits for; false if closed.
@@ -707,7 +717,7 @@ func (m *Manager) Produce(ctx context.Context, tp partition.TopicPartition, reco
 		p.roleMu.RUnlock()
 		return partition.AppendInfo{}, ErrNotEnoughReplicas
 	}
-	info, err := p.log.Append(records, epoch)
+	info, dup, err := p.appendAsLeader(records, hdrs[0], epoch)
 	if err != nil {
 		p.roleMu.RUnlock()
 		return info, err
@@ -715,7 +725,10 @@ func (m *Manager) Produce(ctx context.Context, tp partition.TopicPartition, reco
 	var id uint64
 	var done chan error
 	p.mu.Lock()
-	eff := st.Appended(p.log.LogEndOffset())
+	var eff Effects
+	if !dup {
+		eff = st.Appended(p.log.LogEndOffset())
+	}
 	if acks == -1 {
 		id = m.waiterSeq.Add(1)
 		done = make(chan error, 1)

@@ -1,0 +1,150 @@
+package replication_test
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/gokafka/gokafka/idempotent"
+	"github.com/gokafka/gokafka/partition"
+	"github.com/gokafka/gokafka/replication"
+)
+
+// idemBatch is a producer's batch of n records with producer id, epoch
+// and base sequence set.
+func idemBatch(n int, pid int64, epoch int16, seq int32) []byte {
+	b := makeBatch(n, 1000, 8)
+	binary.BigEndian.PutUint64(b[43:], uint64(pid))
+	binary.BigEndian.PutUint16(b[51:], uint16(epoch))
+	binary.BigEndian.PutUint32(b[53:], uint32(seq))
+	fixCRC(b)
+	return b
+}
+
+func produceIdem(rm *replication.Manager, p partition.TopicPartition, b []byte) (partition.AppendInfo, error) {
+	return rm.Produce(context.Background(), p, append([]byte(nil), b...), -1, 5*time.Second)
+}
+
+func TestRule9_LeaderAnswersRetryWithOriginalOffsets(t *testing.T) {
+	s := newStack(t)
+	s.createTopic(t, "t", 1, nil)
+	p := tp("t", 0)
+	first, err := produceIdem(s.rm, p, idemBatch(3, 7, 0, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := produceIdem(s.rm, p, idemBatch(2, 7, 0, 3)); err != nil {
+		t.Fatal(err)
+	}
+	leo := s.rm.Get(p).Log().LogEndOffset()
+	retry, err := produceIdem(s.rm, p, idemBatch(3, 7, 0, 0))
+	if err != nil {
+		t.Fatalf("retry refused: %v", err)
+	}
+	if retry.FirstOffset != first.FirstOffset || retry.LastOffset != first.LastOffset {
+		t.Fatalf("retry answered %d-%d, original %d-%d", retry.FirstOffset, retry.LastOffset, first.FirstOffset, first.LastOffset)
+	}
+	if got := s.rm.Get(p).Log().LogEndOffset(); got != leo {
+		t.Fatalf("retry appended: LEO %d -> %d", leo, got)
+	}
+}
+
+func TestRule9_LeaderRefusesGapsAndOldEpochs(t *testing.T) {
+	s := newStack(t)
+	s.createTopic(t, "t", 1, nil)
+	p := tp("t", 0)
+	if _, err := produceIdem(s.rm, p, idemBatch(3, 7, 1, 0)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := produceIdem(s.rm, p, idemBatch(1, 7, 1, 5)); !errors.Is(err, idempotent.ErrOutOfOrderSequence) {
+		t.Fatalf("gap: %v", err)
+	}
+	if _, err := produceIdem(s.rm, p, idemBatch(1, 7, 0, 3)); !errors.Is(err, idempotent.ErrInvalidProducerEpoch) {
+		t.Fatalf("old epoch: %v", err)
+	}
+	if got := s.rm.Get(p).Log().LogEndOffset(); got != 3 {
+		t.Fatalf("refused batches were appended: LEO %d", got)
+	}
+}
+
+// The state comes back after a restart, from the snapshot a clean close
+// writes and, after a crash, from the log alone.
+func TestRule9_ProducerStateSurvivesRestart(t *testing.T) {
+	for _, clean := range []bool{true, false} {
+		name := "crash"
+		if clean {
+			name = "clean"
+		}
+		t.Run(name, func(t *testing.T) {
+			s := newStack(t)
+			s.createTopic(t, "t", 1, nil)
+			p := tp("t", 0)
+			if _, err := produceIdem(s.rm, p, makeBatch(4, 1000, 8)); err != nil {
+				t.Fatal(err)
+			}
+			first, err := produceIdem(s.rm, p, idemBatch(3, 9, 2, 10))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if clean {
+				s.rm.Close()
+			}
+			if err := s.logs.Close(); err != nil {
+				t.Fatal(err)
+			}
+			s.logs = openLogs(t, partition.OSFS(), s.logDir, s.ctrl)
+			t.Cleanup(func() { s.logs.Close() })
+			rm := newManager(t, s.logs, s.ctrl)
+			retry, err := produceIdem(rm, p, idemBatch(3, 9, 2, 10))
+			if err != nil || retry.FirstOffset != first.FirstOffset {
+				t.Fatalf("retry after restart: offset %d err %v, original %d", retry.FirstOffset, err, first.FirstOffset)
+			}
+			if _, err := produceIdem(rm, p, idemBatch(1, 9, 2, 14)); !errors.Is(err, idempotent.ErrOutOfOrderSequence) {
+				t.Fatalf("gap after restart: %v", err)
+			}
+			if _, err := produceIdem(rm, p, idemBatch(1, 9, 2, 13)); err != nil {
+				t.Fatalf("next batch after restart: %v", err)
+			}
+		})
+	}
+}
+
+// Followers keep producer state as they replicate, so a new leader
+// recognises a retry of a batch the old leader wrote and acknowledged.
+func TestRule9_NewLeaderDeduplicatesRetryWrittenUnderOldLeader(t *testing.T) {
+	c := newSimCluster(t, testReplConfig(10*time.Second), 1, 2, 3)
+	c.createTopic("t", []int32{1, 2, 3}, map[string]string{"min.insync.replicas": "2"})
+	old := c.leader("t")
+	p := tp("t", 0)
+	first, err := produceIdem(old.rm, p, idemBatch(5, 42, 0, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.waitISR("t", 1, 2, 3)
+	old.stop()
+	c.fence(old.id)
+	nl := c.leader("t")
+	if nl.id == old.id {
+		t.Fatal("leadership did not move")
+	}
+	var retry partition.AppendInfo
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		retry, err = produceIdem(nl.rm, p, idemBatch(5, 42, 0, 0))
+		if err == nil || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err != nil {
+		t.Fatalf("retry at the new leader: %v", err)
+	}
+	if retry.FirstOffset != first.FirstOffset {
+		t.Fatalf("retry at the new leader got offset %d, original %d: duplicated", retry.FirstOffset, first.FirstOffset)
+	}
+	if leo := nl.log("t").LogEndOffset(); leo != 5 {
+		t.Fatalf("new leader's LEO %d, want 5", leo)
+	}
+}
