@@ -1,6 +1,6 @@
 package handlers
 
-// ListOffsets (key 2), v1-v8.
+// ListOffsets (key 2), v0-v8.
 //
 // Timestamp -1 is the latest offset (the high watermark, or the last stable
 // offset for read_committed from v2), -2 the earliest (the log start
@@ -8,8 +8,9 @@ package handlers
 // KIP-734), -4 the earliest local offset (v8+, KIP-405; the same as -2
 // here), anything else the first offset whose timestamp is at or after
 // it, or -1 when there is none. The current leader epoch (v4+) is checked
-// as in KIP-320. v1+ answers a single offset; v0's offset lists are not
-// served.
+// as in KIP-320. v1+ answers a single offset; v0 answers a list of at most
+// MaxNumOffsets offsets, which gokafka fills with the one offset found (the
+// list form dates from when offsets were looked up per segment).
 
 import (
 	"context"
@@ -22,7 +23,7 @@ import (
 )
 
 func (h *Handlers) registerListOffsets(reg *protocol.Registry) {
-	reg.Register(2, 1, 8, h.listOffsets)
+	reg.Register(2, 0, 8, h.listOffsets)
 }
 
 func (h *Handlers) listOffsets(_ context.Context, req *protocol.Request) (kmsg.Response, error) {
@@ -48,6 +49,9 @@ func (h *Handlers) listOffsets(_ context.Context, req *protocol.Request) (kmsg.R
 				rp.ErrorCode = errorCode(err)
 				if err == nil {
 					rp.Offset, rp.Timestamp, rp.LeaderEpoch = off, ts, epoch
+					if req.Version == 0 && p.MaxNumOffsets > 0 && off >= 0 {
+						rp.OldStyleOffsets = []int64{off}
+					}
 				}
 			}
 			rt.Partitions = append(rt.Partitions, rp)

@@ -87,7 +87,10 @@ func newLogger(format, level string) (zerolog.Logger, error) {
 	case "json":
 		l = zerolog.New(os.Stderr)
 	case "console":
-		l = zerolog.New(zerolog.ConsoleWriter{Out: os.Stderr, TimeFormat: "15:04:05.000"})
+		// Colours only on a terminal; a log file gets plain text.
+		fi, err := os.Stderr.Stat()
+		noColor := err != nil || fi.Mode()&os.ModeCharDevice == 0
+		l = zerolog.New(zerolog.ConsoleWriter{Out: os.Stderr, TimeFormat: "15:04:05.000", NoColor: noColor})
 	default:
 		return zerolog.Logger{}, fmt.Errorf("log.format %q: want console or json", format)
 	}
