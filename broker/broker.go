@@ -15,6 +15,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/gokafka/gokafka/cluster"
+	"github.com/gokafka/gokafka/group"
 	"github.com/gokafka/gokafka/handlers"
 	"github.com/gokafka/gokafka/partition"
 	"github.com/gokafka/gokafka/protocol"
@@ -41,8 +42,10 @@ type Config struct {
 	Quorum                  cluster.QuorumConfig
 	ControllerListenerNames []string
 
-	Protocol    protocol.Config
-	Logs        partition.ManagerConfig
+	Protocol protocol.Config
+	Logs     partition.ManagerConfig
+	// Groups configures the group coordinator.
+	Groups      group.Config
 	Replication replication.Config
 	// BrokerDefaults holds every broker property's value, the source of
 	// topic config defaults and of DescribeConfigs for the broker.
@@ -60,6 +63,7 @@ type Server struct {
 	meta     *cluster.Controller
 	logs     *partition.Manager
 	replicas *replication.Manager
+	groups   *group.Coordinator
 	srv      *protocol.Server
 
 	listeners []net.Listener
@@ -154,7 +158,12 @@ func Start(ctx context.Context, cfg Config, logger zerolog.Logger) (_ *Server, e
 	s.logs.Start()
 
 	reg := protocol.NewRegistry()
-	handlers.Register(reg, handlers.Config{NodeID: cfg.NodeID, AutoCreateTopics: cfg.AutoCreateTopics}, s.meta, s.replicas, logger.With().Str("component", "handlers").Logger())
+	s.groups, err = group.New(cfg.Groups, s.meta, group.ReplicaStore(s.replicas), logger.With().Str("component", "groups").Logger())
+	if err != nil {
+		return nil, fmt.Errorf("start group coordinator: %w", err)
+	}
+	h := handlers.Register(reg, handlers.Config{NodeID: cfg.NodeID, AutoCreateTopics: cfg.AutoCreateTopics}, s.meta, s.replicas, logger.With().Str("component", "handlers").Logger())
+	h.SetGroupCoordinator(s.groups)
 	s.srv = protocol.NewServer(cfg.Protocol, reg, logger.With().Str("component", "net").Logger())
 
 	// Bind only now: the port must not take connections before the logs
@@ -247,6 +256,11 @@ func (s *Server) closeAll() error {
 	var errs []error
 	for _, ln := range s.listeners {
 		ln.Close()
+	}
+	// The coordinator writes through the logs: stop it before them.
+	if s.groups != nil {
+		s.groups.Close()
+		s.groups = nil
 	}
 	if s.replicas != nil {
 		// Followers stop fetching and parked produces fail before the

@@ -7,6 +7,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/gokafka/gokafka/cluster"
+	"github.com/gokafka/gokafka/group"
 	"github.com/gokafka/gokafka/idempotent"
 	"github.com/gokafka/gokafka/partition"
 	"github.com/gokafka/gokafka/replication"
@@ -45,6 +46,24 @@ var errorCodes = []struct {
 	{cluster.ErrInvalidRequest, kerr.InvalidRequest},
 	{cluster.ErrTopicDeletionDisabled, kerr.TopicDeletionDisabled},
 	{cluster.ErrNotController, kerr.NotController},
+	{group.ErrCoordinatorNotAvailable, kerr.CoordinatorNotAvailable},
+	{group.ErrNotCoordinator, kerr.NotCoordinator},
+	{group.ErrCoordinatorLoading, kerr.CoordinatorLoadInProgress},
+	{group.ErrInvalidGroupID, kerr.InvalidGroupID},
+	{group.ErrInvalidSessionTimeout, kerr.InvalidSessionTimeout},
+	{group.ErrUnknownMemberID, kerr.UnknownMemberID},
+	{group.ErrMemberIDRequired, kerr.MemberIDRequired},
+	{group.ErrIllegalGeneration, kerr.IllegalGeneration},
+	{group.ErrRebalanceInProgress, kerr.RebalanceInProgress},
+	{group.ErrInconsistentProtocol, kerr.InconsistentGroupProtocol},
+	{group.ErrFencedInstanceID, kerr.FencedInstanceID},
+	{group.ErrGroupMaxSizeReached, kerr.GroupMaxSizeReached},
+	{group.ErrGroupIDNotFound, kerr.GroupIDNotFound},
+	{group.ErrNonEmptyGroup, kerr.NonEmptyGroup},
+	{group.ErrGroupSubscribedToTopic, kerr.GroupSubscribedToTopic},
+	{group.ErrOffsetMetadataTooLarge, kerr.OffsetMetadataTooLarge},
+	{group.ErrInvalidCommitOffsetSize, kerr.InvalidCommitOffsetSize},
+	{group.ErrUnknownServer, kerr.UnknownServerError},
 	{context.DeadlineExceeded, kerr.RequestTimedOut},
 	{context.Canceled, kerr.RequestTimedOut},
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/gokafka/gokafka/cluster"
+	"github.com/gokafka/gokafka/group"
 	"github.com/gokafka/gokafka/idempotent"
 	"github.com/gokafka/gokafka/protocol"
 	"github.com/gokafka/gokafka/replication"
@@ -25,7 +26,10 @@ type Handlers struct {
 	meta     cluster.Metadata
 	replicas *replication.Manager
 	reg      *protocol.Registry
-	logger   zerolog.Logger
+	// groups is the group coordinator, set by SetGroupCoordinator before
+	// serving starts; nil answers COORDINATOR_NOT_AVAILABLE.
+	groups *group.Coordinator
+	logger zerolog.Logger
 	// pids hands out producer ids; nil when the metadata cannot allocate
 	// them, and then InitProducerId is not served.
 	pids *idempotent.Allocator
@@ -62,6 +66,7 @@ func Register(reg *protocol.Registry, cfg Config, meta cluster.Metadata, replica
 		h.registerDescribeCluster,
 		h.registerControllerRPCs,
 		h.registerInitProducerID,
+		h.registerGroups,
 	} {
 		r(reg)
 	}

@@ -4,7 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/gokafka/gokafka/cluster"
@@ -37,6 +39,11 @@ func LogConfig(im *cluster.Image, t *cluster.TopicInfo, nodeID int32, bd cluster
 	cfg.IndexIntervalBytes = i32("index.interval.bytes", cfg.IndexIntervalBytes)
 	cfg.RetentionMs = i64("retention.ms", cfg.RetentionMs)
 	cfg.RetentionBytes = i64("retention.bytes", cfg.RetentionBytes)
+	if !slices.Contains(strings.Split(strings.ReplaceAll(v("cleanup.policy"), " ", ""), ","), "delete") {
+		// Retention deletes segments only under the delete policy; a
+		// compact-only topic (__consumer_offsets) keeps its log.
+		cfg.RetentionMs, cfg.RetentionBytes = -1, -1
+	}
 	cfg.MaxMessageBytes = i32("max.message.bytes", cfg.MaxMessageBytes)
 	cfg.LogAppendTime = v("message.timestamp.type") == "LogAppendTime"
 	cfg.FlushMessages = i64("flush.messages", cfg.FlushMessages)

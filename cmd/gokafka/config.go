@@ -12,6 +12,7 @@ import (
 
 	"github.com/gokafka/gokafka/broker"
 	"github.com/gokafka/gokafka/cluster"
+	"github.com/gokafka/gokafka/group"
 	"github.com/gokafka/gokafka/partition"
 	"github.com/gokafka/gokafka/protocol"
 	"github.com/gokafka/gokafka/replication"
@@ -22,6 +23,12 @@ import (
 // them in step.
 type property struct {
 	name, def, doc string
+}
+
+// localValues are the properties config.yaml sets away from Kafka's
+// default, for a broker run on a developer's machine.
+var localValues = map[string]string{
+	"group.initial.rebalance.delay.ms": "0",
 }
 
 var maxLong = strconv.FormatInt(math.MaxInt64, 10)
@@ -73,6 +80,18 @@ var properties = []property{
 	{"min.insync.replicas", "1", "Replicas that must acknowledge an acks=all write (topic: min.insync.replicas)."},
 	{"unclean.leader.election.enable", "false", "Allow a leader from outside the ISR (topic: unclean.leader.election.enable)."},
 	{"compression.type", "producer", "Topic default for compression.type; batches are stored as the producer sent them."},
+	{"offsets.topic.num.partitions", "50", "Partitions of __consumer_offsets when it is created."},
+	{"offsets.topic.replication.factor", "3", "Replicas of __consumer_offsets; created with fewer if fewer brokers are live."},
+	{"offsets.topic.segment.bytes", "104857600", "Segment size of __consumer_offsets."},
+	{"offsets.load.buffer.size", "5242880", "Bytes read per step when loading groups from __consumer_offsets."},
+	{"offsets.retention.minutes", "10080", "Committed offsets of an empty group expire this long after it became empty."},
+	{"offsets.retention.check.interval.ms", "600000", "How often expired offsets are removed."},
+	{"offsets.commit.timeout.ms", "5000", "How long a write to __consumer_offsets may wait for the ISR."},
+	{"offset.metadata.max.bytes", "4096", "Largest metadata string of a committed offset."},
+	{"group.min.session.timeout.ms", "6000", "Smallest session timeout a group member may ask for."},
+	{"group.max.session.timeout.ms", "1800000", "Largest session timeout a group member may ask for."},
+	{"group.initial.rebalance.delay.ms", "3000", "How long the first rebalance of an empty group waits for more members (Kafka's default 3000; config.yaml sets 0 so local consumers start at once)."},
+	{"group.max.size", "2147483647", "Most members a group may have."},
 	{"shutdown.timeout.ms", "30000", "How long in-flight requests may take to finish at shutdown."},
 	{"log.level", "info", "trace, debug, info, warn or error."},
 	{"log.format", "console", "console or json."},
@@ -256,6 +275,20 @@ func (s *settings) brokerConfig() (broker.Config, error) {
 			ElectionTimeout:   ms(s.positive("controller.quorum.election.timeout.ms")),
 		},
 		ControllerListenerNames: upper(s.list("controller.listener.names")),
+		Groups: group.Config{
+			OffsetsTopicNumPartitions:     int32(min(s.positive("offsets.topic.num.partitions"), math.MaxInt32)),
+			OffsetsTopicReplicationFactor: int16(min(s.positive("offsets.topic.replication.factor"), math.MaxInt16)),
+			OffsetsTopicSegmentBytes:      s.positive("offsets.topic.segment.bytes"),
+			OffsetsLoadBufferSize:         int32(min(s.positive("offsets.load.buffer.size"), math.MaxInt32)),
+			OffsetsRetention:              time.Duration(s.positive("offsets.retention.minutes")) * time.Minute,
+			OffsetsRetentionCheckInterval: ms(s.positive("offsets.retention.check.interval.ms")),
+			OffsetCommitTimeout:           ms(s.positive("offsets.commit.timeout.ms")),
+			OffsetMetadataMaxBytes:        int(s.i64("offset.metadata.max.bytes")),
+			MinSessionTimeout:             ms(s.i64("group.min.session.timeout.ms")),
+			MaxSessionTimeout:             ms(s.i64("group.max.session.timeout.ms")),
+			InitialRebalanceDelay:         ms(s.i64("group.initial.rebalance.delay.ms")),
+			MaxSize:                       int(min(s.positive("group.max.size"), math.MaxInt32)),
+		},
 	}
 	for _, r := range s.list("process.roles") {
 		if r != "broker" && r != "controller" {
@@ -269,6 +302,9 @@ func (s *settings) brokerConfig() (broker.Config, error) {
 	s.positive("log.segment.bytes")
 	s.positive("log.flush.interval.messages")
 	s.positive("min.insync.replicas")
+	if err := cfg.Groups.Validate(); err != nil {
+		s.errs = append(s.errs, err.Error())
+	}
 	if len(s.errs) > 0 {
 		return broker.Config{}, fmt.Errorf("invalid configuration: %s", strings.Join(s.errs, "; "))
 	}

@@ -1,0 +1,654 @@
+package group
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/gokafka/gokafka/cluster"
+)
+
+// Coordinator is this broker's group coordinator: it serves the groups
+// whose __consumer_offsets partition this broker leads.
+type Coordinator struct {
+	cfg      Config
+	meta     Metadata
+	replicas Replicas
+	logger   zerolog.Logger
+	now      func() time.Time
+	deps     *groupDeps
+
+	mu struct {
+		sync.Mutex
+		closed bool
+		// numPartitions is the partition count of __consumer_offsets, 0
+		// while it does not exist.
+		numPartitions int32
+		topicID       cluster.TopicID
+		parts         map[int32]*ownedPartition
+		groups        map[string]*groupEntry
+	}
+	wg   sync.WaitGroup
+	stop chan struct{}
+}
+
+// ownedPartition is a __consumer_offsets partition this broker leads.
+type ownedPartition struct {
+	id    int32
+	epoch int32
+	// loaded is set once its groups are in memory; until then requests for
+	// them answer COORDINATOR_LOAD_IN_PROGRESS.
+	loaded bool
+	// cancel is closed when leadership is lost, stopping the load.
+	cancel chan struct{}
+	app    *appender
+}
+
+// groupEntry holds one group and the lock that guards it. Lock order:
+// Coordinator.mu before groupEntry.mu before appender.mu; nothing takes
+// Coordinator.mu while holding a group's lock.
+type groupEntry struct {
+	mu    sync.Mutex
+	g     *classicGroup
+	deps  *groupDeps
+	part  *ownedPartition
+	timer *time.Timer
+	// timerAt is the deadline the timer is set for, noDeadline if none.
+	timerAt int64
+}
+
+// Option configures a Coordinator.
+type Option func(*Coordinator)
+
+// WithClock replaces the wall clock.
+func WithClock(now func() time.Time) Option { return func(c *Coordinator) { c.now = now } }
+
+// New returns a coordinator following meta: it takes over the groups of
+// every __consumer_offsets partition this broker leads, now and after
+// every metadata change. Close stops it.
+func New(cfg Config, meta Metadata, replicas Replicas, logger zerolog.Logger, opts ...Option) (*Coordinator, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	c := &Coordinator{cfg: cfg, meta: meta, replicas: replicas, logger: logger, now: time.Now, stop: make(chan struct{})}
+	for _, o := range opts {
+		o(c)
+	}
+	c.mu.parts = make(map[int32]*ownedPartition)
+	c.mu.groups = make(map[string]*groupEntry)
+	c.deps = &groupDeps{
+		initialRebalanceDelayMs: cfg.InitialRebalanceDelay.Milliseconds(),
+		maxSize:                 cfg.MaxSize,
+		newMemberID:             newMemberID,
+	}
+	c.reconcile(meta.Image())
+	meta.Watch(func(_, next *cluster.Image) { c.reconcile(next) })
+	c.wg.Add(1)
+	go c.expireLoop()
+	return c, nil
+}
+
+// newMemberID is Kafka's: the client id (or group.instance.id) and a UUID.
+func newMemberID(prefix string) string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return fmt.Sprintf("%s-%x-%x-%x-%x-%x", prefix, b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
+}
+
+// Close stops the coordinator: loads and timers stop, parked requests are
+// answered NOT_COORDINATOR, and queued writes fail.
+func (c *Coordinator) Close() {
+	c.mu.Lock()
+	if c.mu.closed {
+		c.mu.Unlock()
+		return
+	}
+	c.mu.closed = true
+	close(c.stop)
+	var parts []int32
+	for id := range c.mu.parts {
+		parts = append(parts, id)
+	}
+	c.mu.Unlock()
+	for _, id := range parts {
+		c.unload(id)
+	}
+	c.wg.Wait()
+}
+
+func (c *Coordinator) nowMs() int64 { return c.now().UnixMilli() }
+
+// reconcile loads the partitions this broker now leads and unloads those
+// it no longer does. It runs on the metadata goroutine and never blocks:
+// loading happens in the background.
+func (c *Coordinator) reconcile(im *cluster.Image) {
+	self := c.meta.NodeID()
+	want := map[int32]int32{}
+	t := im.Topic(OffsetsTopic)
+	c.mu.Lock()
+	if c.mu.closed {
+		c.mu.Unlock()
+		return
+	}
+	var n int32
+	var id cluster.TopicID
+	if t != nil {
+		n, id = int32(len(t.Partitions)), t.ID
+		for _, p := range t.Partitions {
+			if p.Leader == self {
+				want[p.Partition] = p.LeaderEpoch
+			}
+		}
+	}
+	recreated := id != c.mu.topicID
+	c.mu.numPartitions, c.mu.topicID = n, id
+	var drop []int32
+	for pid, op := range c.mu.parts {
+		if e, ok := want[pid]; !ok || e != op.epoch || recreated {
+			drop = append(drop, pid)
+		}
+	}
+	c.mu.Unlock()
+	for _, pid := range drop {
+		c.unload(pid)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for pid, epoch := range want {
+		if _, ok := c.mu.parts[pid]; ok || c.mu.closed {
+			continue
+		}
+		op := &ownedPartition{id: pid, epoch: epoch, cancel: make(chan struct{})}
+		c.mu.parts[pid] = op
+		c.wg.Add(1)
+		go c.load(op)
+	}
+}
+
+// unload gives up a partition: its groups become Dead, parked requests are
+// answered NOT_COORDINATOR, queued writes fail.
+func (c *Coordinator) unload(pid int32) {
+	c.mu.Lock()
+	op := c.mu.parts[pid]
+	if op == nil {
+		c.mu.Unlock()
+		return
+	}
+	delete(c.mu.parts, pid)
+	close(op.cancel)
+	app := op.app
+	var entries []*groupEntry
+	for id, e := range c.mu.groups {
+		if e.part == op {
+			entries = append(entries, e)
+			delete(c.mu.groups, id)
+		}
+	}
+	c.mu.Unlock()
+	for _, e := range entries {
+		e.mu.Lock()
+		e.g.unload(ErrNotCoordinator)
+		c.rescheduleLocked(e)
+		e.mu.Unlock()
+	}
+	if app != nil {
+		app.close()
+	}
+	if len(entries) > 0 || op.loaded {
+		c.logger.Info().Int32("partition", pid).Int("groups", len(entries)).Msg("unloaded groups of an offsets partition no longer led here")
+	}
+}
+
+// load reads a partition from its start and installs its groups. It reads
+// up to the log end as it was when leadership began, each read bounded by
+// the high watermark: everything the new leader holds becomes committed
+// under its leadership (its followers truncate to it), and reading only
+// below the HW keeps the coordinator from acting on records that could
+// still be lost if this broker itself lost leadership meanwhile.
+func (c *Coordinator) load(op *ownedPartition) {
+	defer c.wg.Done()
+	tp := TopicPartition{Topic: OffsetsTopic, Partition: op.id}
+	log := c.logger.With().Int32("partition", op.id).Int32("epoch", op.epoch).Logger()
+	start := c.now()
+
+	offsets := map[string]map[TopicPartition]OffsetAndMetadata{}
+	groups := map[string]*groupValue{}
+	apply := func(r batchRecord) error {
+		k, ok, err := decodeKey(r.key)
+		if err != nil {
+			log.Warn().Err(err).Int64("offset", r.offset).Msg("skipping undecodable record")
+			return nil
+		}
+		if !ok {
+			return nil
+		}
+		if k.isOffset {
+			if r.value == nil {
+				if m := offsets[k.group]; m != nil {
+					delete(m, k.tp)
+					if len(m) == 0 {
+						delete(offsets, k.group)
+					}
+				}
+				return nil
+			}
+			o, err := decodeOffsetValue(r.value)
+			if err != nil {
+				log.Warn().Err(err).Int64("offset", r.offset).Msg("skipping undecodable offset commit")
+				return nil
+			}
+			if offsets[k.group] == nil {
+				offsets[k.group] = map[TopicPartition]OffsetAndMetadata{}
+			}
+			offsets[k.group][k.tp] = o
+			return nil
+		}
+		if r.value == nil {
+			delete(groups, k.group)
+			return nil
+		}
+		v, err := decodeGroupValue(r.value)
+		if err != nil {
+			log.Warn().Err(err).Int64("offset", r.offset).Msg("skipping undecodable group metadata")
+			return nil
+		}
+		groups[k.group] = v
+		return nil
+	}
+
+	var pos, target int64 = -1, -1
+	skipped := 0
+	backoff := time.NewTimer(0)
+	defer backoff.Stop()
+	<-backoff.C
+	wait := func() bool {
+		backoff.Reset(20 * time.Millisecond)
+		select {
+		case <-backoff.C:
+			return true
+		case <-op.cancel:
+			return false
+		}
+	}
+	for {
+		select {
+		case <-op.cancel:
+			return
+		default:
+		}
+		logStart, hw, leo, err := c.replicas.Bounds(tp)
+		if err != nil {
+			// The replica manager may not host the partition yet.
+			if !wait() {
+				return
+			}
+			continue
+		}
+		if target < 0 {
+			target, pos = leo, logStart
+		}
+		pos = max(pos, logStart)
+		if pos >= target {
+			break
+		}
+		if hw <= pos {
+			// The new leader's HW lags until its followers catch up.
+			if !wait() {
+				return
+			}
+			continue
+		}
+		recs, err := c.replicas.Read(tp, pos, hw, c.cfg.OffsetsLoadBufferSize)
+		if err != nil {
+			log.Warn().Err(err).Int64("offset", pos).Msg("reading offsets partition failed; retrying")
+			if !wait() {
+				return
+			}
+			continue
+		}
+		next, sk, err := parseBatches(recs, apply)
+		skipped += sk
+		if err != nil {
+			log.Error().Err(err).Int64("offset", pos).Msg("offsets partition holds a corrupt batch; loading stopped there")
+			break
+		}
+		if next <= pos {
+			log.Error().Int64("offset", pos).Msg("no progress reading offsets partition; loading stopped there")
+			break
+		}
+		pos = next
+	}
+	if skipped > 0 {
+		log.Warn().Int("batches", skipped).Msg("skipped compressed or transactional batches in the offsets partition")
+	}
+
+	// The appender exists before any group does: a loaded group may write
+	// at once (an over-capacity group rebalances on load).
+	c.mu.Lock()
+	if c.mu.parts[op.id] != op {
+		c.mu.Unlock()
+		return
+	}
+	op.app = newAppender(c, tp)
+	c.mu.Unlock()
+	now := c.nowMs()
+	entries := map[string]*groupEntry{}
+	for id, v := range groups {
+		e := c.newEntry(op)
+		e.mu.Lock()
+		e.g = loadedGroup(id, e.deps, v, now)
+		e.mu.Unlock()
+		entries[id] = e
+	}
+	for id, m := range offsets {
+		e := entries[id]
+		if e == nil {
+			e = c.newEntry(op)
+			e.g = loadedGroup(id, e.deps, nil, now)
+			entries[id] = e
+		}
+		e.g.offsets = m
+	}
+
+	c.mu.Lock()
+	if c.mu.parts[op.id] != op {
+		c.mu.Unlock()
+		op.app.close()
+		return
+	}
+	for id, e := range entries {
+		c.mu.groups[id] = e
+	}
+	op.loaded = true
+	c.mu.Unlock()
+	for _, e := range entries {
+		e.mu.Lock()
+		c.rescheduleLocked(e)
+		e.mu.Unlock()
+	}
+	ev := log.Debug()
+	if len(entries) > 0 {
+		ev = log.Info()
+	}
+	ev.Int("groups", len(entries)).Int64("end_offset", pos).Dur("took", c.now().Sub(start)).Msg("loaded groups of offsets partition")
+}
+
+// newEntry returns an entry for a group of op, its store hook bound to it.
+func (c *Coordinator) newEntry(op *ownedPartition) *groupEntry {
+	e := &groupEntry{part: op, timerAt: noDeadline}
+	d := *c.deps
+	d.store = func(_ *classicGroup, v *groupValue, done func(error, int64)) { c.storeGroup(e, v, done) }
+	e.deps = &d
+	return e
+}
+
+// storeGroup is the state machine's persistence hook; it runs with the
+// group's lock held and only queues the write.
+func (c *Coordinator) storeGroup(e *groupEntry, v *groupValue, done func(error, int64)) {
+	recs := []record{{key: groupKey(e.g.id), value: encodeGroupValue(v)}}
+	e.part.app.enqueue(recs, func(err error) {
+		err = convertAppendError(err, false)
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		done(err, c.nowMs())
+		c.rescheduleLocked(e)
+	})
+}
+
+// rescheduleLocked points the group's timer at its next deadline.
+func (c *Coordinator) rescheduleLocked(e *groupEntry) {
+	next := e.g.nextDeadline()
+	if next == e.timerAt {
+		return
+	}
+	e.timerAt = next
+	if next == noDeadline {
+		if e.timer != nil {
+			e.timer.Stop()
+		}
+		return
+	}
+	d := time.Duration(next-c.nowMs()) * time.Millisecond
+	if e.timer == nil {
+		e.timer = time.AfterFunc(d, func() { c.fire(e) })
+		return
+	}
+	e.timer.Reset(d)
+}
+
+func (c *Coordinator) fire(e *groupEntry) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.timerAt = noDeadline
+	e.g.tick(c.nowMs())
+	c.rescheduleLocked(e)
+}
+
+// validateGroup is Kafka's validateGroupStatus: the group id is valid for
+// the API, this coordinator is running, owns the group's partition and has
+// loaded it. allowEmpty admits the empty group id, which the offset APIs
+// and DescribeGroups/DeleteGroups accept for backward compatibility.
+func (c *Coordinator) validateGroup(groupID string, allowEmpty bool) (*ownedPartition, error) {
+	if groupID == "" && !allowEmpty {
+		return nil, ErrInvalidGroupID
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.validateGroupLocked(groupID)
+}
+
+func (c *Coordinator) validateGroupLocked(groupID string) (*ownedPartition, error) {
+	if c.mu.closed {
+		return nil, ErrCoordinatorNotAvailable
+	}
+	if c.mu.numPartitions == 0 {
+		return nil, ErrNotCoordinator
+	}
+	op := c.mu.parts[partitionFor(groupID, c.mu.numPartitions)]
+	switch {
+	case op == nil:
+		return nil, ErrNotCoordinator
+	case !op.loaded:
+		return nil, ErrCoordinatorLoading
+	}
+	return op, nil
+}
+
+// entry returns the group's entry, creating an empty group when create is
+// set, or nil.
+func (c *Coordinator) entry(groupID string, create bool) (*groupEntry, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	op, err := c.validateGroupLocked(groupID)
+	if err != nil {
+		return nil, err
+	}
+	e := c.mu.groups[groupID]
+	if e == nil && create {
+		e = c.newEntry(op)
+		e.g = newClassicGroup(groupID, e.deps, c.nowMs())
+		c.mu.groups[groupID] = e
+	}
+	return e, nil
+}
+
+// JoinGroup serves a JoinGroup; it waits (until ctx ends) while the
+// request is parked in a rebalance.
+func (c *Coordinator) JoinGroup(ctx context.Context, groupID string, p JoinParams) JoinResult {
+	if _, err := c.validateGroup(groupID, false); err != nil {
+		return joinError(p.MemberID, err)
+	}
+	st := time.Duration(p.SessionTimeoutMs) * time.Millisecond
+	if st < c.cfg.MinSessionTimeout || st > c.cfg.MaxSessionTimeout {
+		return joinError(p.MemberID, ErrInvalidSessionTimeout)
+	}
+	e, err := c.entry(groupID, p.MemberID == "")
+	if err != nil {
+		return joinError(p.MemberID, err)
+	}
+	if e == nil {
+		return joinError(p.MemberID, ErrUnknownMemberID)
+	}
+	ch := make(chan JoinResult, 1)
+	e.mu.Lock()
+	e.g.joinGroup(c.nowMs(), p, func(r JoinResult) { ch <- r })
+	c.rescheduleLocked(e)
+	e.mu.Unlock()
+	select {
+	case r := <-ch:
+		return r
+	case <-ctx.Done():
+		return joinError(p.MemberID, ErrRebalanceInProgress)
+	}
+}
+
+// SyncParams is a SyncGroup request.
+type SyncParams struct {
+	MemberID     string
+	InstanceID   *string
+	Generation   int32
+	ProtocolType *string
+	ProtocolName *string
+	// Assignments is the leader's assignment by member id.
+	Assignments map[string][]byte
+}
+
+// SyncGroup serves a SyncGroup; followers wait for the leader's
+// assignment to be stored.
+func (c *Coordinator) SyncGroup(ctx context.Context, groupID string, p SyncParams) SyncResult {
+	if _, err := c.validateGroup(groupID, false); err != nil {
+		if errors.Is(err, ErrCoordinatorLoading) {
+			// The rebalance's state is lost with the old coordinator;
+			// REBALANCE_IN_PROGRESS sends the member back to JoinGroup
+			// (older clients do not know COORDINATOR_LOAD_IN_PROGRESS here).
+			err = ErrRebalanceInProgress
+		}
+		return SyncResult{Err: err}
+	}
+	e, err := c.entry(groupID, false)
+	if err != nil {
+		return SyncResult{Err: err}
+	}
+	if e == nil {
+		return SyncResult{Err: ErrUnknownMemberID}
+	}
+	ch := make(chan SyncResult, 1)
+	e.mu.Lock()
+	e.g.syncGroup(c.nowMs(), p.MemberID, p.InstanceID, p.Generation, p.ProtocolType, p.ProtocolName, p.Assignments, func(r SyncResult) { ch <- r })
+	c.rescheduleLocked(e)
+	e.mu.Unlock()
+	select {
+	case r := <-ch:
+		return r
+	case <-ctx.Done():
+		return SyncResult{Err: ErrRebalanceInProgress}
+	}
+}
+
+// Heartbeat serves a Heartbeat.
+func (c *Coordinator) Heartbeat(groupID, memberID string, instanceID *string, generation int32) error {
+	if _, err := c.validateGroup(groupID, false); err != nil {
+		if errors.Is(err, ErrCoordinatorLoading) {
+			// Kafka answers blindly while loading: the member keeps its
+			// session until the group is back.
+			return nil
+		}
+		return err
+	}
+	e, err := c.entry(groupID, false)
+	if err != nil {
+		return err
+	}
+	if e == nil {
+		return ErrUnknownMemberID
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	err = e.g.heartbeat(c.nowMs(), memberID, instanceID, generation)
+	c.rescheduleLocked(e)
+	return err
+}
+
+// LeaveGroup removes members; it returns a group-level error or one error
+// per member.
+func (c *Coordinator) LeaveGroup(groupID string, members []LeaveMember) (error, []error) {
+	if _, err := c.validateGroup(groupID, false); err != nil {
+		return err, nil
+	}
+	e, err := c.entry(groupID, false)
+	if err != nil {
+		return err, nil
+	}
+	if e == nil {
+		errs := make([]error, len(members))
+		for i := range errs {
+			errs[i] = ErrUnknownMemberID
+		}
+		return nil, errs
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.g.state == StateDead {
+		return ErrCoordinatorNotAvailable, nil
+	}
+	errs := e.g.leaveGroup(c.nowMs(), members)
+	c.rescheduleLocked(e)
+	return nil, errs
+}
+
+// Coordinator answers FindCoordinator for a group: the leader of the
+// group's __consumer_offsets partition. The topic is created on the first
+// call, with min(offsets.topic.replication.factor, live brokers) replicas.
+func (c *Coordinator) Coordinator(ctx context.Context, groupID string) (cluster.BrokerInfo, error) {
+	im := c.meta.Image()
+	t := im.Topic(OffsetsTopic)
+	if t == nil {
+		live := 0
+		for _, b := range im.Brokers {
+			if !b.Fenced {
+				live++
+			}
+		}
+		rf := min(int(c.cfg.OffsetsTopicReplicationFactor), live)
+		if rf < 1 {
+			return cluster.BrokerInfo{}, ErrCoordinatorNotAvailable
+		}
+		compact, seg, prod := "compact", strconv.FormatInt(c.cfg.OffsetsTopicSegmentBytes, 10), "producer"
+		errs := c.meta.CreateTopics(ctx, []cluster.TopicSpec{{
+			Name: OffsetsTopic, NumPartitions: c.cfg.OffsetsTopicNumPartitions, ReplicationFactor: int16(rf),
+			Configs: map[string]*string{"cleanup.policy": &compact, "segment.bytes": &seg, "compression.type": &prod},
+		}}, false)
+		if err := errs[0]; err != nil && !errors.Is(err, cluster.ErrTopicExists) {
+			c.logger.Warn().Err(err).Msg("creating the offsets topic failed")
+			return cluster.BrokerInfo{}, fmt.Errorf("%w: creating %s: %v", ErrCoordinatorNotAvailable, OffsetsTopic, err)
+		}
+		c.logger.Info().Int32("partitions", c.cfg.OffsetsTopicNumPartitions).Int("replication_factor", rf).Msg("created the offsets topic")
+		im = c.meta.Image()
+		if t = im.Topic(OffsetsTopic); t == nil {
+			return cluster.BrokerInfo{}, ErrCoordinatorNotAvailable
+		}
+	}
+	if len(t.Partitions) == 0 {
+		return cluster.BrokerInfo{}, ErrCoordinatorNotAvailable
+	}
+	p := t.Partitions[partitionFor(groupID, int32(len(t.Partitions)))]
+	b, ok := im.Brokers[p.Leader]
+	if p.Leader < 0 || !ok || b.Fenced {
+		return cluster.BrokerInfo{}, ErrCoordinatorNotAvailable
+	}
+	return b, nil
+}
+
+// PartitionFor returns the __consumer_offsets partition of a group given
+// the topic's partition count.
+func PartitionFor(groupID string, numPartitions int32) int32 {
+	return partitionFor(groupID, numPartitions)
+}

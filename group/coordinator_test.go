@@ -1,0 +1,282 @@
+package group
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/gokafka/gokafka/cluster"
+	"github.com/gokafka/gokafka/partition"
+)
+
+// fakeLog is an in-memory __consumer_offsets: batches get consecutive
+// offsets and the high watermark follows the log end.
+type fakeLog struct {
+	mu      sync.Mutex
+	batches map[TopicPartition][][]byte
+	leo     map[TopicPartition]int64
+	// failAppends makes every append fail with it.
+	failAppends error
+}
+
+func newFakeLog() *fakeLog {
+	return &fakeLog{batches: map[TopicPartition][][]byte{}, leo: map[TopicPartition]int64{}}
+}
+
+func (f *fakeLog) Append(_ context.Context, tp TopicPartition, batch []byte, _ time.Duration) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.failAppends != nil {
+		return f.failAppends
+	}
+	if _, err := partition.ValidateBatches(batch, 1<<20); err != nil {
+		return err
+	}
+	h, _ := partition.ParseBatchHeader(batch)
+	b := append([]byte(nil), batch...)
+	binary.BigEndian.PutUint64(b, uint64(f.leo[tp]))
+	f.batches[tp] = append(f.batches[tp], b)
+	f.leo[tp] += int64(h.NumRecords)
+	return nil
+}
+
+func (f *fakeLog) Bounds(tp TopicPartition) (int64, int64, int64, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return 0, f.leo[tp], f.leo[tp], nil
+}
+
+func (f *fakeLog) Read(tp TopicPartition, offset, maxOffset int64, _ int32) ([]byte, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []byte
+	for _, b := range f.batches[tp] {
+		h, _ := partition.ParseBatchHeader(b)
+		if h.LastOffset() >= offset && h.BaseOffset < maxOffset {
+			out = append(out, b...)
+		}
+	}
+	return out, nil
+}
+
+// fakeMeta is a one-broker cluster whose node 1 leads every partition of
+// a one-partition __consumer_offsets.
+type fakeMeta struct {
+	mu    sync.Mutex
+	im    *cluster.Image
+	watch []func(prev, next *cluster.Image)
+}
+
+func newFakeMeta(leader int32, epoch int32) *fakeMeta {
+	return &fakeMeta{im: offsetsImage(leader, epoch)}
+}
+
+func offsetsImage(leader, epoch int32) *cluster.Image {
+	return &cluster.Image{
+		Brokers: map[int32]cluster.BrokerInfo{1: {NodeID: 1, Host: "127.0.0.1", Port: 9092}},
+		Topics: map[string]*cluster.TopicInfo{OffsetsTopic: {Name: OffsetsTopic, ID: cluster.TopicID{1}, Partitions: []cluster.PartitionInfo{
+			{Partition: 0, Leader: leader, LeaderEpoch: epoch, Replicas: []int32{1}, ISR: []int32{1}},
+		}}},
+	}
+}
+
+func (f *fakeMeta) Image() *cluster.Image { f.mu.Lock(); defer f.mu.Unlock(); return f.im }
+func (f *fakeMeta) Watch(fn func(prev, next *cluster.Image)) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.watch = append(f.watch, fn)
+}
+func (f *fakeMeta) publish(next *cluster.Image) {
+	f.mu.Lock()
+	prev := f.im
+	f.im = next
+	fns := append([]func(prev, next *cluster.Image){}, f.watch...)
+	f.mu.Unlock()
+	for _, fn := range fns {
+		fn(prev, next)
+	}
+}
+func (f *fakeMeta) CreateTopics(context.Context, []cluster.TopicSpec, bool) []error {
+	return []error{errors.New("not supported")}
+}
+func (f *fakeMeta) NodeID() int32 { return 1 }
+
+func newTestCoordinator(t *testing.T, meta *fakeMeta, lg *fakeLog) *Coordinator {
+	t.Helper()
+	cfg := DefaultConfig()
+	cfg.InitialRebalanceDelay = 0
+	c, err := New(cfg, meta, lg, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return c
+}
+
+// waitLoaded polls until the coordinator answers for the group; loading is
+// asynchronous.
+func waitLoaded(t *testing.T, c *Coordinator, groupID string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		_, err := c.validateGroup(groupID, true)
+		if err == nil {
+			return
+		}
+		if !errors.Is(err, ErrCoordinatorLoading) || time.Now().After(deadline) {
+			t.Fatalf("group %s not served: %v", groupID, err)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func appendRecords(t *testing.T, lg *fakeLog, recs ...record) {
+	t.Helper()
+	if err := lg.Append(context.Background(), TopicPartition{Topic: OffsetsTopic}, buildBatch(recs, 1), 0); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestLoadAppliesTombstones(t *testing.T) {
+	lg := newFakeLog()
+	tp := func(p int32) TopicPartition { return TopicPartition{Topic: "orders", Partition: p} }
+	off := func(o int64) []byte {
+		return encodeOffsetValue(OffsetAndMetadata{Offset: o, LeaderEpoch: -1, CommitTimestamp: 1, ExpireTimestamp: -1})
+	}
+	stable := &groupValue{ProtocolType: "consumer", Generation: 3, Protocol: strp("range"), Leader: strp("m1"), Members: []memberValue{
+		{MemberID: "m1", ClientID: "c", SessionTimeoutMs: 10000, RebalanceTimeoutMs: 10000, Subscription: []byte("s"), Assignment: []byte("a")},
+	}}
+	appendRecords(t, lg,
+		record{offsetKey("g1", tp(0)), off(10)},
+		record{offsetKey("g1", tp(1)), off(11)},
+		record{groupKey("g2"), encodeGroupValue(&groupValue{ProtocolType: "consumer", Generation: 1})},
+		record{offsetKey("g2", tp(0)), off(20)},
+	)
+	appendRecords(t, lg,
+		record{offsetKey("g1", tp(0)), off(12)}, // a later commit wins
+		record{offsetKey("g1", tp(1)), nil},     // offset deleted
+		record{groupKey("g2"), nil},             // group deleted...
+		record{offsetKey("g2", tp(0)), nil},     // ...with its offsets
+		record{groupKey("g3"), encodeGroupValue(stable)},
+	)
+
+	c := newTestCoordinator(t, newFakeMeta(1, 0), lg)
+	waitLoaded(t, c, "g1")
+
+	got, err := c.FetchOffsets("g1", nil)
+	if err != nil || len(got) != 1 || got[0].TP != tp(0) || got[0].Offset != 12 {
+		t.Fatalf("g1 offsets: %+v %v; want only orders-0 at 12", got, err)
+	}
+	if s, err := c.DescribeGroup("g2"); err != nil || s.State != StateDead {
+		t.Fatalf("g2: %+v %v; want Dead (deleted)", s, err)
+	}
+	if got, _ := c.FetchOffsets("g2", []TopicPartition{tp(0)}); got[0].Offset != -1 {
+		t.Fatalf("g2 offset after tombstone: %+v", got)
+	}
+	s, err := c.DescribeGroup("g3")
+	if err != nil || s.State != StateStable || len(s.Members) != 1 || string(s.Members[0].Assignment) != "a" || s.Protocol != "range" {
+		t.Fatalf("g3: %+v %v; want Stable with m1 assigned a", s, err)
+	}
+	if err := c.Heartbeat("g3", "m1", nil, 3); err != nil {
+		t.Fatalf("heartbeat of a loaded member: %v", err)
+	}
+}
+
+func TestCommitIsAcknowledgedAfterAppendAndSurvivesReload(t *testing.T) {
+	lg := newFakeLog()
+	meta := newFakeMeta(1, 0)
+	c := newTestCoordinator(t, meta, lg)
+	waitLoaded(t, c, "g")
+	tp := TopicPartition{Topic: "orders", Partition: 0}
+	commit := func() []error {
+		return c.CommitOffsets(context.Background(), "g", CommitParams{Generation: -1, Offsets: []CommitOffset{
+			{TP: tp, OffsetAndMetadata: OffsetAndMetadata{Offset: 5, LeaderEpoch: -1, Metadata: "x", ExpireTimestamp: -1}},
+		}})
+	}
+
+	lg.mu.Lock()
+	lg.failAppends = fmt.Errorf("append: %w", partition.ErrLogClosed)
+	lg.mu.Unlock()
+	if errs := commit(); !errors.Is(errs[0], ErrNotCoordinator) {
+		t.Fatalf("commit with a failing log: %v, want NOT_COORDINATOR", errs)
+	}
+	if got, _ := c.FetchOffsets("g", []TopicPartition{tp}); got[0].Offset != -1 {
+		t.Fatalf("offset visible although its append failed: %+v", got)
+	}
+
+	lg.mu.Lock()
+	lg.failAppends = nil
+	lg.mu.Unlock()
+	if errs := commit(); errs[0] != nil {
+		t.Fatalf("commit: %v", errs)
+	}
+
+	// Leadership moves away and back (new epoch): the group is unloaded,
+	// then rebuilt from the log.
+	meta.publish(offsetsImage(2, 1))
+	if _, err := c.FetchOffsets("g", nil); !errors.Is(err, ErrNotCoordinator) {
+		t.Fatalf("fetch after losing leadership: %v, want NOT_COORDINATOR", err)
+	}
+	meta.publish(offsetsImage(1, 2))
+	waitLoaded(t, c, "g")
+	got, err := c.FetchOffsets("g", []TopicPartition{tp})
+	if err != nil || got[0].Offset != 5 || got[0].Metadata != "x" {
+		t.Fatalf("offset after reload: %+v %v; want 5 with metadata x", got, err)
+	}
+}
+
+func TestExpireOffsetsOfEmptyGroupWritesTombstones(t *testing.T) {
+	lg := newFakeLog()
+	now := time.Unix(1_700_000_000, 0)
+	var mu sync.Mutex
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	cfg := DefaultConfig()
+	c, err := New(cfg, newFakeMeta(1, 0), lg, zerolog.Nop(), WithClock(clock))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	waitLoaded(t, c, "g")
+	tp := TopicPartition{Topic: "orders", Partition: 0}
+	errs := c.CommitOffsets(context.Background(), "g", CommitParams{Generation: -1, Offsets: []CommitOffset{
+		{TP: tp, OffsetAndMetadata: OffsetAndMetadata{Offset: 5, LeaderEpoch: -1, CommitTimestamp: now.UnixMilli(), ExpireTimestamp: -1}},
+	}})
+	if errs[0] != nil {
+		t.Fatal(errs)
+	}
+	if o, g := c.ExpireOffsets(); o != 0 || g != 0 {
+		t.Fatalf("expired %d offsets, %d groups before retention passed", o, g)
+	}
+	mu.Lock()
+	now = now.Add(cfg.OffsetsRetention)
+	mu.Unlock()
+	if o, g := c.ExpireOffsets(); o != 1 || g != 1 {
+		t.Fatalf("expired %d offsets, %d groups after retention; want 1 and 1", o, g)
+	}
+	if s, _ := c.DescribeGroup("g"); s.State != StateDead {
+		t.Fatalf("group state %v after expiry, want Dead", s.State)
+	}
+	// The tombstones reach the log: a fresh coordinator finds nothing.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		_, _, leo, _ := lg.Bounds(TopicPartition{Topic: OffsetsTopic})
+		if leo >= 3 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("tombstones not written (log end %d)", leo)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	c2 := newTestCoordinator(t, newFakeMeta(1, 0), lg)
+	waitLoaded(t, c2, "g")
+	if got, _ := c2.FetchOffsets("g", nil); len(got) != 0 {
+		t.Fatalf("offsets after reload: %+v, want none", got)
+	}
+}

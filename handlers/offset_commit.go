@@ -1,0 +1,87 @@
+package handlers
+
+// OffsetCommit (key 8), v0-v9.
+//
+// v0 commits outside group management (generation -1, no member). v1
+// carries a per-partition commit timestamp (-1: now). v2-v4 carry a
+// retention time that sets an explicit expiry (-1: the broker's
+// offsets.retention.minutes); v5 dropped it. v6 adds the committed leader
+// epoch, v7 group.instance.id (KIP-345), v8+ is flexible. Partitions of
+// topics that do not exist answer UNKNOWN_TOPIC_OR_PARTITION; metadata
+// beyond offset.metadata.max.bytes OFFSET_METADATA_TOO_LARGE. The answer
+// waits until the commit is replicated to the ISR of the group's
+// __consumer_offsets partition.
+
+import (
+	"context"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/gokafka/gokafka/group"
+	"github.com/gokafka/gokafka/protocol"
+)
+
+func (h *Handlers) registerOffsetCommit(reg *protocol.Registry) {
+	reg.Register(8, 0, 9, h.offsetCommit)
+}
+
+func (h *Handlers) offsetCommit(ctx context.Context, req *protocol.Request) (kmsg.Response, error) {
+	r := req.Body.(*kmsg.OffsetCommitRequest)
+	resp := r.ResponseKind().(*kmsg.OffsetCommitResponse)
+	c := h.coordinator()
+	im := h.meta.Image()
+	now := time.Now().UnixMilli()
+
+	p := group.CommitParams{MemberID: r.MemberID, InstanceID: r.InstanceID, Generation: r.Generation}
+	if req.Version == 0 {
+		p.MemberID, p.Generation = "", -1
+	}
+	if req.Version < 7 {
+		p.InstanceID = nil
+	}
+	expire := int64(-1)
+	if req.Version >= 2 && req.Version <= 4 && r.RetentionTimeMillis != -1 {
+		expire = now + r.RetentionTimeMillis
+	}
+
+	type slot struct{ t, p int }
+	var slots []slot
+	for ti, t := range r.Topics {
+		rt := kmsg.NewOffsetCommitResponseTopic()
+		rt.Topic = t.Topic
+		for pi, pt := range t.Partitions {
+			rp := kmsg.NewOffsetCommitResponseTopicPartition()
+			rp.Partition = pt.Partition
+			switch {
+			case c == nil:
+				rp.ErrorCode = kerr.CoordinatorNotAvailable.Code
+			case im.Partition(t.Topic, pt.Partition) == nil:
+				rp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			default:
+				o := group.OffsetAndMetadata{Offset: pt.Offset, LeaderEpoch: -1, CommitTimestamp: now, ExpireTimestamp: expire}
+				if pt.Metadata != nil {
+					o.Metadata = *pt.Metadata
+				}
+				if req.Version >= 6 && pt.LeaderEpoch >= 0 {
+					o.LeaderEpoch = pt.LeaderEpoch
+				}
+				if req.Version == 1 && pt.Timestamp != -1 {
+					o.CommitTimestamp = pt.Timestamp
+				}
+				p.Offsets = append(p.Offsets, group.CommitOffset{TP: group.TopicPartition{Topic: t.Topic, Partition: pt.Partition}, OffsetAndMetadata: o})
+				slots = append(slots, slot{ti, pi})
+			}
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	if len(p.Offsets) > 0 {
+		errs := c.CommitOffsets(ctx, r.Group, p)
+		for i, s := range slots {
+			resp.Topics[s.t].Partitions[s.p].ErrorCode = errorCode(errs[i])
+		}
+	}
+	return resp, nil
+}

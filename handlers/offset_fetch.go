@@ -1,0 +1,132 @@
+package handlers
+
+// OffsetFetch (key 9), v0-v9.
+//
+// v0 (which in Kafka once read ZooKeeper) is served like v1, from
+// __consumer_offsets. From v2 a null topic list asks for every committed
+// offset and errors are reported at the top level; below v2 a group error
+// is repeated on every requested partition. v5 adds the leader epoch, v7
+// RequireStable (no transactional commits are pending here, so every
+// offset is stable), v8 batches groups (KIP-709). A partition with no
+// commit answers offset -1 and empty metadata.
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/gokafka/gokafka/group"
+	"github.com/gokafka/gokafka/protocol"
+)
+
+func (h *Handlers) registerOffsetFetch(reg *protocol.Registry) {
+	reg.Register(9, 0, 9, h.offsetFetch)
+}
+
+// fetchGroupOffsets answers one group: topics nil means all.
+func (h *Handlers) fetchGroupOffsets(groupID string, topics map[string][]int32, order []string) (map[string][]group.FetchedOffset, []string, error) {
+	c := h.coordinator()
+	if c == nil {
+		return nil, nil, group.ErrCoordinatorNotAvailable
+	}
+	var tps []group.TopicPartition
+	if topics != nil {
+		tps = []group.TopicPartition{}
+		for _, t := range order {
+			for _, p := range topics[t] {
+				tps = append(tps, group.TopicPartition{Topic: t, Partition: p})
+			}
+		}
+	}
+	got, err := c.FetchOffsets(groupID, tps)
+	if err != nil {
+		return nil, nil, err
+	}
+	byTopic := map[string][]group.FetchedOffset{}
+	var names []string
+	for _, o := range got {
+		if _, ok := byTopic[o.TP.Topic]; !ok {
+			names = append(names, o.TP.Topic)
+		}
+		byTopic[o.TP.Topic] = append(byTopic[o.TP.Topic], o)
+	}
+	return byTopic, names, nil
+}
+
+func (h *Handlers) offsetFetch(_ context.Context, req *protocol.Request) (kmsg.Response, error) {
+	r := req.Body.(*kmsg.OffsetFetchRequest)
+	resp := r.ResponseKind().(*kmsg.OffsetFetchResponse)
+	if req.Version >= 8 {
+		for _, g := range r.Groups {
+			rg := kmsg.NewOffsetFetchResponseGroup()
+			rg.Group = g.Group
+			var topics map[string][]int32
+			var order []string
+			if g.Topics != nil {
+				topics = map[string][]int32{}
+				for _, t := range g.Topics {
+					if _, ok := topics[t.Topic]; !ok {
+						order = append(order, t.Topic)
+					}
+					topics[t.Topic] = append(topics[t.Topic], t.Partitions...)
+				}
+			}
+			byTopic, names, err := h.fetchGroupOffsets(g.Group, topics, order)
+			rg.ErrorCode = errorCode(err)
+			for _, name := range names {
+				rt := kmsg.NewOffsetFetchResponseGroupTopic()
+				rt.Topic = name
+				for _, o := range byTopic[name] {
+					rp := kmsg.NewOffsetFetchResponseGroupTopicPartition()
+					rp.Partition, rp.Offset, rp.LeaderEpoch, rp.Metadata = o.TP.Partition, o.Offset, o.LeaderEpoch, strPtr(o.Metadata)
+					rt.Partitions = append(rt.Partitions, rp)
+				}
+				rg.Topics = append(rg.Topics, rt)
+			}
+			resp.Groups = append(resp.Groups, rg)
+		}
+		return resp, nil
+	}
+
+	var topics map[string][]int32
+	var order []string
+	if r.Topics != nil || req.Version < 2 {
+		topics = map[string][]int32{}
+		for _, t := range r.Topics {
+			if _, ok := topics[t.Topic]; !ok {
+				order = append(order, t.Topic)
+			}
+			topics[t.Topic] = append(topics[t.Topic], t.Partitions...)
+		}
+	}
+	byTopic, names, err := h.fetchGroupOffsets(r.Group, topics, order)
+	if err != nil {
+		if req.Version >= 2 {
+			resp.ErrorCode = errorCode(err)
+			return resp, nil
+		}
+		// v0-v1 have no top-level error: every partition carries it.
+		for _, name := range order {
+			rt := kmsg.NewOffsetFetchResponseTopic()
+			rt.Topic = name
+			for _, p := range topics[name] {
+				rp := kmsg.NewOffsetFetchResponseTopicPartition()
+				rp.Partition, rp.Offset, rp.LeaderEpoch, rp.Metadata, rp.ErrorCode = p, -1, -1, strPtr(""), errorCode(err)
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			resp.Topics = append(resp.Topics, rt)
+		}
+		return resp, nil
+	}
+	for _, name := range names {
+		rt := kmsg.NewOffsetFetchResponseTopic()
+		rt.Topic = name
+		for _, o := range byTopic[name] {
+			rp := kmsg.NewOffsetFetchResponseTopicPartition()
+			rp.Partition, rp.Offset, rp.LeaderEpoch, rp.Metadata = o.TP.Partition, o.Offset, o.LeaderEpoch, strPtr(o.Metadata)
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return resp, nil
+}
