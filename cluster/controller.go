@@ -101,6 +101,10 @@ type Controller struct {
 
 	// incarnation identifies this process in its broker registration.
 	incarnation string
+	// hbStop ends the regular heartbeats once a controlled shutdown
+	// begins.
+	hbStop     chan struct{}
+	hbStopOnce sync.Once
 
 	// lastSeen holds, on the active controller, when each broker last
 	// heartbeated. Guarded by proposeMu.

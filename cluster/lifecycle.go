@@ -202,6 +202,10 @@ func (c *Controller) heartbeatLoop() {
 		select {
 		case <-c.stop:
 			return
+		case <-c.hbStop:
+			// Controlled shutdown sends its own heartbeats; a regular one
+			// would unfence the broker again.
+			return
 		case <-t.C:
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), c.qc.HeartbeatInterval*2)
@@ -215,6 +219,7 @@ func (c *Controller) heartbeatLoop() {
 // ControlledShutdown asks the controller to move this broker's
 // leaderships away, waiting up to ctx for it to be done.
 func (c *Controller) ControlledShutdown(ctx context.Context) error {
+	c.hbStopOnce.Do(func() { close(c.hbStop) })
 	for {
 		_, done, err := c.Heartbeat(ctx, true)
 		if err == nil && done {

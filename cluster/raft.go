@@ -165,7 +165,7 @@ func Open(ctx context.Context, cfg Config, qc QuorumConfig, logger zerolog.Logge
 	if qc.SessionTimeout <= 0 {
 		qc.SessionTimeout = 9 * time.Second
 	}
-	c := &Controller{cfg: cfg, qc: qc, logger: logger, stop: make(chan struct{})}
+	c := &Controller{cfg: cfg, qc: qc, logger: logger, stop: make(chan struct{}), hbStop: make(chan struct{})}
 	c.lastSeen = make(map[int32]time.Time)
 	f := &fsm{ctrl: c, st: NewState()}
 	c.fsm = f
@@ -377,6 +377,21 @@ func (c *Controller) Close() error {
 	close(c.stop)
 	c.wg.Wait()
 	var errs []error
+	if c.raft != nil && c.IsLeader() && len(c.qc.Voters) > 1 {
+		// Hand leadership over first: a leader that just stops may have
+		// committed entries no follower knows are committed yet, and
+		// with one voter left of three nobody could elect itself to
+		// finish applying them.
+		done := make(chan error, 1)
+		go func() { done <- c.raft.LeadershipTransfer().Error() }()
+		select {
+		case err := <-done:
+			if err != nil {
+				c.logger.Debug().Err(err).Msg("leadership transfer at shutdown failed")
+			}
+		case <-time.After(3 * time.Second):
+		}
+	}
 	if c.raft != nil {
 		if err := c.raft.Shutdown().Error(); err != nil {
 			errs = append(errs, err)

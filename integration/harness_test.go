@@ -140,6 +140,10 @@ func freePort(t testing.TB) int {
 // override the harness defaults.
 type brokerOpts struct {
 	Env map[string]string
+	// Port is the PLAINTEXT port; 0 picks a free one. Choose it up front
+	// (with freePort) when other settings must name it before the broker
+	// exists: a cluster's listeners, advertised listeners.
+	Port int
 }
 
 type broker struct {
@@ -163,16 +167,29 @@ type broker struct {
 // directory, waits until it accepts connections, and registers its shutdown.
 func startBroker(t testing.TB, opts brokerOpts) *broker {
 	t.Helper()
+	b := newBroker(t, opts)
+	b.start()
+	return b
+}
+
+// newBroker prepares a broker (directories, environment, log file, shutdown
+// at the end of the test) without starting it, for callers that must launch
+// several processes before any of them can become ready.
+func newBroker(t testing.TB, opts brokerOpts) *broker {
+	t.Helper()
 	if gokafkaBin == "" {
 		t.Fatal("broker binary not built (TestMain did not run)")
 	}
 	root := t.TempDir()
 	b := &broker{
 		t:       t,
-		port:    freePort(t),
+		port:    opts.Port,
 		root:    root,
 		dataDir: filepath.Join(root, "data"),
 		logPath: filepath.Join(root, "broker.log"),
+	}
+	if b.port == 0 {
+		b.port = freePort(t)
 	}
 	settings := map[string]string{
 		"GOKAFKA_LISTENERS":  "PLAINTEXT://" + b.Addr(),
@@ -201,7 +218,6 @@ func startBroker(t testing.TB, opts brokerOpts) *broker {
 	b.logFile = lf
 
 	t.Cleanup(b.cleanup)
-	b.start()
 	return b
 }
 
@@ -217,6 +233,13 @@ func (b *broker) PartitionDir(topic string, partition int32) string {
 }
 
 func (b *broker) start() {
+	b.t.Helper()
+	b.launch()
+	b.waitReady()
+}
+
+// launch starts the process without waiting for it to accept connections.
+func (b *broker) launch() {
 	t := b.t
 	t.Helper()
 	b.mu.Lock()
@@ -243,7 +266,15 @@ func (b *broker) start() {
 		b.mu.Unlock()
 		close(done)
 	}()
+}
 
+// waitReady waits until the current process accepts connections.
+func (b *broker) waitReady() {
+	t := b.t
+	t.Helper()
+	b.mu.Lock()
+	done := b.done
+	b.mu.Unlock()
 	// Ready means the listener accepts: the broker opens it only after its
 	// logs are loaded.
 	deadline := time.Now().Add(60 * time.Second)
