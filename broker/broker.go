@@ -20,6 +20,7 @@ import (
 	"github.com/gokafka/gokafka/partition"
 	"github.com/gokafka/gokafka/protocol"
 	"github.com/gokafka/gokafka/replication"
+	"github.com/gokafka/gokafka/txn"
 )
 
 // Config is the broker's validated configuration.
@@ -45,7 +46,9 @@ type Config struct {
 	Protocol protocol.Config
 	Logs     partition.ManagerConfig
 	// Groups configures the group coordinator.
-	Groups      group.Config
+	Groups group.Config
+	// Txn configures the transaction coordinator.
+	Txn         txn.Config
 	Replication replication.Config
 	// BrokerDefaults holds every broker property's value, the source of
 	// topic config defaults and of DescribeConfigs for the broker.
@@ -64,6 +67,7 @@ type Server struct {
 	logs     *partition.Manager
 	replicas *replication.Manager
 	groups   *group.Coordinator
+	txn      *txn.Coordinator
 	srv      *protocol.Server
 
 	listeners []net.Listener
@@ -164,6 +168,11 @@ func Start(ctx context.Context, cfg Config, logger zerolog.Logger) (_ *Server, e
 	}
 	h := handlers.Register(reg, handlers.Config{NodeID: cfg.NodeID, AutoCreateTopics: cfg.AutoCreateTopics}, s.meta, s.replicas, logger.With().Str("component", "handlers").Logger())
 	h.SetGroupCoordinator(s.groups)
+	s.txn, err = txn.New(cfg.Txn, s.meta, txn.ReplicaStore(s.replicas), s.groups, h.NextProducerID, logger.With().Str("component", "txn").Logger())
+	if err != nil {
+		return nil, fmt.Errorf("start transaction coordinator: %w", err)
+	}
+	h.SetTxnCoordinator(s.txn)
 	s.srv = protocol.NewServer(cfg.Protocol, reg, logger.With().Str("component", "net").Logger())
 
 	// Bind only now: the port must not take connections before the logs
@@ -257,7 +266,11 @@ func (s *Server) closeAll() error {
 	for _, ln := range s.listeners {
 		ln.Close()
 	}
-	// The coordinator writes through the logs: stop it before them.
+	// The coordinators write through the logs: stop them before them.
+	if s.txn != nil {
+		s.txn.Close()
+		s.txn = nil
+	}
 	if s.groups != nil {
 		s.groups.Close()
 		s.groups = nil

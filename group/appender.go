@@ -15,6 +15,11 @@ const maxBatchBytes = 1000000
 type appendReq struct {
 	recs []record
 	size int
+	// txn marks a transactional offset commit of producer pid at epoch;
+	// it goes out in a batch of its own.
+	txn   bool
+	pid   int64
+	epoch int16
 	// done runs on the appender's goroutine (or a fresh one after close)
 	// with the append's outcome.
 	done func(err error)
@@ -52,6 +57,16 @@ func newAppender(c *Coordinator, tp TopicPartition) *appender {
 // closed appender answers from a new goroutine, so that callers holding a
 // group lock never see their callback run underneath them.
 func (a *appender) enqueue(recs []record, done func(error)) {
+	a.enqueueReq(appendReq{recs: recs, done: done})
+}
+
+// enqueueTxn queues a transactional offset commit of producer pid.
+func (a *appender) enqueueTxn(recs []record, pid int64, epoch int16, done func(error)) {
+	a.enqueueReq(appendReq{recs: recs, done: done, txn: true, pid: pid, epoch: epoch})
+}
+
+func (a *appender) enqueueReq(req appendReq) {
+	recs, done := req.recs, req.done
 	size := 0
 	for _, r := range recs {
 		size += len(r.key) + len(r.value) + 16
@@ -62,7 +77,8 @@ func (a *appender) enqueue(recs []record, done func(error)) {
 		go done(ErrNotCoordinator)
 		return
 	}
-	a.mu.queue = append(a.mu.queue, appendReq{recs: recs, size: size, done: done})
+	req.size = size
+	a.mu.queue = append(a.mu.queue, req)
 	a.mu.Unlock()
 	select {
 	case a.wake <- struct{}{}:
@@ -110,7 +126,7 @@ func (a *appender) run() {
 func (a *appender) write(queue []appendReq) {
 	for len(queue) > 0 {
 		n, size := 0, 0
-		for n < len(queue) && (n == 0 || size+queue[n].size <= maxBatchBytes) {
+		for n < len(queue) && (n == 0 || !queue[0].txn && !queue[n].txn && size+queue[n].size <= maxBatchBytes) {
 			size += queue[n].size
 			n++
 		}
@@ -121,6 +137,9 @@ func (a *appender) write(queue []appendReq) {
 			recs = append(recs, r.recs...)
 		}
 		batch := buildBatch(recs, a.c.now().UnixMilli())
+		if chunk[0].txn {
+			batch = buildProducerBatch(recs, a.c.now().UnixMilli(), chunk[0].pid, chunk[0].epoch)
+		}
 		timeout := a.c.cfg.OffsetCommitTimeout
 		ctx, cancel := context.WithTimeout(context.Background(), timeout+time.Second)
 		err := a.c.replicas.Append(ctx, a.tp, batch, timeout)

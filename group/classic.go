@@ -230,6 +230,10 @@ type classicGroup struct {
 	// pendingCommits counts commits of a partition not yet acknowledged:
 	// their offsets must not expire underneath them.
 	pendingCommits map[TopicPartition]int
+	// txnOffsets holds offsets committed inside transactions, by producer
+	// id, until the transaction's marker decides them (KIP-98): a commit
+	// moves them to offsets, an abort drops them.
+	txnOffsets map[int64]map[TopicPartition]OffsetAndMetadata
 }
 
 func newClassicGroup(id string, deps *groupDeps, nowMs int64) *classicGroup {
@@ -245,6 +249,7 @@ func newClassicGroup(id string, deps *groupDeps, nowMs int64) *classicGroup {
 		syncDeadline:   noDeadline,
 		offsets:        make(map[TopicPartition]OffsetAndMetadata),
 		pendingCommits: make(map[TopicPartition]int),
+		txnOffsets:     make(map[int64]map[TopicPartition]OffsetAndMetadata),
 	}
 }
 

@@ -221,7 +221,24 @@ func (c *Coordinator) load(op *ownedPartition) {
 
 	offsets := map[string]map[TopicPartition]OffsetAndMetadata{}
 	groups := map[string]*groupValue{}
+	// txnOffsets are transactional commits by producer, then group,
+	// awaiting their marker.
+	txnOffsets := map[int64]map[string]map[TopicPartition]OffsetAndMetadata{}
 	apply := func(r batchRecord) error {
+		if r.control {
+			if r.commit {
+				for g, m := range txnOffsets[r.pid] {
+					if offsets[g] == nil {
+						offsets[g] = map[TopicPartition]OffsetAndMetadata{}
+					}
+					for tp, o := range m {
+						offsets[g][tp] = o
+					}
+				}
+			}
+			delete(txnOffsets, r.pid)
+			return nil
+		}
 		k, ok, err := decodeKey(r.key)
 		if err != nil {
 			log.Warn().Err(err).Int64("offset", r.offset).Msg("skipping undecodable record")
@@ -243,6 +260,18 @@ func (c *Coordinator) load(op *ownedPartition) {
 			o, err := decodeOffsetValue(r.value)
 			if err != nil {
 				log.Warn().Err(err).Int64("offset", r.offset).Msg("skipping undecodable offset commit")
+				return nil
+			}
+			if r.pid >= 0 {
+				byGroup := txnOffsets[r.pid]
+				if byGroup == nil {
+					byGroup = map[string]map[TopicPartition]OffsetAndMetadata{}
+					txnOffsets[r.pid] = byGroup
+				}
+				if byGroup[k.group] == nil {
+					byGroup[k.group] = map[TopicPartition]OffsetAndMetadata{}
+				}
+				byGroup[k.group][k.tp] = o
 				return nil
 			}
 			if offsets[k.group] == nil {
@@ -327,7 +356,7 @@ func (c *Coordinator) load(op *ownedPartition) {
 		pos = next
 	}
 	if skipped > 0 {
-		log.Warn().Int("batches", skipped).Msg("skipped compressed or transactional batches in the offsets partition")
+		log.Warn().Int("batches", skipped).Msg("skipped compressed batches in the offsets partition")
 	}
 
 	// The appender exists before any group does: a loaded group may write
@@ -356,6 +385,19 @@ func (c *Coordinator) load(op *ownedPartition) {
 			entries[id] = e
 		}
 		e.g.offsets = m
+	}
+	// Transactions still open at the end of the log keep their offsets
+	// pending; the transaction coordinator's markers decide them.
+	for pid, byGroup := range txnOffsets {
+		for id, m := range byGroup {
+			e := entries[id]
+			if e == nil {
+				e = c.newEntry(op)
+				e.g = loadedGroup(id, e.deps, nil, now)
+				entries[id] = e
+			}
+			e.g.txnOffsets[pid] = m
+		}
 	}
 
 	c.mu.Lock()

@@ -15,7 +15,11 @@
 //     __consumer_offsets; on becoming leader this broker loads the
 //     partition's groups from the log (COORDINATOR_LOAD_IN_PROGRESS
 //     meanwhile), on losing it unloads them (NOT_COORDINATOR afterwards);
-//   - offsets.retention.minutes expiry (offsets.go), writing tombstones.
+//   - offsets.retention.minutes expiry (offsets.go), writing tombstones;
+//   - transactional offset commits (txn.go): written as the producer's
+//     transactional batch, held per producer id until the transaction
+//     coordinator's marker in the partition commits or drops them
+//     (CompleteTxn), and rebuilt from batches and markers on load.
 //
 // What it must not touch: the partition logs directly (it goes through the
 // Replicas interface, which the replica manager implements) or the

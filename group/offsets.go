@@ -217,6 +217,10 @@ func (c *Coordinator) CommitOffsets(ctx context.Context, groupID string, p Commi
 type FetchedOffset struct {
 	TP TopicPartition
 	OffsetAndMetadata
+	// Pending is set when a transaction not yet decided holds an offset
+	// for the partition (OffsetFetch's require_stable answers
+	// UNSTABLE_OFFSET_COMMIT for it, KIP-447).
+	Pending bool
 }
 
 // FetchOffsets returns the committed offsets of tps, or all of the group's
@@ -240,9 +244,17 @@ func (c *Coordinator) FetchOffsets(groupID string, tps []TopicPartition) ([]Fetc
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	pending := func(tp TopicPartition) bool {
+		for _, m := range e.g.txnOffsets {
+			if _, ok := m[tp]; ok {
+				return true
+			}
+		}
+		return false
+	}
 	if tps == nil {
 		for tp, o := range e.g.offsets {
-			out = append(out, FetchedOffset{TP: tp, OffsetAndMetadata: o})
+			out = append(out, FetchedOffset{TP: tp, OffsetAndMetadata: o, Pending: pending(tp)})
 		}
 		sort.Slice(out, func(i, j int) bool {
 			if out[i].TP.Topic != out[j].TP.Topic {
@@ -257,7 +269,7 @@ func (c *Coordinator) FetchOffsets(groupID string, tps []TopicPartition) ([]Fetc
 		if !ok {
 			o = none
 		}
-		out = append(out, FetchedOffset{TP: tp, OffsetAndMetadata: o})
+		out = append(out, FetchedOffset{TP: tp, OffsetAndMetadata: o, Pending: pending(tp)})
 	}
 	return out, nil
 }
@@ -445,7 +457,7 @@ func (c *Coordinator) ExpireOffsets() (offsets, groups int) {
 		if len(recs) > 0 {
 			e.part.app.enqueue(recs, func(error) {})
 		}
-		dead := g.state == StateEmpty && len(g.offsets) == 0 && len(g.pendingCommits) == 0 && len(g.pending) == 0
+		dead := g.state == StateEmpty && len(g.offsets) == 0 && len(g.pendingCommits) == 0 && len(g.pending) == 0 && len(g.txnOffsets) == 0
 		if dead {
 			c.killLocked(e, func(error) {})
 			groups++

@@ -24,6 +24,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kbin"
 
 	"github.com/gokafka/gokafka/partition"
+	"github.com/gokafka/gokafka/replication"
 )
 
 // errBadRecord marks a record of __consumer_offsets that cannot be decoded.
@@ -275,6 +276,15 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // the CRC-32C covers attributes to the end, so setting them later does not
 // invalidate it.
 func buildBatch(recs []record, timestampMs int64) []byte {
+	return buildProducerBatch(recs, timestampMs, -1, -1)
+}
+
+// buildProducerBatch is buildBatch for a transactional producer's offset
+// commit (TxnOffsetCommit): the batch carries the producer's id and epoch
+// and the transactional flag, and no sequence, as Kafka writes it; the
+// transaction's marker later decides whether its offsets count. A pid of
+// -1 builds a plain batch.
+func buildProducerBatch(recs []record, timestampMs int64, pid int64, epoch int16) []byte {
 	var body []byte
 	for i, rec := range recs {
 		var r []byte
@@ -297,30 +307,37 @@ func buildBatch(recs []record, timestampMs int64) []byte {
 	be.PutUint32(b[8:], uint32(partition.BatchHeaderSize-12+len(body))) // batch length
 	be.PutUint32(b[12:], 0xffffffff)                                    // partition leader epoch
 	b[16] = 2                                                           // magic
-	be.PutUint16(b[21:], 0)                                             // attributes
-	be.PutUint32(b[23:], uint32(len(recs)-1))                           // last offset delta
-	be.PutUint64(b[27:], uint64(timestampMs))                           // first timestamp
-	be.PutUint64(b[35:], uint64(timestampMs))                           // max timestamp
-	be.PutUint64(b[43:], 0xffffffffffffffff)                            // producer id
-	be.PutUint16(b[51:], 0xffff)                                        // producer epoch
-	be.PutUint32(b[53:], 0xffffffff)                                    // base sequence
-	be.PutUint32(b[57:], uint32(len(recs)))                             // record count
+	if pid >= 0 {
+		be.PutUint16(b[21:], 0x10) // transactional
+	}
+	be.PutUint32(b[23:], uint32(len(recs)-1)) // last offset delta
+	be.PutUint64(b[27:], uint64(timestampMs)) // first timestamp
+	be.PutUint64(b[35:], uint64(timestampMs)) // max timestamp
+	be.PutUint64(b[43:], uint64(pid))         // producer id
+	be.PutUint16(b[51:], uint16(epoch))       // producer epoch
+	be.PutUint32(b[53:], 0xffffffff)          // base sequence
+	be.PutUint32(b[57:], uint32(len(recs)))   // record count
 	b = append(b, body...)
 	be.PutUint32(b[17:], crc32.Checksum(b[21:], castagnoli))
 	return b
 }
 
-// batchRecord is one record read back from the log.
+// batchRecord is one record read back from the log, or a transaction
+// marker (control set).
 type batchRecord struct {
 	offset     int64
 	key, value []byte // value nil for a tombstone
+	// pid is the producer of a transactional record or marker, -1 for a
+	// plain record.
+	pid int64
+	// control marks a transaction marker for pid; commit is its outcome.
+	control, commit bool
 }
 
 // parseBatches walks the batches in b, calling fn for every record of the
-// uncompressed, non-control, non-transactional ones, and returns the
+// uncompressed ones and once for every transaction marker, and returns the
 // offset after the last whole batch. Compressed batches (which gokafka
-// never writes) and transactional ones (whose outcome needs the
-// transaction markers) are skipped and counted.
+// never writes) are skipped and counted.
 func parseBatches(b []byte, fn func(batchRecord) error) (next int64, skipped int, err error) {
 	next = -1
 	for len(b) >= partition.BatchHeaderSize {
@@ -336,9 +353,12 @@ func parseBatches(b []byte, fn func(batchRecord) error) (next int64, skipped int
 		b = b[size:]
 		next = h.NextOffset()
 		if h.IsControl() {
+			if err := fn(batchRecord{offset: h.BaseOffset, pid: h.ProducerID, control: true, commit: replication.ControlType(batch)}); err != nil {
+				return next, skipped, err
+			}
 			continue
 		}
-		if h.IsTransactional() || h.Compression() != partition.CompressionNone {
+		if h.Compression() != partition.CompressionNone {
 			skipped++
 			continue
 		}
@@ -368,7 +388,11 @@ func parseRecords(body []byte, h partition.BatchHeader, fn func(batchRecord) err
 		if !rr.Ok() {
 			return fmt.Errorf("%w: record %d truncated", errBadRecord, i)
 		}
-		if err := fn(batchRecord{offset: h.BaseOffset + int64(delta), key: append([]byte(nil), key...), value: value}); err != nil {
+		pid := int64(-1)
+		if h.IsTransactional() {
+			pid = h.ProducerID
+		}
+		if err := fn(batchRecord{offset: h.BaseOffset + int64(delta), key: append([]byte(nil), key...), value: value, pid: pid}); err != nil {
 			return err
 		}
 	}

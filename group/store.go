@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/gokafka/gokafka/cluster"
+	"github.com/gokafka/gokafka/idempotent"
 	"github.com/gokafka/gokafka/partition"
 	"github.com/gokafka/gokafka/replication"
 )
@@ -41,7 +42,7 @@ func ReplicaStore(m *replication.Manager) Replicas { return replicaStore{m} }
 type replicaStore struct{ m *replication.Manager }
 
 func (s replicaStore) Append(ctx context.Context, tp TopicPartition, batch []byte, timeout time.Duration) error {
-	_, err := s.m.Produce(ctx, tp, batch, -1, timeout)
+	_, err := s.m.ProduceWithOptions(ctx, tp, batch, -1, timeout, replication.AppendOptions{FromCoordinator: true})
 	return err
 }
 
@@ -71,6 +72,9 @@ func convertAppendError(err error, forCommit bool) error {
 	switch {
 	case err == nil:
 		return nil
+	case errors.Is(err, idempotent.ErrInvalidProducerEpoch), errors.Is(err, idempotent.ErrInvalidTxnState):
+		// A transactional commit from a fenced producer (TxnOffsetCommit).
+		return err
 	case errors.Is(err, replication.ErrUnknownTopicOrPartition),
 		errors.Is(err, replication.ErrNotEnoughReplicas),
 		errors.Is(err, replication.ErrNotEnoughReplicasAfterAppend):

@@ -11,6 +11,7 @@ import (
 	"github.com/gokafka/gokafka/idempotent"
 	"github.com/gokafka/gokafka/partition"
 	"github.com/gokafka/gokafka/replication"
+	"github.com/gokafka/gokafka/txn"
 )
 
 var errorCodes = []struct {
@@ -64,6 +65,17 @@ var errorCodes = []struct {
 	{group.ErrOffsetMetadataTooLarge, kerr.OffsetMetadataTooLarge},
 	{group.ErrInvalidCommitOffsetSize, kerr.InvalidCommitOffsetSize},
 	{group.ErrUnknownServer, kerr.UnknownServerError},
+	{txn.ErrCoordinatorNotAvailable, kerr.CoordinatorNotAvailable},
+	{txn.ErrNotCoordinator, kerr.NotCoordinator},
+	{txn.ErrCoordinatorLoading, kerr.CoordinatorLoadInProgress},
+	{txn.ErrConcurrentTransactions, kerr.ConcurrentTransactions},
+	{txn.ErrInvalidProducerIDMapping, kerr.InvalidProducerIDMapping},
+	{txn.ErrProducerFenced, kerr.ProducerFenced},
+	{txn.ErrInvalidTxnState, kerr.InvalidTxnState},
+	{txn.ErrInvalidTxnTimeout, kerr.InvalidTransactionTimeout},
+	{txn.ErrTransactionalIDNotFound, kerr.TransactionalIDNotFound},
+	{txn.ErrInvalidRequest, kerr.InvalidRequest},
+	{txn.ErrUnknownServer, kerr.UnknownServerError},
 	{context.DeadlineExceeded, kerr.RequestTimedOut},
 	{context.Canceled, kerr.RequestTimedOut},
 }

@@ -14,7 +14,10 @@ package handlers
 // full fetch and is answered with session id 0, which tells the client to
 // keep sending full fetches; a non-zero session id gets
 // FETCH_SESSION_ID_NOT_FOUND. Topics are named by id from v13.
-// read_committed reads up to the last stable offset.
+// read_committed reads up to the last stable offset (the first offset of
+// the earliest transaction not yet decided, else the high watermark) and
+// lists the aborted transactions overlapping the records returned, whose
+// records the consumer drops (KIP-98).
 //
 // A replica id >= 0 (ReplicaID up to v14, ReplicaState.ID from v15, KIP-903)
 // marks a follower: it reads up to the leader's log end rather than the
@@ -129,6 +132,11 @@ func (h *Handlers) fetch(ctx context.Context, req *protocol.Request) (kmsg.Respo
 		rp.ErrorCode = errorCode(res.Err)
 		rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = res.HighWatermark, res.LastStableOffset, res.LogStartOffset
 		rp.RecordBatches = res.Records
+		for _, a := range res.AbortedTransactions {
+			at := kmsg.NewFetchResponseTopicPartitionAbortedTransaction()
+			at.ProducerID, at.FirstOffset = a.ProducerID, a.FirstOffset
+			rp.AbortedTransactions = append(rp.AbortedTransactions, at)
+		}
 		if res.HasDivergingEpoch && req.Version >= 12 {
 			rp.DivergingEpoch.Epoch, rp.DivergingEpoch.EndOffset = res.DivergingEpoch, res.DivergingEndOffset
 		}

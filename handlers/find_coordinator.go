@@ -5,8 +5,9 @@ package handlers
 // Key type 0 (group): the coordinator is the leader of the group's
 // __consumer_offsets partition; the topic is created on the first request
 // (see group.Config.OffsetsTopicReplicationFactor for its replication
-// factor). Key type 1 (transaction) answers COORDINATOR_NOT_AVAILABLE
-// until the transaction coordinator exists; other types INVALID_REQUEST.
+// factor). Key type 1 (transaction): the leader of the transactional id's
+// __transaction_state partition, created the same way on the first
+// request. Other types INVALID_REQUEST.
 // v4+ batches keys (KIP-699) and answers per key; v0-v3 carry one key.
 
 import (
@@ -35,8 +36,14 @@ func (h *Handlers) findCoordinator(ctx context.Context, req *protocol.Request) (
 		c.Key, c.NodeID, c.Port = key, -1, -1
 		var err error
 		switch {
-		case r.CoordinatorType == 1:
+		case r.CoordinatorType == 1 && h.txn == nil:
 			err = kerr.CoordinatorNotAvailable
+		case r.CoordinatorType == 1:
+			b, ferr := h.txn.Coordinator(ctx, key)
+			if ferr == nil {
+				c.NodeID, c.Host, c.Port = b.NodeID, b.Host, b.Port
+			}
+			err = ferr
 		case r.CoordinatorType != 0:
 			err = kerr.InvalidRequest
 		case h.coordinator() == nil:

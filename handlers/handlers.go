@@ -11,6 +11,7 @@ import (
 	"github.com/gokafka/gokafka/idempotent"
 	"github.com/gokafka/gokafka/protocol"
 	"github.com/gokafka/gokafka/replication"
+	"github.com/gokafka/gokafka/txn"
 )
 
 // Config is what the handlers need of the broker's configuration.
@@ -33,6 +34,9 @@ type Handlers struct {
 	// pids hands out producer ids; nil when the metadata cannot allocate
 	// them, and then InitProducerId is not served.
 	pids *idempotent.Allocator
+	// txn is the transaction coordinator, set by SetTxnCoordinator before
+	// serving starts; nil answers COORDINATOR_NOT_AVAILABLE.
+	txn *txn.Coordinator
 }
 
 // producerIDSource is the metadata's producer-id block allocation.
@@ -67,6 +71,14 @@ func Register(reg *protocol.Registry, cfg Config, meta cluster.Metadata, replica
 		h.registerControllerRPCs,
 		h.registerInitProducerID,
 		h.registerGroups,
+		h.registerAddPartitionsToTxn,
+		h.registerAddOffsetsToTxn,
+		h.registerEndTxn,
+		h.registerWriteTxnMarkers,
+		h.registerTxnOffsetCommit,
+		h.registerDescribeProducers,
+		h.registerDescribeTransactions,
+		h.registerListTransactions,
 	} {
 		r(reg)
 	}

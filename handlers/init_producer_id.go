@@ -6,9 +6,17 @@ package handlers
 // id with epoch 0, drawn from a block the metadata quorum allocated to this
 // broker, so ids are unique across brokers and restarts. A request that
 // names its previous id and epoch (v3+, KIP-360) still gets a fresh id, as
-// Kafka does without a transactional id. Transactional ids belong to the
-// transaction coordinator, which gokafka does not run yet: they are
-// answered COORDINATOR_NOT_AVAILABLE.
+// Kafka does without a transactional id.
+//
+// A transactional id is served by its transaction coordinator
+// (NOT_COORDINATOR elsewhere): the first request gets a new producer id,
+// later ones the same id with the epoch bumped, which fences the previous
+// producer. An open transaction of the previous producer is aborted first
+// and the request answered CONCURRENT_TRANSACTIONS, to be retried. With
+// the previous id and epoch (KIP-360) a producer that is still current
+// bumps its own epoch; anyone else is PRODUCER_FENCED (INVALID_PRODUCER_EPOCH
+// before v4). A transaction timeout above transaction.max.timeout.ms is
+// INVALID_TRANSACTION_TIMEOUT; the empty transactional id INVALID_REQUEST.
 
 import (
 	"context"
@@ -31,7 +39,21 @@ func (h *Handlers) initProducerID(ctx context.Context, req *protocol.Request) (k
 	resp := r.ResponseKind().(*kmsg.InitProducerIDResponse)
 	resp.ProducerID, resp.ProducerEpoch = -1, -1
 	if r.TransactionalID != nil {
-		resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
+		if h.txn == nil {
+			resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
+			return resp, nil
+		}
+		expPID, expEpoch := int64(-1), int16(-1)
+		if req.Version >= 3 {
+			expPID, expEpoch = r.ProducerID, r.ProducerEpoch
+		}
+		res, err := h.txn.InitProducerID(ctx, *r.TransactionalID, r.TransactionTimeoutMillis, expPID, expEpoch)
+		if err != nil {
+			resp.ErrorCode = txnErrorCode(err, req.Version < 4)
+			h.logger.Debug().Err(err).Str("transactional_id", *r.TransactionalID).Msg("InitProducerId failed")
+			return resp, nil
+		}
+		resp.ProducerID, resp.ProducerEpoch = res.ProducerID, res.Epoch
 		return resp, nil
 	}
 	id, err := h.pids.Next(ctx)

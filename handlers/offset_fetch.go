@@ -6,13 +6,15 @@ package handlers
 // __consumer_offsets. From v2 a null topic list asks for every committed
 // offset and errors are reported at the top level; below v2 a group error
 // is repeated on every requested partition. v5 adds the leader epoch, v7
-// RequireStable (no transactional commits are pending here, so every
-// offset is stable), v8 batches groups (KIP-709). A partition with no
-// commit answers offset -1 and empty metadata.
+// RequireStable (KIP-447: a partition whose offset a transaction not yet
+// decided has committed answers UNSTABLE_OFFSET_COMMIT, which the consumer
+// retries), v8 batches groups (KIP-709). A partition with no commit
+// answers offset -1 and empty metadata.
 
 import (
 	"context"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/gokafka/gokafka/group"
@@ -79,6 +81,9 @@ func (h *Handlers) offsetFetch(_ context.Context, req *protocol.Request) (kmsg.R
 				for _, o := range byTopic[name] {
 					rp := kmsg.NewOffsetFetchResponseGroupTopicPartition()
 					rp.Partition, rp.Offset, rp.LeaderEpoch, rp.Metadata = o.TP.Partition, o.Offset, o.LeaderEpoch, strPtr(o.Metadata)
+					if r.RequireStable && o.Pending {
+						rp.Offset, rp.ErrorCode = -1, kerr.UnstableOffsetCommit.Code
+					}
 					rt.Partitions = append(rt.Partitions, rp)
 				}
 				rg.Topics = append(rg.Topics, rt)
@@ -124,6 +129,9 @@ func (h *Handlers) offsetFetch(_ context.Context, req *protocol.Request) (kmsg.R
 		for _, o := range byTopic[name] {
 			rp := kmsg.NewOffsetFetchResponseTopicPartition()
 			rp.Partition, rp.Offset, rp.LeaderEpoch, rp.Metadata = o.TP.Partition, o.Offset, o.LeaderEpoch, strPtr(o.Metadata)
+			if req.Version >= 7 && r.RequireStable && o.Pending {
+				rp.Offset, rp.ErrorCode = -1, kerr.UnstableOffsetCommit.Code
+			}
 			rt.Partitions = append(rt.Partitions, rp)
 		}
 		resp.Topics = append(resp.Topics, rt)

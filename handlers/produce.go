@@ -10,6 +10,17 @@ package handlers
 // nothing is written back; if a partition failed the connection is closed
 // instead, which is how Kafka lets such a producer notice. Produce never
 // creates topics; clients learn of a topic through Metadata first.
+//
+// Transactional batches (KIP-98) need the request's transactional id. The
+// first one of a producer's transaction on a partition is appended only
+// if the transaction coordinator confirms that the partition is in the
+// producer's ongoing transaction (KIP-890 part 1; INVALID_TXN_STATE if
+// not, INVALID_PRODUCER_EPOCH for a fenced producer). When this broker is
+// the coordinator the question is answered in memory under the
+// partition's producer-state lock, so no marker can land between the
+// answer and the append; otherwise it goes to the coordinator's broker
+// (AddPartitionsToTxn v4, VerifyOnly) before the append. Control batches
+// are refused: only the coordinator writes markers (WriteTxnMarkers).
 
 import (
 	"context"
@@ -20,8 +31,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/gokafka/gokafka/idempotent"
 	"github.com/gokafka/gokafka/partition"
 	"github.com/gokafka/gokafka/protocol"
+	"github.com/gokafka/gokafka/replication"
 )
 
 func (h *Handlers) registerProduce(reg *protocol.Registry) {
@@ -55,12 +68,14 @@ func (h *Handlers) produce(ctx context.Context, req *protocol.Request) (kmsg.Res
 			switch {
 			case r.Acks != 0 && r.Acks != 1 && r.Acks != -1:
 				rp.ErrorCode = kerr.InvalidRequiredAcks.Code
-			case r.TransactionID != nil:
-				rp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
 			default:
 				one := func(topic string, records []byte) {
 					tp := partition.TopicPartition{Topic: topic, Partition: rp.Partition}
-					info, err := h.replicas.Produce(ctx, tp, records, r.Acks, timeout)
+					opts, err := h.txnProduceOptions(ctx, r.TransactionID, tp, records)
+					var info partition.AppendInfo
+					if err == nil {
+						info, err = h.replicas.ProduceWithOptions(ctx, tp, records, r.Acks, timeout, opts)
+					}
 					if err == nil {
 						rp.BaseOffset, rp.LogAppendTime, rp.LogStartOffset = info.FirstOffset, info.LogAppendTime, info.LogStartOffset
 						return
@@ -97,4 +112,38 @@ func (h *Handlers) produce(ctx context.Context, req *protocol.Request) (kmsg.Res
 		return nil, nil
 	}
 	return resp, nil
+}
+
+// txnProduceOptions sets up the KIP-890 check for a transactional batch.
+func (h *Handlers) txnProduceOptions(ctx context.Context, txnID *string, tp partition.TopicPartition, records []byte) (replication.AppendOptions, error) {
+	var opts replication.AppendOptions
+	hdr, err := partition.ParseBatchHeader(records)
+	if err != nil || !hdr.IsTransactional() || hdr.IsControl() {
+		// Replication validates the batch and refuses control batches.
+		return opts, nil
+	}
+	if txnID == nil || *txnID == "" {
+		return opts, fmt.Errorf("%w: transactional batch without a transactional id", idempotent.ErrInvalidTxnState)
+	}
+	if h.txn == nil {
+		return opts, nil
+	}
+	id, pid, epoch := *txnID, hdr.ProducerID, hdr.ProducerEpoch
+	if h.txn.Coordinates(id) {
+		// Asked in memory under the producer-state lock: no marker can
+		// land between the answer and the append.
+		opts.VerifyTxn = func() error { return h.txn.VerifyLocal(id, pid, epoch, tp) }
+		return opts, nil
+	}
+	// The coordinator is elsewhere: ask it over the network before taking
+	// any lock, and only for a producer's first batch on the partition.
+	// A marker for this transaction can then still race with the append,
+	// which the producer's epoch (bumped by every abort the coordinator
+	// starts) mostly closes.
+	if !h.replicas.InTxn(tp, pid, epoch) {
+		if err := h.txn.VerifyRemote(ctx, id, pid, epoch, tp); err != nil {
+			return opts, err
+		}
+	}
+	return opts, nil
 }

@@ -31,8 +31,10 @@ type Batch struct {
 	FirstSeq      int32
 	LastSeq       int32
 	Transactional bool
-	// Control is set for transaction markers.
+	// Control is set for transaction markers; Abort tells an abort marker
+	// from a commit marker.
 	Control bool
+	Abort   bool
 	// MaxTimestamp is the batch's max timestamp.
 	MaxTimestamp int64
 }
@@ -68,11 +70,29 @@ func (e *Entry) lastSeq() (int32, bool) {
 	return e.Batches[len(e.Batches)-1].LastSeq, true
 }
 
+// TxnRange is a transaction of one producer on one partition: its first
+// data offset and the offset of the marker that ended it.
+type TxnRange struct {
+	ProducerID  int64
+	FirstOffset int64
+	LastOffset  int64
+}
+
 // State is one partition's producer state.
 type State struct {
 	entries map[int64]*Entry
 	// end is the log offset up to which the state includes the log.
 	end int64
+	// aborted lists the aborted transactions still in the log, ordered by
+	// marker offset: Kafka's .txnindex, which read_committed fetches
+	// return so that consumers drop the aborted records.
+	aborted []TxnRange
+	// completed lists ended transactions whose marker may still be above
+	// the high watermark. Until the marker is committed the transaction
+	// holds the last stable offset back, as an open one does (Kafka's
+	// unreplicatedTxns): a read_committed consumer must not read its
+	// records before it can read its outcome.
+	completed []TxnRange
 }
 
 // NewState returns empty state covering no offsets.
@@ -114,7 +134,7 @@ func (s *State) Check(b Batch) (*BatchMeta, error) {
 			}
 		}
 	}
-	if !b.Control {
+	if !b.Control && b.FirstSeq >= 0 {
 		if b.Epoch != e.Epoch {
 			if b.FirstSeq != 0 {
 				return nil, fmt.Errorf("%w: producer %d new epoch %d must start at sequence 0, got %d", ErrOutOfOrderSequence, b.ProducerID, b.Epoch, b.FirstSeq)
@@ -122,11 +142,18 @@ func (s *State) Check(b Batch) (*BatchMeta, error) {
 		} else if last, ok := e.lastSeq(); ok && !inSequence(last, b.FirstSeq) {
 			return nil, fmt.Errorf("%w: producer %d sequence %d does not follow %d", ErrOutOfOrderSequence, b.ProducerID, b.FirstSeq, last)
 		}
-		if e.CurrentTxnFirstOffset >= 0 && !b.Transactional && b.Epoch == e.Epoch {
-			return nil, fmt.Errorf("%w: non-transactional write from producer %d inside its transaction", ErrInvalidTxnState, b.ProducerID)
-		}
+	}
+	if !b.Control && e.CurrentTxnFirstOffset >= 0 && !b.Transactional && b.Epoch == e.Epoch {
+		return nil, fmt.Errorf("%w: non-transactional write from producer %d inside its transaction", ErrInvalidTxnState, b.ProducerID)
 	}
 	return nil, nil
+}
+
+// InTxn reports whether the producer has an open transaction on this
+// partition at exactly this epoch.
+func (s *State) InTxn(pid int64, epoch int16) bool {
+	e := s.entries[pid]
+	return e != nil && e.Epoch == epoch && e.CurrentTxnFirstOffset >= 0
 }
 
 // Update records a batch appended at [firstOffset, lastOffset]. It is
@@ -151,7 +178,22 @@ func (s *State) Update(b Batch, firstOffset, lastOffset int64) {
 	e.LastTimestamp = max(e.LastTimestamp, b.MaxTimestamp)
 	if b.Control {
 		// A transaction marker ends the producer's transaction.
+		if e.CurrentTxnFirstOffset >= 0 {
+			r := TxnRange{ProducerID: b.ProducerID, FirstOffset: e.CurrentTxnFirstOffset, LastOffset: lastOffset}
+			if b.Abort {
+				s.aborted = append(s.aborted, r)
+			}
+			s.completed = append(s.completed, r)
+		}
 		e.CurrentTxnFirstOffset = -1
+		return
+	}
+	if b.FirstSeq < 0 {
+		// Written by a coordinator (TxnOffsetCommit), not a producer's
+		// sequence: it opens the transaction but is not a retry candidate.
+		if b.Transactional && e.CurrentTxnFirstOffset < 0 {
+			e.CurrentTxnFirstOffset = firstOffset
+		}
 		return
 	}
 	if b.Transactional && e.CurrentTxnFirstOffset < 0 {
@@ -162,6 +204,72 @@ func (s *State) Update(b Batch, firstOffset, lastOffset int64) {
 		e.Batches = e.Batches[:maxCachedBatches-1]
 	}
 	e.Batches = append(e.Batches, BatchMeta{FirstSeq: b.FirstSeq, LastSeq: b.LastSeq, FirstOffset: firstOffset, LastOffset: lastOffset, Timestamp: b.MaxTimestamp})
+}
+
+// FirstUnstableOffset returns the first offset a read_committed consumer
+// may not read yet: the start of the earliest open transaction, or of an
+// ended one whose marker is at or above hw. -1 if there is none. Ended
+// transactions whose marker is below hw are forgotten here.
+func (s *State) FirstUnstableOffset(hw int64) int64 {
+	s.PruneCompleted(hw)
+	first := int64(-1)
+	for _, e := range s.entries {
+		if o := e.CurrentTxnFirstOffset; o >= 0 && (first < 0 || o < first) {
+			first = o
+		}
+	}
+	for _, r := range s.completed {
+		if first < 0 || r.FirstOffset < first {
+			first = r.FirstOffset
+		}
+	}
+	return first
+}
+
+// PruneCompleted forgets ended transactions whose marker is below hw.
+func (s *State) PruneCompleted(hw int64) {
+	kept := s.completed[:0]
+	for _, r := range s.completed {
+		if r.LastOffset >= hw {
+			kept = append(kept, r)
+		}
+	}
+	s.completed = kept
+}
+
+// AbortedIn returns the aborted transactions overlapping [from, to): those
+// a consumer reading that range must skip.
+func (s *State) AbortedIn(from, to int64) []TxnRange {
+	var out []TxnRange
+	// aborted is ordered by LastOffset; skip those ending before from.
+	i := sort.Search(len(s.aborted), func(i int) bool { return s.aborted[i].LastOffset >= from })
+	for _, r := range s.aborted[i:] {
+		if r.FirstOffset < to {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// DropAbortedBefore forgets aborted transactions whose marker is below
+// the log start offset: their records are gone.
+func (s *State) DropAbortedBefore(logStart int64) {
+	i := sort.Search(len(s.aborted), func(i int) bool { return s.aborted[i].LastOffset >= logStart })
+	if i > 0 {
+		s.aborted = append(s.aborted[:0], s.aborted[i:]...)
+	}
+}
+
+// Entries returns copies of the producers' entries, by producer id.
+func (s *State) Entries() []Entry {
+	out := make([]Entry, 0, len(s.entries))
+	for _, e := range s.entries {
+		c := *e
+		c.Batches = append([]BatchMeta(nil), e.Batches...)
+		out = append(out, c)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ProducerID < out[j].ProducerID })
+	return out
 }
 
 // Advance records that the log up to end holds nothing for producer state
@@ -205,14 +313,28 @@ func (s *State) TruncateTo(offset int64) {
 			delete(s.entries, pid)
 		}
 	}
+	s.aborted = truncateRanges(s.aborted, offset)
+	s.completed = truncateRanges(s.completed, offset)
 	if s.end > offset {
 		s.end = offset
 	}
 }
 
-// Snapshot encoding: a version, the end offset, the entries, and a CRC-32C
-// of everything before it.
-const snapshotVersion = 1
+func truncateRanges(rs []TxnRange, offset int64) []TxnRange {
+	kept := rs[:0]
+	for _, r := range rs {
+		if r.LastOffset < offset {
+			kept = append(kept, r)
+		}
+	}
+	return kept
+}
+
+// Snapshot encoding: a version, the end offset, the entries, the aborted
+// and the ended-but-unreplicated transactions, and a CRC-32C of everything
+// before it. Version 1 lacked the transaction lists; such a snapshot is
+// refused and the state rebuilt from the whole log, which recovers them.
+const snapshotVersion = 2
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
@@ -240,6 +362,14 @@ func (s *State) MarshalSnapshot() []byte {
 			b = binary.BigEndian.AppendUint64(b, uint64(m.FirstOffset))
 			b = binary.BigEndian.AppendUint64(b, uint64(m.LastOffset))
 			b = binary.BigEndian.AppendUint64(b, uint64(m.Timestamp))
+		}
+	}
+	for _, rs := range [][]TxnRange{s.aborted, s.completed} {
+		b = binary.BigEndian.AppendUint32(b, uint32(len(rs)))
+		for _, r := range rs {
+			b = binary.BigEndian.AppendUint64(b, uint64(r.ProducerID))
+			b = binary.BigEndian.AppendUint64(b, uint64(r.FirstOffset))
+			b = binary.BigEndian.AppendUint64(b, uint64(r.LastOffset))
 		}
 	}
 	return binary.BigEndian.AppendUint32(b, crc32.Checksum(b, castagnoli))
@@ -271,6 +401,15 @@ func UnmarshalSnapshot(b []byte) (*State, error) {
 			e.Batches = append(e.Batches, BatchMeta{FirstSeq: int32(r.u32()), LastSeq: int32(r.u32()), FirstOffset: int64(r.u64()), LastOffset: int64(r.u64()), Timestamp: int64(r.u64())})
 		}
 		s.entries[e.ProducerID] = e
+	}
+	for _, rs := range []*[]TxnRange{&s.aborted, &s.completed} {
+		n := r.u32()
+		if int(n) > len(r.b)/24 {
+			return nil, fmt.Errorf("%w: %d transactions", ErrCorruptSnapshot, n)
+		}
+		for i := uint32(0); i < n && r.err == nil; i++ {
+			*rs = append(*rs, TxnRange{ProducerID: int64(r.u64()), FirstOffset: int64(r.u64()), LastOffset: int64(r.u64())})
+		}
 	}
 	if r.err != nil || len(r.b) != 0 {
 		return nil, fmt.Errorf("%w: truncated or trailing data", ErrCorruptSnapshot)

@@ -181,8 +181,12 @@ func batchCRC(batch []byte) uint32 {
 //   - size <= maxMessageBytes, else ErrMessageTooLarge;
 //   - CRC-32C over attributes..end equals the CRC field, else ErrCorruptMessage;
 //   - compression codec known, else ErrUnsupportedCompression;
-//   - NumRecords >= 1 and LastOffsetDelta+1 == NumRecords, and a producer id
-//     never comes with a negative base sequence, else ErrInvalidRecord.
+//   - NumRecords >= 1 and LastOffsetDelta+1 == NumRecords, else
+//     ErrInvalidRecord.
+//
+// A client's batch must also pass CheckClientBatch; the transaction
+// coordinator's writes (markers, transactional offset commits) and
+// replicated copies of them need not.
 //
 // It never decompresses and never panics. Kafka also insists on exactly one
 // batch per produce request (v3+); that rule belongs to the handler.
@@ -224,9 +228,7 @@ func validateOne(b []byte, maxMessageBytes int32) (BatchHeader, int, error) {
 	if h.NumRecords < 1 || h.LastOffsetDelta < 0 || int64(h.LastOffsetDelta)+1 != int64(h.NumRecords) {
 		return BatchHeader{}, 0, fmt.Errorf("%w: record count %d does not match last offset delta %d", ErrInvalidRecord, h.NumRecords, h.LastOffsetDelta)
 	}
-	if h.ProducerID >= 0 && h.BaseSequence < 0 {
-		return BatchHeader{}, 0, fmt.Errorf("%w: producer id %d with base sequence %d", ErrInvalidRecord, h.ProducerID, h.BaseSequence)
-	}
+
 	return h, size, nil
 }
 
@@ -294,3 +296,14 @@ func setLogAppendTime(batch []byte, now int64) {
 }
 
 func crc32UpdateTable(c uint32, b []byte) uint32 { return crc32.Update(c, castagnoli, b) }
+
+// CheckClientBatch is the rule Kafka's LogValidator applies to batches from
+// clients only: a producer id never comes with a negative base sequence.
+// The transaction coordinator writes such batches (control markers,
+// TxnOffsetCommit records), so it is not part of ValidateBatches.
+func CheckClientBatch(h BatchHeader) error {
+	if h.ProducerID >= 0 && h.BaseSequence < 0 {
+		return fmt.Errorf("%w: producer id %d with base sequence %d", ErrInvalidRecord, h.ProducerID, h.BaseSequence)
+	}
+	return nil
+}

@@ -39,7 +39,9 @@ func TestValidateBatches(t *testing.T) {
 			return recrc(b)
 		}), math32, ErrInvalidRecord},
 		{"codec 6", mod(func(b []byte) []byte { b[offAttributes+1] |= 6; return recrc(b) }), math32, ErrUnsupportedCompression},
-		{"pid without sequence", mod(func(b []byte) []byte { binary.BigEndian.PutUint64(b[offProducerID:], 7); return recrc(b) }), math32, ErrInvalidRecord},
+		// Coordinators write these (markers, TxnOffsetCommit); only a
+		// client's are refused, by CheckClientBatch.
+		{"pid without sequence", mod(func(b []byte) []byte { binary.BigEndian.PutUint64(b[offProducerID:], 7); return recrc(b) }), math32, nil},
 		{"base offset and epoch not covered by crc", mod(func(b []byte) []byte { setBaseOffsetAndEpoch(b, 99, 5); return b }), math32, nil},
 	}
 	for _, c := range cases {
@@ -56,6 +58,10 @@ func TestValidateBatches(t *testing.T) {
 	}
 	if errs := []error{ErrUnsupportedMagic}; !errors.Is(func() error { _, err := ValidateBatches(cases[7].in, math32); return err }(), errs[0]) {
 		t.Error("magic 1 should also be ErrUnsupportedMagic")
+	}
+	noSeq, _ := ParseBatchHeader(cases[len(cases)-2].in)
+	if err := CheckClientBatch(noSeq); !errors.Is(err, ErrInvalidRecord) {
+		t.Errorf("client batch with a producer id and no sequence: got %v, want invalid record", err)
 	}
 	h, err := ParseBatchHeader(good)
 	if err != nil || h.NumRecords != 3 || h.LastOffset() != 2 || h.Size() != len(good) || h.Compression() != 0 || h.IsControl() || h.IsTransactional() || h.TimestampType() != 0 {

@@ -30,6 +30,21 @@
 // response truncates it again. Its HW is min(leader HW, own LEO) and its
 // log start follows the leader's.
 //
+// # Transactions
+//
+// txn.go: the producer state of producers.go also tracks each producer's
+// open transaction, the aborted transactions still in the log (Kafka's
+// .txnindex, kept in the producer-state snapshot and rebuilt from the log
+// past it) and ended transactions whose marker is not yet below the HW.
+// From these come the last stable offset (the first offset of the earliest
+// transaction not decided and replicated, else the HW), up to which
+// read_committed fetches and ListOffsets read, and the aborted list a
+// read_committed fetch returns. Markers come only from the transaction
+// coordinator (AppendControl, or ProduceWithOptions with FromCoordinator);
+// clients' produce refuses control batches. A transactional batch that
+// would open a transaction on a partition is first checked with the
+// caller's VerifyTxn (KIP-890), under the producer-state lock.
+//
 // # Goroutines
 //
 //   - one fetcher per leader broker we follow partitions of; stopped when it

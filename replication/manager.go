@@ -12,6 +12,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/gokafka/gokafka/cluster"
+	"github.com/gokafka/gokafka/idempotent"
 	"github.com/gokafka/gokafka/partition"
 )
 
@@ -686,6 +687,11 @@ func (m *Manager) leader(tp partition.TopicPartition, currentEpoch int32) (*Part
 // if it shrank below by then, REQUEST_TIMED_OUT after timeout,
 // NOT_LEADER_OR_FOLLOWER if leadership moved while waiting.
 func (m *Manager) Produce(ctx context.Context, tp partition.TopicPartition, records []byte, acks int16, timeout time.Duration) (partition.AppendInfo, error) {
+	return m.ProduceWithOptions(ctx, tp, records, acks, timeout, AppendOptions{})
+}
+
+// ProduceWithOptions is Produce with the extra rules of opts.
+func (m *Manager) ProduceWithOptions(ctx context.Context, tp partition.TopicPartition, records []byte, acks int16, timeout time.Duration, opts AppendOptions) (partition.AppendInfo, error) {
 	p, err := m.leader(tp, -1)
 	if err != nil {
 		return partition.AppendInfo{}, err
@@ -699,8 +705,13 @@ func (m *Manager) Produce(ctx context.Context, tp partition.TopicPartition, reco
 	if len(hdrs) != 1 {
 		return partition.AppendInfo{}, fmt.Errorf("%w: produce requests must contain exactly one record batch, got %d", partition.ErrInvalidRecord, len(hdrs))
 	}
-	if hdrs[0].IsControl() {
-		return partition.AppendInfo{}, fmt.Errorf("%w: clients may not write control batches", partition.ErrInvalidRecord)
+	if !opts.FromCoordinator {
+		if hdrs[0].IsControl() {
+			return partition.AppendInfo{}, fmt.Errorf("%w: clients may not write control batches", partition.ErrInvalidRecord)
+		}
+		if err := partition.CheckClientBatch(hdrs[0]); err != nil {
+			return partition.AppendInfo{}, err
+		}
 	}
 
 	p.roleMu.RLock()
@@ -717,7 +728,7 @@ func (m *Manager) Produce(ctx context.Context, tp partition.TopicPartition, reco
 		p.roleMu.RUnlock()
 		return partition.AppendInfo{}, ErrNotEnoughReplicas
 	}
-	info, dup, err := p.appendAsLeader(records, hdrs[0], epoch)
+	info, dup, err := p.appendAsLeader(records, hdrs[0], epoch, opts)
 	if err != nil {
 		p.roleMu.RUnlock()
 		return info, err
@@ -813,6 +824,9 @@ type FetchResult struct {
 	DivergingEpoch     int32
 	DivergingEndOffset int64
 	HasDivergingEpoch  bool
+	// AbortedTransactions (read_committed only) are the aborted
+	// transactions overlapping the records returned.
+	AbortedTransactions []idempotent.TxnRange
 }
 
 // Fetch reads the partitions as a consumer or, with FromFollower, for a
@@ -939,8 +953,17 @@ func (m *Manager) readAll(fp FetchParams, record bool) ([]FetchResult, int64, bo
 			continue
 		}
 		maxOffset := hw
+		lso := hw
 		if fp.FromFollower {
 			maxOffset = 1<<63 - 1
+		} else if fp.ReadCommitted {
+			if lso, err = p.lastStable(); err != nil {
+				r.Err = err
+				respondNow = true
+				continue
+			}
+			maxOffset = lso
+			r.LastStableOffset = lso
 		}
 		ri, err := p.log.Read(part.Offset, int32(max(limit, 0)), maxOffset, minOne)
 		if err != nil {
@@ -950,6 +973,16 @@ func (m *Manager) readAll(fp FetchParams, record bool) ([]FetchResult, int64, bo
 		}
 		r.HighWatermark, r.LastStableOffset, r.LogStartOffset = ri.HighWatermark, ri.HighWatermark, ri.LogStartOffset
 		r.Records = ri.Records
+		if fp.ReadCommitted {
+			r.LastStableOffset = lso
+			if end := lastNextOffset(ri.Records); end > part.Offset {
+				if r.AbortedTransactions, err = p.abortedIn(part.Offset, end); err != nil {
+					r.Err, r.Records = err, nil
+					respondNow = true
+					continue
+				}
+			}
+		}
 		if n := int64(len(ri.Records)); n > 0 {
 			total += n
 			budget -= n
@@ -1025,9 +1058,15 @@ func (m *Manager) ListOffset(tp partition.TopicPartition, ts int64, currentEpoch
 	}
 	lg := p.log
 	epoch := p.LeaderEpoch()
+	limit := lg.HighWatermark()
+	if readCommitted {
+		if limit, err = p.lastStable(); err != nil {
+			return -1, -1, -1, err
+		}
+	}
 	switch ts {
 	case -1:
-		return lg.HighWatermark(), -1, epoch, nil
+		return limit, -1, epoch, nil
 	case -2:
 		return lg.LogStartOffset(), -1, lg.EpochForOffset(lg.LogStartOffset()), nil
 	}
@@ -1035,7 +1074,7 @@ func (m *Manager) ListOffset(tp partition.TopicPartition, ts int64, currentEpoch
 	if err != nil {
 		return -1, -1, -1, err
 	}
-	if !ok || off >= lg.HighWatermark() {
+	if !ok || off >= limit {
 		return -1, -1, -1, nil
 	}
 	return off, t, e, nil

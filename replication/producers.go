@@ -34,7 +34,7 @@ const producerIDExpiration = 24 * time.Hour
 // producer has been idle here, and a client replaying old timestamps must
 // not have its state expire at once. (A state rebuilt from the log counts
 // every producer as seen at the rebuild.)
-func batchOf(h partition.BatchHeader) idempotent.Batch {
+func batchOf(h partition.BatchHeader, batch []byte) idempotent.Batch {
 	b := idempotent.Batch{
 		ProducerID:    h.ProducerID,
 		Epoch:         h.ProducerEpoch,
@@ -46,6 +46,9 @@ func batchOf(h partition.BatchHeader) idempotent.Batch {
 	}
 	if h.ProducerID < 0 {
 		b.ProducerID = idempotent.NoProducerID
+	}
+	if b.Control {
+		b.Abort = isAbortMarker(batch)
 	}
 	return b
 }
@@ -108,7 +111,7 @@ func scanProducers(lg *partition.Log, st *idempotent.State, from int64) error {
 				return fmt.Errorf("rebuilding producer state at offset %d: %v", next, err)
 			}
 			if h.LastOffset() >= from {
-				st.Update(batchOf(h), h.BaseOffset, h.LastOffset())
+				st.Update(batchOf(h, b[:h.Size()]), h.BaseOffset, h.LastOffset())
 			}
 			next = max(next, h.LastOffset()+1)
 			b = b[h.Size():]
@@ -134,9 +137,10 @@ func (p *Partition) producersAppended(records []byte) {
 			p.prod.st = nil
 			return
 		}
-		p.prod.st.Update(batchOf(h), h.BaseOffset, h.LastOffset())
+		p.prod.st.Update(batchOf(h, b[:h.Size()]), h.BaseOffset, h.LastOffset())
 		b = b[h.Size():]
 	}
+	p.prod.st.PruneCompleted(p.log.HighWatermark())
 }
 
 // producersTruncated drops the state after the log was truncated; it is
@@ -171,7 +175,7 @@ func (p *Partition) expireProducersLocked(now time.Time) {
 // checked against the producer state: a retry of one already in the log
 // is not appended again and dup is true, with the original offsets in
 // info; a gap or an old epoch is refused.
-func (p *Partition) appendAsLeader(records []byte, h partition.BatchHeader, leaderEpoch int32) (info partition.AppendInfo, dup bool, err error) {
+func (p *Partition) appendAsLeader(records []byte, h partition.BatchHeader, leaderEpoch int32, opts AppendOptions) (info partition.AppendInfo, dup bool, err error) {
 	if h.ProducerID < 0 {
 		info, err = p.log.Append(records, leaderEpoch)
 		return info, false, err
@@ -182,10 +186,15 @@ func (p *Partition) appendAsLeader(records []byte, h partition.BatchHeader, lead
 	if err != nil {
 		return info, false, fmt.Errorf("%w: %v", ErrStorage, err)
 	}
-	b := batchOf(h)
+	b := batchOf(h, records)
 	prev, err := st.Check(b)
 	if err != nil {
 		return info, false, err
+	}
+	if prev == nil && b.Transactional && !b.Control && opts.VerifyTxn != nil && !st.InTxn(b.ProducerID, b.Epoch) {
+		if err := opts.VerifyTxn(); err != nil {
+			return info, false, err
+		}
 	}
 	if prev != nil {
 		return partition.AppendInfo{
@@ -198,6 +207,7 @@ func (p *Partition) appendAsLeader(records []byte, h partition.BatchHeader, lead
 		return info, false, err
 	}
 	st.Update(b, info.FirstOffset, info.LastOffset)
+	st.PruneCompleted(p.log.HighWatermark())
 	p.expireProducersLocked(time.Now())
 	return info, false, nil
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/gokafka/gokafka/partition"
 	"github.com/gokafka/gokafka/protocol"
 	"github.com/gokafka/gokafka/replication"
+	"github.com/gokafka/gokafka/txn"
 )
 
 // property is one broker setting: Kafka's name, Kafka's default ("" for
@@ -92,6 +93,13 @@ var properties = []property{
 	{"group.max.session.timeout.ms", "1800000", "Largest session timeout a group member may ask for."},
 	{"group.initial.rebalance.delay.ms", "3000", "How long the first rebalance of an empty group waits for more members (Kafka's default 3000; config.yaml sets 0 so local consumers start at once)."},
 	{"group.max.size", "2147483647", "Most members a group may have."},
+	{"transaction.state.log.num.partitions", "50", "Partitions of __transaction_state when it is created."},
+	{"transaction.state.log.replication.factor", "3", "Replicas of __transaction_state; created with fewer if fewer brokers are live."},
+	{"transaction.state.log.min.isr", "2", "min.insync.replicas of __transaction_state, capped at its replication factor."},
+	{"transaction.state.log.segment.bytes", "104857600", "Segment size of __transaction_state."},
+	{"transaction.state.log.load.buffer.size", "5242880", "Bytes read per step when loading transactions from __transaction_state."},
+	{"transaction.max.timeout.ms", "900000", "Largest transaction.timeout.ms a producer may ask for."},
+	{"transaction.abort.timed.out.transaction.cleanup.interval.ms", "10000", "How often transactions open past their timeout are aborted."},
 	{"shutdown.timeout.ms", "30000", "How long in-flight requests may take to finish at shutdown."},
 	{"log.level", "info", "trace, debug, info, warn or error."},
 	{"log.format", "console", "console or json."},
@@ -257,6 +265,16 @@ func (s *settings) brokerConfig() (broker.Config, error) {
 			CheckpointInterval:     ms(s.positive("log.flush.offset.checkpoint.interval.ms")),
 			FlushSchedulerInterval: ms(s.positive("log.flush.scheduler.interval.ms")),
 		},
+		Txn: txn.Config{
+			NumPartitions:         int32(min(s.positive("transaction.state.log.num.partitions"), math.MaxInt32)),
+			ReplicationFactor:     int16(min(s.positive("transaction.state.log.replication.factor"), math.MaxInt16)),
+			MinISR:                int32(min(s.positive("transaction.state.log.min.isr"), math.MaxInt32)),
+			SegmentBytes:          s.positive("transaction.state.log.segment.bytes"),
+			LoadBufferSize:        int32(min(s.positive("transaction.state.log.load.buffer.size"), math.MaxInt32)),
+			MaxTimeout:            ms(s.positive("transaction.max.timeout.ms")),
+			AbortTimedOutInterval: ms(s.positive("transaction.abort.timed.out.transaction.cleanup.interval.ms")),
+			WriteTimeout:          txn.DefaultConfig().WriteTimeout,
+		},
 		Replication: replication.Config{
 			ReplicaLagTimeMax:            ms(s.positive("replica.lag.time.max.ms")),
 			ReplicaFetchWaitMax:          ms(s.positive("replica.fetch.wait.max.ms")),
@@ -303,6 +321,9 @@ func (s *settings) brokerConfig() (broker.Config, error) {
 	s.positive("log.flush.interval.messages")
 	s.positive("min.insync.replicas")
 	if err := cfg.Groups.Validate(); err != nil {
+		s.errs = append(s.errs, err.Error())
+	}
+	if err := cfg.Txn.Validate(); err != nil {
 		s.errs = append(s.errs, err.Error())
 	}
 	if len(s.errs) > 0 {

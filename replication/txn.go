@@ -1,0 +1,201 @@
+package replication
+
+// Transactions on the partition side (KIP-98): control batches written by
+// the transaction coordinator, the last stable offset, the aborted
+// transactions a read_committed fetch returns, and the KIP-890 check that
+// a transactional batch belongs to a transaction its coordinator knows.
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"hash/crc32"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kbin"
+
+	"github.com/gokafka/gokafka/idempotent"
+	"github.com/gokafka/gokafka/partition"
+)
+
+// Control record types (the key's second int16).
+const (
+	controlAbort  int16 = 0
+	controlCommit int16 = 1
+)
+
+// BuildControlBatch encodes a transaction marker for producer pid at epoch:
+// one control record whose key is {version int16 0, type int16} (0 abort,
+// 1 commit) and whose value is {version int16 0, coordinator epoch int32}.
+func BuildControlBatch(pid int64, epoch int16, coordinatorEpoch int32, commit bool, timestampMs int64) []byte {
+	typ := controlAbort
+	if commit {
+		typ = controlCommit
+	}
+	key := kbin.AppendInt16(kbin.AppendInt16(nil, 0), typ)
+	val := kbin.AppendInt32(kbin.AppendInt16(nil, 0), coordinatorEpoch)
+	var rec []byte
+	rec = append(rec, 0)             // attributes
+	rec = kbin.AppendVarlong(rec, 0) // timestamp delta
+	rec = kbin.AppendVarint(rec, 0)  // offset delta
+	rec = kbin.AppendVarintBytes(rec, key)
+	rec = kbin.AppendVarintBytes(rec, val)
+	rec = kbin.AppendVarint(rec, 0) // headers
+	body := kbin.AppendVarint(nil, int32(len(rec)))
+	body = append(body, rec...)
+
+	b := make([]byte, partition.BatchHeaderSize, partition.BatchHeaderSize+len(body))
+	be := binary.BigEndian
+	be.PutUint32(b[8:], uint32(partition.BatchHeaderSize-12+len(body)))
+	be.PutUint32(b[12:], 0xffffffff)
+	b[16] = 2
+	be.PutUint16(b[21:], 0x10|0x20) // transactional, control
+	be.PutUint32(b[23:], 0)
+	be.PutUint64(b[27:], uint64(timestampMs))
+	be.PutUint64(b[35:], uint64(timestampMs))
+	be.PutUint64(b[43:], uint64(pid))
+	be.PutUint16(b[51:], uint16(epoch))
+	be.PutUint32(b[53:], 0xffffffff)
+	be.PutUint32(b[57:], 1)
+	b = append(b, body...)
+	be.PutUint32(b[17:], crc32.Checksum(b[21:], crc32.MakeTable(crc32.Castagnoli)))
+	return b
+}
+
+// isAbortMarker reads the type of a control batch's record; a marker that
+// cannot be read counts as an abort, the outcome that exposes nothing.
+func isAbortMarker(batch []byte) bool {
+	if len(batch) <= partition.BatchHeaderSize {
+		return true
+	}
+	r := kbin.Reader{Src: batch[partition.BatchHeaderSize:]}
+	r.Varint() // length
+	r.Int8()
+	r.Varlong()
+	r.Varint()
+	key := r.VarintBytes()
+	if !r.Ok() || len(key) < 4 {
+		return true
+	}
+	return int16(binary.BigEndian.Uint16(key[2:])) != controlCommit
+}
+
+// ControlType reports whether a control batch is a commit marker.
+func ControlType(batch []byte) (commit bool) { return !isAbortMarker(batch) }
+
+// AppendOptions are the extra rules of an append.
+type AppendOptions struct {
+	// FromCoordinator marks a write of a coordinator (Kafka's
+	// AppendOrigin.COORDINATOR): control batches (transaction markers) and
+	// batches with a producer id but no sequence (TxnOffsetCommit) are
+	// admitted, which a client's produce never is.
+	FromCoordinator bool
+	// VerifyTxn, when set, is asked about a transactional batch whose
+	// producer has no transaction open on this partition yet (KIP-890):
+	// the batch is appended only if it returns nil. It runs under the
+	// partition's producer-state lock, so a marker cannot slip in between
+	// the answer and the append; it must not block on this partition.
+	VerifyTxn func() error
+}
+
+// AppendControl writes a transaction marker to tp as its leader and waits
+// for the ISR (acks=all).
+func (m *Manager) AppendControl(ctx context.Context, tp partition.TopicPartition, pid int64, epoch int16, coordinatorEpoch int32, commit bool, timeout time.Duration) error {
+	batch := BuildControlBatch(pid, epoch, coordinatorEpoch, commit, m.now().UnixMilli())
+	_, err := m.ProduceWithOptions(ctx, tp, batch, -1, timeout, AppendOptions{FromCoordinator: true})
+	return err
+}
+
+// lastStable returns the last stable offset of a partition: the first
+// offset of its earliest unfinished transaction, or the high watermark.
+func (p *Partition) lastStable() (int64, error) {
+	p.prod.mu.Lock()
+	defer p.prod.mu.Unlock()
+	return p.lastStableLocked()
+}
+
+func (p *Partition) lastStableLocked() (int64, error) {
+	st, err := p.producerStateLocked()
+	if err != nil {
+		return -1, fmt.Errorf("%w: %v", ErrStorage, err)
+	}
+	hw := p.log.HighWatermark()
+	if f := st.FirstUnstableOffset(hw); f >= 0 && f < hw {
+		return f, nil
+	}
+	return hw, nil
+}
+
+// abortedIn returns the aborted transactions overlapping [from, to).
+func (p *Partition) abortedIn(from, to int64) ([]idempotent.TxnRange, error) {
+	p.prod.mu.Lock()
+	defer p.prod.mu.Unlock()
+	st, err := p.producerStateLocked()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrStorage, err)
+	}
+	st.DropAbortedBefore(p.log.LogStartOffset())
+	return st.AbortedIn(from, to), nil
+}
+
+// InTxn reports whether producer pid has a transaction open at epoch on a
+// partition this broker hosts.
+func (m *Manager) InTxn(tp partition.TopicPartition, pid int64, epoch int16) bool {
+	p := m.Get(tp)
+	if p == nil {
+		return false
+	}
+	p.prod.mu.Lock()
+	defer p.prod.mu.Unlock()
+	st, err := p.producerStateLocked()
+	return err == nil && st.InTxn(pid, epoch)
+}
+
+// ProducerEntry is one producer as DescribeProducers reports it.
+type ProducerEntry struct {
+	ProducerID            int64
+	Epoch                 int16
+	LastSequence          int32
+	LastTimestamp         int64
+	CoordinatorEpoch      int32
+	CurrentTxnStartOffset int64
+}
+
+// Producers lists the producers of a partition this broker leads.
+func (m *Manager) Producers(tp partition.TopicPartition) ([]ProducerEntry, error) {
+	p, err := m.leader(tp, -1)
+	if err != nil {
+		return nil, err
+	}
+	p.prod.mu.Lock()
+	defer p.prod.mu.Unlock()
+	st, err := p.producerStateLocked()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrStorage, err)
+	}
+	var out []ProducerEntry
+	for _, e := range st.Entries() {
+		pe := ProducerEntry{ProducerID: e.ProducerID, Epoch: e.Epoch, LastSequence: -1, LastTimestamp: e.LastTimestamp,
+			CoordinatorEpoch: e.CoordinatorEpoch, CurrentTxnStartOffset: e.CurrentTxnFirstOffset}
+		if n := len(e.Batches); n > 0 {
+			pe.LastSequence = e.Batches[n-1].LastSeq
+			pe.LastTimestamp = e.Batches[n-1].Timestamp
+		}
+		out = append(out, pe)
+	}
+	return out, nil
+}
+
+// lastNextOffset returns the offset after the last whole batch in b, or -1.
+func lastNextOffset(b []byte) int64 {
+	next := int64(-1)
+	for len(b) >= partition.BatchHeaderSize {
+		h, err := partition.ParseBatchHeader(b)
+		if err != nil || h.Size() > len(b) {
+			break
+		}
+		next = h.NextOffset()
+		b = b[h.Size():]
+	}
+	return next
+}
