@@ -1,0 +1,111 @@
+package integration
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+)
+
+// expectedKgoSkips are the franz-go suite tests allowed to skip against
+// gokafka, each for a reason that is not a gokafka fault to fix here:
+// SCRAM and OAuth need credentials the suite is not given; share groups
+// (KIP-932) and the KIP-848 consumer protocol are not served by gokafka.
+var expectedKgoSkips = regexp.MustCompile(`SCRAM|OAuth|Share|848`)
+
+// TestFranzGoSuite runs franz-go's own pkg/kgo integration suite, from the
+// module cache at the version go.mod requires, against a three-node
+// gokafka cluster (KGO_TEST_RF=3). Every test must pass, apart from the
+// expected skips; the counts are logged for the record.
+func TestFranzGoSuite(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the franz-go suite takes minutes; skipped with -short")
+	}
+	c := startCluster(t, map[string]string{
+		"GOKAFKA_TRANSACTION_STATE_LOG_NUM_PARTITIONS": "3",
+	})
+	root, err := filepath.Abs("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "go", "test", "github.com/twmb/franz-go/pkg/kgo", "-count=1", "-json", "-timeout", "11m")
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(),
+		"KGO_SEEDS="+strings.Join(c.addrs(), ","),
+		"KGO_TEST_RF=3",
+		"KGO_TEST_RECORDS="+envOr("KGO_TEST_RECORDS", "50000"),
+	)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, runErr := cmd.Output()
+
+	type event struct {
+		Action string
+		Test   string
+		Output string
+	}
+	results := map[string]string{}
+	outputs := map[string]*strings.Builder{}
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	sc.Buffer(make([]byte, 1<<20), 16<<20)
+	for sc.Scan() {
+		var ev event
+		if json.Unmarshal(sc.Bytes(), &ev) != nil || ev.Test == "" || strings.Contains(ev.Test, "/") {
+			continue
+		}
+		switch ev.Action {
+		case "pass", "fail", "skip":
+			results[ev.Test] = ev.Action
+		case "output":
+			if outputs[ev.Test] == nil {
+				outputs[ev.Test] = &strings.Builder{}
+			}
+			if outputs[ev.Test].Len() < 16<<10 {
+				outputs[ev.Test].WriteString(ev.Output)
+			}
+		}
+	}
+	var passed, skipped, failed []string
+	for name, res := range results {
+		switch res {
+		case "pass":
+			passed = append(passed, name)
+		case "skip":
+			skipped = append(skipped, name)
+		case "fail":
+			failed = append(failed, name)
+		}
+	}
+	sort.Strings(skipped)
+	sort.Strings(failed)
+	t.Logf("franz-go pkg/kgo suite against 3 gokafka nodes: %d passed, %d skipped, %d failed", len(passed), len(skipped), len(failed))
+	t.Logf("skipped: %s", strings.Join(skipped, ", "))
+	for _, name := range failed {
+		t.Errorf("%s failed:\n%s", name, outputs[name])
+	}
+	for _, name := range skipped {
+		if !expectedKgoSkips.MatchString(name) {
+			t.Errorf("%s skipped unexpectedly:\n%s", name, outputs[name])
+		}
+	}
+	if len(passed) == 0 || runErr != nil && len(failed) == 0 {
+		t.Fatalf("the suite did not run cleanly: %v\n%s", runErr, tail(stderr.String(), 4000))
+	}
+}
+
+func tail(s string, n int) string {
+	if len(s) > n {
+		return s[len(s)-n:]
+	}
+	return s
+}
