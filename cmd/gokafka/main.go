@@ -52,6 +52,12 @@ func run() int {
 
 	srv, err := broker.Start(ctx, cfg, logger)
 	if err != nil {
+		if ctx.Err() != nil {
+			// SIGTERM/SIGINT while starting: nothing was served yet and
+			// whatever was opened is closed; that is a clean stop.
+			logger.Info().Err(err).Msg("stopped during start-up")
+			return 0
+		}
 		logger.Error().Err(err).Msg("start failed")
 		return 1
 	}
