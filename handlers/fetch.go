@@ -1,6 +1,9 @@
 package handlers
 
-// Fetch (key 1), v4-v16, from consumers and from followers.
+// Fetch (key 1), v2-v16, from consumers and from followers. v2-v3 are
+// listed as Kafka 3.9 lists them (librdkafka's feature detection needs
+// them); the record batches go out as stored, in the v2 format, with no
+// down-conversion for clients that predate it.
 //
 // MinBytes/MaxWaitMs long-poll: replication parks the request until a high
 // watermark among its partitions moves (for a follower: its log end) or
@@ -42,7 +45,7 @@ import (
 )
 
 func (h *Handlers) registerFetch(reg *protocol.Registry) {
-	reg.Register(1, 4, 16, h.fetch)
+	reg.Register(1, 2, 16, h.fetch)
 }
 
 func (h *Handlers) fetch(ctx context.Context, req *protocol.Request) (kmsg.Response, error) {
@@ -139,6 +142,15 @@ func (h *Handlers) fetch(ctx context.Context, req *protocol.Request) (kmsg.Respo
 		}
 		if res.HasDivergingEpoch && req.Version >= 12 {
 			rp.DivergingEpoch.Epoch, rp.DivergingEpoch.EndOffset = res.DivergingEpoch, res.DivergingEndOffset
+		}
+	}
+	// A partition with nothing to return carries an empty record set, not
+	// a null one: librdkafka and kafka-python fail to parse a null set.
+	for ti := range resp.Topics {
+		for pi := range resp.Topics[ti].Partitions {
+			if resp.Topics[ti].Partitions[pi].RecordBatches == nil {
+				resp.Topics[ti].Partitions[pi].RecordBatches = []byte{}
+			}
 		}
 	}
 	return resp, nil

@@ -1,7 +1,12 @@
 package handlers
 
-// Produce (key 0), v3-v11: magic v2 record batches only (v3 is the first
-// version that carries them).
+// Produce (key 0), v0-v11: magic v2 record batches only (v3 is the first
+// version that carries them). v0-v2 are listed, as Kafka 3.9 lists them,
+// because librdkafka decides from them whether the broker takes compressed
+// batches at all (Produce v0 for gzip and snappy, Produce and Fetch v2 for
+// its message-format feature); an old-format message set in a v0-v2
+// request is refused as INVALID_RECORD, since gokafka does not convert
+// formats.
 //
 // Batches are stored as sent: replication validates the frame, CRC-32C,
 // record count and size, then the log rewrites only the base offset and the
@@ -38,7 +43,7 @@ import (
 )
 
 func (h *Handlers) registerProduce(reg *protocol.Registry) {
-	reg.Register(0, 3, 11, h.produce)
+	reg.Register(0, 0, 11, h.produce)
 }
 
 func (h *Handlers) produce(ctx context.Context, req *protocol.Request) (kmsg.Response, error) {
