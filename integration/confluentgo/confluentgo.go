@@ -40,6 +40,9 @@ type ProduceOpts struct {
 	Compression string // none, gzip, snappy, lz4, zstd
 	Idempotent  bool
 	Partition   int32 // -1: the client's partitioner
+	// BatchMaxBytes, if set, is batch.size: small batches make many
+	// produce requests.
+	BatchMaxBytes int
 }
 
 // Produce writes recs in order and waits for every delivery report.
@@ -48,15 +51,23 @@ func Produce(ctx context.Context, bootstrap, topic string, recs []Record, o Prod
 	if codec == "" {
 		codec = "none"
 	}
-	p, err := kafka.NewProducer(&kafka.ConfigMap{
+	cfg := kafka.ConfigMap{
 		"bootstrap.servers":  bootstrap,
 		"compression.type":   codec,
 		"enable.idempotence": o.Idempotent,
 		"acks":               "all",
 		"linger.ms":          5,
-		"message.timeout.ms": 30000,
+		"message.timeout.ms": 120000,
 		"log_level":          3,
-	})
+		// Tests cut connections on purpose; librdkafka's default backoff
+		// (up to 10 s per reconnect) would turn each cut into a stall.
+		"reconnect.backoff.ms":     10,
+		"reconnect.backoff.max.ms": 200,
+	}
+	if o.BatchMaxBytes > 0 {
+		cfg["batch.size"] = o.BatchMaxBytes
+	}
+	p, err := kafka.NewProducer(&cfg)
 	if err != nil {
 		return err
 	}
