@@ -83,6 +83,9 @@ type Config struct {
 	// ReplicaSocketTimeout is replica.socket.timeout.ms: bounds a
 	// follower's dial and round trip.
 	ReplicaSocketTimeout time.Duration
+	// ProducerIDExpiration is producer.id.expiration.ms: a producer that
+	// wrote nothing to a partition for this long is forgotten there.
+	ProducerIDExpiration time.Duration
 }
 
 // DefaultConfig returns Kafka's defaults (NodeID 0).
@@ -95,6 +98,7 @@ func DefaultConfig() Config {
 		ReplicaFetchResponseMaxBytes: 10485760,
 		ReplicaFetchBackoff:          time.Second,
 		ReplicaSocketTimeout:         30 * time.Second,
+		ProducerIDExpiration:         24 * time.Hour,
 	}
 }
 
@@ -109,6 +113,8 @@ func (c Config) Validate() error {
 		return errors.New("replica.fetch.wait.max.ms must not be negative")
 	case c.ReplicaFetchWaitMax > c.ReplicaLagTimeMax:
 		return errors.New("replica.fetch.wait.max.ms should always be less than or equal to replica.lag.time.max.ms to prevent frequent changes in ISR")
+	case c.ProducerIDExpiration <= 0:
+		return errors.New("producer.id.expiration.ms must be positive")
 	case c.ReplicaSocketTimeout <= 0:
 		return errors.New("replica.socket.timeout.ms must be positive")
 	case c.ReplicaFetchWaitMax > c.ReplicaSocketTimeout:

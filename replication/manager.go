@@ -542,6 +542,7 @@ func (m *Manager) ensure(tp partition.TopicPartition, pi *cluster.PartitionInfo,
 			return fmt.Errorf("open log %s: %w", tp, err)
 		}
 		p = &Partition{TP: tp, log: lg}
+		p.prod.expiry = m.cfg.ProducerIDExpiration
 		p.mu.hwMoved = make(chan struct{})
 		p.mu.leoMoved = make(chan struct{})
 		p.mu.leaderEpoch = -1

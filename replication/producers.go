@@ -24,10 +24,13 @@ type producers struct {
 	mu         sync.Mutex
 	st         *idempotent.State // nil until loaded
 	lastExpiry time.Time
+	// expiry is producer.id.expiration.ms.
+	expiry time.Duration
+	// segments is how many segments the log had at the last snapshot: a
+	// roll is when the state is snapshotted, as Kafka does, so that a
+	// restart after a crash reads at most the active segment's batches.
+	segments int
 }
-
-// producerIDExpiration is Kafka's producer.id.expiration.ms default.
-const producerIDExpiration = 24 * time.Hour
 
 // batchOf turns a batch header into what producer state needs. The time
 // recorded is the broker's, not the batch's: expiry measures how long a
@@ -83,6 +86,7 @@ func (p *Partition) producerStateLocked() (*idempotent.State, error) {
 		return nil, err
 	}
 	p.prod.st = st
+	p.prod.segments = p.log.NumSegments()
 	return st, nil
 }
 
@@ -141,6 +145,7 @@ func (p *Partition) producersAppended(records []byte) {
 		b = b[h.Size():]
 	}
 	p.prod.st.PruneCompleted(p.log.HighWatermark())
+	p.snapshotOnRollLocked()
 }
 
 // producersTruncated drops the state after the log was truncated; it is
@@ -168,7 +173,11 @@ func (p *Partition) expireProducersLocked(now time.Time) {
 		return
 	}
 	p.prod.lastExpiry = now
-	p.prod.st.Expire(now.UnixMilli(), producerIDExpiration.Milliseconds())
+	expiry := p.prod.expiry
+	if expiry <= 0 {
+		expiry = 24 * time.Hour
+	}
+	p.prod.st.Expire(now.UnixMilli(), expiry.Milliseconds())
 }
 
 // appendAsLeader appends a client's batch. An idempotent batch is first
@@ -209,5 +218,25 @@ func (p *Partition) appendAsLeader(records []byte, h partition.BatchHeader, lead
 	st.Update(b, info.FirstOffset, info.LastOffset)
 	st.PruneCompleted(p.log.HighWatermark())
 	p.expireProducersLocked(time.Now())
+	p.snapshotOnRollLocked()
 	return info, false, nil
+}
+
+// snapshotOnRollLocked writes a snapshot when the log has rolled a new
+// segment since the last one.
+func (p *Partition) snapshotOnRollLocked() {
+	if p.prod.st == nil {
+		return
+	}
+	n := p.log.NumSegments()
+	if n <= p.prod.segments {
+		p.prod.segments = n
+		return
+	}
+	p.prod.segments = n
+	if p.prod.st.End() == 0 {
+		return
+	}
+	// A failed snapshot only costs a longer rebuild after a crash.
+	_ = p.log.WriteProducerSnapshot(p.prod.st.End(), p.prod.st.MarshalSnapshot())
 }

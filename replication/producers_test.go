@@ -148,3 +148,33 @@ func TestRule9_NewLeaderDeduplicatesRetryWrittenUnderOldLeader(t *testing.T) {
 		t.Fatalf("new leader's LEO %d, want 5", leo)
 	}
 }
+
+// The producer state is snapshotted when the log rolls a segment, so that
+// a restart after a crash reads only the log past the last roll.
+func TestRule9_ProducerStateSnapshottedAtSegmentRoll(t *testing.T) {
+	s := newStack(t)
+	s.createTopic(t, "t", 1, map[string]string{"segment.bytes": "1024"})
+	p := tp("t", 0)
+	seq := int32(0)
+	for range 20 {
+		if _, err := produceIdem(s.rm, p, idemBatch(4, 11, 0, seq)); err != nil {
+			t.Fatal(err)
+		}
+		seq += 4
+	}
+	lg := s.rm.Get(p).Log()
+	if lg.NumSegments() < 3 {
+		t.Fatalf("log has %d segments; the test needs rolls", lg.NumSegments())
+	}
+	end, data, ok, err := lg.LatestProducerSnapshot()
+	if err != nil || !ok {
+		t.Fatalf("no producer snapshot after %d segment rolls (err %v)", lg.NumSegments()-1, err)
+	}
+	snap, err := idempotent.UnmarshalSnapshot(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e := snap.Entry(11); e == nil || end <= 0 || end > lg.LogEndOffset() {
+		t.Fatalf("snapshot at %d (LEO %d) lacks producer 11: %+v", end, lg.LogEndOffset(), e)
+	}
+}
