@@ -974,6 +974,9 @@ func (m *Manager) readAll(fp FetchParams, record bool) ([]FetchResult, int64, bo
 		}
 		r.HighWatermark, r.LastStableOffset, r.LogStartOffset = ri.HighWatermark, ri.HighWatermark, ri.LogStartOffset
 		r.Records = ri.Records
+		if !fp.FromFollower && !fp.ReadCommitted {
+			r.LastStableOffset = min(p.lastStableIfLoaded(), ri.HighWatermark)
+		}
 		if fp.ReadCommitted {
 			r.LastStableOffset = lso
 			if end := lastNextOffset(ri.Records); end > part.Offset {

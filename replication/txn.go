@@ -114,6 +114,23 @@ func (p *Partition) lastStable() (int64, error) {
 	return p.lastStableLocked()
 }
 
+// lastStableIfLoaded is the last stable offset when the producer state is
+// loaded, else the high watermark. read_uncommitted fetches report the LSO
+// as Kafka does, but must not make a partition without producers read its
+// whole log to learn it has no transactions.
+func (p *Partition) lastStableIfLoaded() int64 {
+	p.prod.mu.Lock()
+	defer p.prod.mu.Unlock()
+	if p.prod.st == nil {
+		return p.log.HighWatermark()
+	}
+	lso, err := p.lastStableLocked()
+	if err != nil {
+		return p.log.HighWatermark()
+	}
+	return lso
+}
+
 func (p *Partition) lastStableLocked() (int64, error) {
 	st, err := p.producerStateLocked()
 	if err != nil {

@@ -114,3 +114,21 @@ func TestAbortedIndexSurvivesRestart(t *testing.T) {
 		t.Fatalf("after restart: err %v aborted %+v", r.Err, r.AbortedTransactions)
 	}
 }
+
+// A read_uncommitted fetch returns everything up to the HW but reports the
+// last stable offset, as Kafka does, so a consumer can tell how far the
+// stable part of the log goes.
+func TestReadUncommittedFetchReportsLastStableOffset(t *testing.T) {
+	s := newStack(t)
+	s.createTopic(t, "t", 1, nil)
+	p := tp("t", 0)
+	mustProduce(t, s.rm, p, makeBatch(2, 1000, 8)) // 0-1
+	mustProduce(t, s.rm, p, txnBatch(3, 7, 0, 0))  // 2-4, open
+	r := fetchOne(s.rm, p, 0)
+	if r.Err != nil || r.LastStableOffset != 2 || r.HighWatermark != 5 {
+		t.Fatalf("LSO %d HW %d err %v, want 2 and 5", r.LastStableOffset, r.HighWatermark, r.Err)
+	}
+	if hs := headers(t, r.Records); len(hs) != 2 {
+		t.Fatalf("read_uncommitted returned %d batches, want both", len(hs))
+	}
+}
