@@ -29,6 +29,7 @@ var errorCodes = []struct {
 	{idempotent.ErrOutOfOrderSequence, kerr.OutOfOrderSequenceNumber},
 	{idempotent.ErrInvalidProducerEpoch, kerr.InvalidProducerEpoch},
 	{idempotent.ErrInvalidTxnState, kerr.InvalidTxnState},
+	{idempotent.ErrCoordinatorFenced, kerr.TransactionCoordinatorFenced},
 	{partition.ErrCorruptMessage, kerr.CorruptMessage},
 	{partition.ErrInvalidRecord, kerr.InvalidRecord},
 	{partition.ErrMessageTooLarge, kerr.MessageTooLarge},

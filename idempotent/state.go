@@ -14,6 +14,7 @@ var (
 	ErrOutOfOrderSequence   = errors.New("out of order sequence number")
 	ErrInvalidProducerEpoch = errors.New("invalid producer epoch")
 	ErrInvalidTxnState      = errors.New("invalid transaction state")
+	ErrCoordinatorFenced    = errors.New("transaction coordinator fenced")
 	ErrCorruptSnapshot      = errors.New("corrupt producer state snapshot")
 )
 
@@ -35,6 +36,9 @@ type Batch struct {
 	// from a commit marker.
 	Control bool
 	Abort   bool
+	// CoordinatorEpoch is a marker's transaction coordinator epoch: a
+	// marker from an older coordinator than the last one seen is refused.
+	CoordinatorEpoch int32
 	// MaxTimestamp is the batch's max timestamp.
 	MaxTimestamp int64
 }
@@ -126,6 +130,9 @@ func (s *State) Check(b Batch) (*BatchMeta, error) {
 	if b.Epoch < e.Epoch {
 		return nil, fmt.Errorf("%w: producer %d epoch %d is older than %d", ErrInvalidProducerEpoch, b.ProducerID, b.Epoch, e.Epoch)
 	}
+	if b.Control && b.CoordinatorEpoch < e.CoordinatorEpoch {
+		return nil, fmt.Errorf("%w: marker for producer %d from coordinator epoch %d, %d seen before", ErrCoordinatorFenced, b.ProducerID, b.CoordinatorEpoch, e.CoordinatorEpoch)
+	}
 	if b.Epoch == e.Epoch {
 		for i := range e.Batches {
 			if e.Batches[i].FirstSeq == b.FirstSeq && e.Batches[i].LastSeq == b.LastSeq {
@@ -177,6 +184,7 @@ func (s *State) Update(b Batch, firstOffset, lastOffset int64) {
 	}
 	e.LastTimestamp = max(e.LastTimestamp, b.MaxTimestamp)
 	if b.Control {
+		e.CoordinatorEpoch = max(e.CoordinatorEpoch, b.CoordinatorEpoch)
 		// A transaction marker ends the producer's transaction.
 		if e.CurrentTxnFirstOffset >= 0 {
 			r := TxnRange{ProducerID: b.ProducerID, FirstOffset: e.CurrentTxnFirstOffset, LastOffset: lastOffset}

@@ -211,3 +211,18 @@ func TestAllocatorNeverRepeatsAndFetchesBlocks(t *testing.T) {
 		t.Fatalf("%d block fetches for 10 ids of blocks of 3", calls)
 	}
 }
+
+func TestMarkerFromOlderCoordinatorEpochIsFenced(t *testing.T) {
+	s := NewState()
+	appendBatch(t, s, Batch{ProducerID: 1, FirstSeq: 0, LastSeq: 0, Transactional: true}, 0)
+	if _, err := appendBatch(t, s, Batch{ProducerID: 1, Control: true, FirstSeq: -1, LastSeq: -1, CoordinatorEpoch: 5}, 1); err != nil {
+		t.Fatalf("marker from coordinator epoch 5: %v", err)
+	}
+	appendBatch(t, s, Batch{ProducerID: 1, FirstSeq: 1, LastSeq: 1, Transactional: true}, 2)
+	if _, err := s.Check(Batch{ProducerID: 1, Control: true, FirstSeq: -1, LastSeq: -1, CoordinatorEpoch: 4}); !errors.Is(err, ErrCoordinatorFenced) {
+		t.Fatalf("marker from older coordinator epoch 4: %v", err)
+	}
+	if _, err := s.Check(Batch{ProducerID: 1, Control: true, FirstSeq: -1, LastSeq: -1, CoordinatorEpoch: 5}); err != nil {
+		t.Fatalf("marker from the same coordinator epoch: %v", err)
+	}
+}

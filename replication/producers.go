@@ -52,6 +52,7 @@ func batchOf(h partition.BatchHeader, batch []byte) idempotent.Batch {
 	}
 	if b.Control {
 		b.Abort = isAbortMarker(batch)
+		b.CoordinatorEpoch = markerCoordinatorEpoch(batch)
 	}
 	return b
 }

@@ -80,6 +80,25 @@ func isAbortMarker(batch []byte) bool {
 	return int16(binary.BigEndian.Uint16(key[2:])) != controlCommit
 }
 
+// markerCoordinatorEpoch reads the coordinator epoch from a marker's
+// value (version int16, coordinator epoch int32); 0 if unreadable.
+func markerCoordinatorEpoch(batch []byte) int32 {
+	if len(batch) <= partition.BatchHeaderSize {
+		return 0
+	}
+	r := kbin.Reader{Src: batch[partition.BatchHeaderSize:]}
+	r.Varint() // length
+	r.Int8()
+	r.Varlong()
+	r.Varint()
+	r.VarintBytes() // key
+	val := r.VarintBytes()
+	if !r.Ok() || len(val) < 6 {
+		return 0
+	}
+	return int32(binary.BigEndian.Uint32(val[2:]))
+}
+
 // ControlType reports whether a control batch is a commit marker.
 func ControlType(batch []byte) (commit bool) { return !isAbortMarker(batch) }
 
