@@ -101,3 +101,21 @@ func (im *Image) BrokerIDs() []int32 {
 	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
 	return ids
 }
+
+// Led returns the partitions of topic that node leads, with their leader
+// epochs, and the topic's partition count and id (zero when it does not
+// exist). Coordinators use it to follow the leadership of their internal
+// topic's partitions.
+func (im *Image) Led(topic string, node int32) (led map[int32]int32, partitions int32, id TopicID) {
+	led = map[int32]int32{}
+	t := im.Topics[topic]
+	if t == nil {
+		return led, 0, TopicID{}
+	}
+	for _, p := range t.Partitions {
+		if p.Leader == node {
+			led[p.Partition] = p.LeaderEpoch
+		}
+	}
+	return led, int32(len(t.Partitions)), t.ID
+}

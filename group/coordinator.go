@@ -130,23 +130,11 @@ func (c *Coordinator) nowMs() int64 { return c.now().UnixMilli() }
 // it no longer does. It runs on the metadata goroutine and never blocks:
 // loading happens in the background.
 func (c *Coordinator) reconcile(im *cluster.Image) {
-	self := c.meta.NodeID()
-	want := map[int32]int32{}
-	t := im.Topic(OffsetsTopic)
+	want, n, id := im.Led(OffsetsTopic, c.meta.NodeID())
 	c.mu.Lock()
 	if c.mu.closed {
 		c.mu.Unlock()
 		return
-	}
-	var n int32
-	var id cluster.TopicID
-	if t != nil {
-		n, id = int32(len(t.Partitions)), t.ID
-		for _, p := range t.Partitions {
-			if p.Leader == self {
-				want[p.Partition] = p.LeaderEpoch
-			}
-		}
 	}
 	recreated := id != c.mu.topicID
 	c.mu.numPartitions, c.mu.topicID = n, id

@@ -151,23 +151,11 @@ func (c *Coordinator) nowMs() int64 { return c.now().UnixMilli() }
 // reconcile loads the partitions this broker now leads and unloads the
 // others; it runs on the metadata goroutine and never blocks.
 func (c *Coordinator) reconcile(im *cluster.Image) {
-	self := c.meta.NodeID()
-	want := map[int32]int32{}
-	t := im.Topic(StateTopic)
+	want, n, id := im.Led(StateTopic, c.meta.NodeID())
 	c.mu.Lock()
 	if c.mu.closed {
 		c.mu.Unlock()
 		return
-	}
-	var n int32
-	var id cluster.TopicID
-	if t != nil {
-		n, id = int32(len(t.Partitions)), t.ID
-		for _, p := range t.Partitions {
-			if p.Leader == self {
-				want[p.Partition] = p.LeaderEpoch
-			}
-		}
 	}
 	recreated := id != c.mu.topicID
 	c.mu.numPartitions, c.mu.topicID = n, id
