@@ -70,8 +70,12 @@ func (c *Client) roundTrip(ctx context.Context, req kmsg.Request) (kmsg.Response
 	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
 		deadline = d
 	}
-	c.conn.SetDeadline(deadline)
-	stop := context.AfterFunc(ctx, func() { c.conn.SetDeadline(time.Now()) })
+	conn := c.conn
+	conn.SetDeadline(deadline)
+	// The callback may still run after this call returned and the caller
+	// dropped c.conn, so it must hold its own reference: a deadline on a
+	// closed connection is harmless, a nil one is not.
+	stop := context.AfterFunc(ctx, func() { conn.SetDeadline(time.Now()) })
 	defer stop()
 
 	c.corr++
