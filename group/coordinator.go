@@ -281,67 +281,15 @@ func (c *Coordinator) load(op *ownedPartition) {
 		return nil
 	}
 
-	var pos, target int64 = -1, -1
 	skipped := 0
-	backoff := time.NewTimer(0)
-	defer backoff.Stop()
-	<-backoff.C
-	wait := func() bool {
-		backoff.Reset(20 * time.Millisecond)
-		select {
-		case <-backoff.C:
-			return true
-		case <-op.cancel:
-			return false
-		}
-	}
-	for {
-		select {
-		case <-op.cancel:
-			return
-		default:
-		}
-		logStart, hw, leo, err := c.replicas.Bounds(tp)
-		if err != nil {
-			// The replica manager may not host the partition yet.
-			if !wait() {
-				return
-			}
-			continue
-		}
-		if target < 0 {
-			target, pos = leo, logStart
-		}
-		pos = max(pos, logStart)
-		if pos >= target {
-			break
-		}
-		if hw <= pos {
-			// The new leader's HW lags until its followers catch up.
-			if !wait() {
-				return
-			}
-			continue
-		}
-		recs, err := c.replicas.Read(tp, pos, hw, c.cfg.OffsetsLoadBufferSize)
-		if err != nil {
-			log.Warn().Err(err).Int64("offset", pos).Msg("reading offsets partition failed; retrying")
-			if !wait() {
-				return
-			}
-			continue
-		}
-		next, sk, err := parseBatches(recs, apply)
+	var pos int64 // the offset after the last batch read
+	if !ReadPartitionLog(c.replicas, tp, c.cfg.OffsetsLoadBufferSize, op.cancel, log, func(chunk []byte) (int64, error) {
+		next, sk, err := parseBatches(chunk, apply)
 		skipped += sk
-		if err != nil {
-			log.Error().Err(err).Int64("offset", pos).Msg("offsets partition holds a corrupt batch; loading stopped there")
-			break
-		}
-		if next <= pos {
-			log.Error().Int64("offset", pos).Msg("no progress reading offsets partition; loading stopped there")
-			break
-		}
-		pos = next
+		pos = max(pos, next)
+		return next, err
+	}) {
+		return
 	}
 	if skipped > 0 {
 		log.Warn().Int("batches", skipped).Msg("skipped compressed batches in the offsets partition")

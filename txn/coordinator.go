@@ -241,63 +241,13 @@ func (c *Coordinator) load(op *ownedPartition) {
 		}
 		txns[id] = m
 	}
-	var pos, target int64 = -1, -1
-	backoff := time.NewTimer(0)
-	defer backoff.Stop()
-	<-backoff.C
-	wait := func() bool {
-		backoff.Reset(20 * time.Millisecond)
-		select {
-		case <-backoff.C:
-			return true
-		case <-op.cancel:
-			return false
-		}
-	}
-	for {
-		select {
-		case <-op.cancel:
-			return
-		default:
-		}
-		logStart, hw, leo, err := c.replicas.Bounds(tp)
-		if err != nil {
-			if !wait() {
-				return
-			}
-			continue
-		}
-		if target < 0 {
-			target, pos = leo, logStart
-		}
-		pos = max(pos, logStart)
-		if pos >= target {
-			break
-		}
-		if hw <= pos {
-			if !wait() {
-				return
-			}
-			continue
-		}
-		recs, err := c.replicas.Read(tp, pos, hw, c.cfg.LoadBufferSize)
-		if err != nil {
-			log.Warn().Err(err).Int64("offset", pos).Msg("reading transaction state partition failed; retrying")
-			if !wait() {
-				return
-			}
-			continue
-		}
-		next, _, err := parseBatches(recs, apply)
-		if err != nil {
-			log.Error().Err(err).Int64("offset", pos).Msg("transaction state partition holds a corrupt batch; loading stopped there")
-			break
-		}
-		if next <= pos {
-			log.Error().Int64("offset", pos).Msg("no progress reading transaction state partition; loading stopped there")
-			break
-		}
-		pos = next
+	var pos int64 // the offset after the last batch read
+	if !group.ReadPartitionLog(c.replicas, tp, c.cfg.LoadBufferSize, op.cancel, log, func(chunk []byte) (int64, error) {
+		next, _, err := parseBatches(chunk, apply)
+		pos = max(pos, next)
+		return next, err
+	}) {
+		return
 	}
 
 	var resume []*entry
