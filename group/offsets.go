@@ -198,18 +198,7 @@ func (c *Coordinator) CommitOffsets(ctx context.Context, groupID string, p Commi
 		ch <- err
 	})
 	e.mu.Unlock()
-	var werr error
-	select {
-	case werr = <-ch:
-	case <-ctx.Done():
-		werr = ErrCoordinatorNotAvailable
-	}
-	for i := range errs {
-		if errs[i] == nil {
-			errs[i] = werr
-		}
-	}
-	return errs
+	return awaitWrite(ctx, ch, errs)
 }
 
 // FetchedOffset is one answer of FetchOffsets; Offset is -1 when nothing is
@@ -574,4 +563,22 @@ func (c *Coordinator) DescribeGroup(groupID string) (GroupSummary, error) {
 		s.Members = append(s.Members, ms)
 	}
 	return s, nil
+}
+
+// awaitWrite waits for a queued offsets write and gives its outcome to
+// every entry of errs not already failed; a caller that gives up first
+// gets COORDINATOR_NOT_AVAILABLE (the write may still land).
+func awaitWrite(ctx context.Context, ch <-chan error, errs []error) []error {
+	var werr error
+	select {
+	case werr = <-ch:
+	case <-ctx.Done():
+		werr = ErrCoordinatorNotAvailable
+	}
+	for i := range errs {
+		if errs[i] == nil {
+			errs[i] = werr
+		}
+	}
+	return errs
 }

@@ -88,18 +88,7 @@ func (c *Coordinator) TxnCommitOffsets(ctx context.Context, groupID string, p Tx
 		ch <- err
 	})
 	e.mu.Unlock()
-	var werr error
-	select {
-	case werr = <-ch:
-	case <-ctx.Done():
-		werr = ErrCoordinatorNotAvailable
-	}
-	for i := range errs {
-		if errs[i] == nil {
-			errs[i] = werr
-		}
-	}
-	return errs
+	return awaitWrite(ctx, ch, errs)
 }
 
 // CompleteTxn applies a transaction marker written to a __consumer_offsets
