@@ -41,7 +41,13 @@ func TestFranzGoSuite(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "go", "test", "github.com/twmb/franz-go/pkg/kgo", "-count=1", "-json", "-timeout", "11m")
+	args := []string{"test", "github.com/twmb/franz-go/pkg/kgo", "-count=1", "-json", "-timeout", "11m"}
+	if run := os.Getenv("GOKAFKA_KGO_RUN"); run != "" {
+		// Narrows the suite to the tests matching this -run pattern,
+		// for working on one area; CI runs the whole suite.
+		args = append(args, "-run", run)
+	}
+	cmd := exec.CommandContext(ctx, "go", args...)
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(),
 		"KGO_SEEDS="+strings.Join(c.addrs(), ","),
