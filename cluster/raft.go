@@ -180,12 +180,13 @@ func Open(ctx context.Context, cfg Config, qc QuorumConfig, logger zerolog.Logge
 	var trans raft.Transport
 	var servers []raft.Server
 	if len(qc.Voters) == 0 {
-		// A quorum of one: no network, and timeouts short enough that
-		// the self-election costs well under a second.
+		// A quorum of one: no network, and short timeouts; with no
+		// peers there is nothing to lose contact with. The election
+		// itself is started at once below (see electAlone).
 		addr, t := raft.NewInmemTransport(raft.ServerAddress("node-" + string(rc.LocalID)))
 		trans = t
 		servers = []raft.Server{{ID: rc.LocalID, Address: addr}}
-		rc.HeartbeatTimeout, rc.ElectionTimeout, rc.LeaderLeaseTimeout = 50*time.Millisecond, 50*time.Millisecond, 50*time.Millisecond
+		rc.HeartbeatTimeout, rc.ElectionTimeout, rc.LeaderLeaseTimeout = 2*soloTimeout, 2*soloTimeout, soloTimeout
 	} else {
 		found := false
 		for _, v := range qc.Voters {
@@ -240,6 +241,9 @@ func Open(ctx context.Context, cfg Config, qc QuorumConfig, logger zerolog.Logge
 		closeTransport(trans)
 		return nil, fmt.Errorf("start metadata quorum: %w", err)
 	}
+	if len(qc.Voters) == 0 {
+		electAlone(r, rc)
+	}
 	c.log = &raftLog{r: r, ctrl: c, store: store, trans: trans, applyTimeout: 10 * time.Second}
 	c.raft = r
 
@@ -260,6 +264,28 @@ func Open(ctx context.Context, cfg Config, qc QuorumConfig, logger zerolog.Logge
 	return c, nil
 }
 
+// soloTimeout is the heartbeat and election timeout of a one-node quorum,
+// raft's smallest allowed value.
+const soloTimeout = 5 * time.Millisecond
+
+// electAlone makes a one-node quorum elect itself now instead of after a
+// random heartbeat timeout: lowering the heartbeat timeout of a running
+// raft wakes its follower loop, which finds no recent leader contact and
+// starts an election at once. Start-up waits for that election, so this
+// takes 5-10 ms off every start of a single node.
+func electAlone(r *raft.Raft, rc *raft.Config) {
+	err := r.ReloadConfig(raft.ReloadableConfig{
+		TrailingLogs:      rc.TrailingLogs,
+		SnapshotInterval:  rc.SnapshotInterval,
+		SnapshotThreshold: rc.SnapshotThreshold,
+		HeartbeatTimeout:  soloTimeout,
+		ElectionTimeout:   soloTimeout,
+	})
+	if err != nil {
+		panic(fmt.Sprintf("one-node raft timeouts rejected: %v", err))
+	}
+}
+
 func closeTransport(t raft.Transport) {
 	if c, ok := t.(io.Closer); ok {
 		c.Close()
@@ -269,7 +295,9 @@ func closeTransport(t raft.Transport) {
 // waitReady waits until there is a leader, this node has applied the log
 // as far as it knows, and the cluster has an id.
 func (c *Controller) waitReady(ctx context.Context) error {
-	tick := time.NewTicker(10 * time.Millisecond)
+	// A fine tick: a one-node quorum is ready a few milliseconds after
+	// its self-election, and start-up waits for this.
+	tick := time.NewTicker(time.Millisecond)
 	defer tick.Stop()
 	for {
 		if _, id := c.raft.LeaderWithID(); id != "" {
