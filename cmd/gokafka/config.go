@@ -104,6 +104,7 @@ var properties = []property{
 	{"shutdown.timeout.ms", "30000", "How long in-flight requests may take to finish at shutdown."},
 	{"log.level", "info", "trace, debug, info, warn or error."},
 	{"log.format", "console", "console or json."},
+	{"debug.pprof.listener", "", "host:port serving Go's net/http/pprof profiles (off when empty); for profiling only, never on a public interface."},
 }
 
 // loadConfig reads config.yaml (if path is set), then GOKAFKA_* env
@@ -220,7 +221,7 @@ func (s *settings) brokerConfig() (broker.Config, error) {
 	// Effective values of the properties that topic configs inherit from.
 	values := map[string]string{}
 	for k, v := range s.values {
-		if v != "" && k != "log.level" && k != "log.format" {
+		if v != "" && k != "log.level" && k != "log.format" && k != "debug.pprof.listener" {
 			values[k] = v
 		}
 	}

@@ -12,6 +12,8 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"net/http"
+	"net/http/pprof"
 	"os"
 	"os/signal"
 	"strings"
@@ -45,6 +47,10 @@ func run() int {
 	if err != nil {
 		logger.Error().Err(err).Msg("configuration rejected")
 		return 2
+	}
+
+	if addr := s.str("debug.pprof.listener"); addr != "" {
+		servePprof(addr, logger)
 	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
@@ -101,4 +107,19 @@ func newLogger(format, level string) (zerolog.Logger, error) {
 		return zerolog.Logger{}, fmt.Errorf("log.format %q: want console or json", format)
 	}
 	return l.Level(lvl).With().Timestamp().Logger(), nil
+}
+
+// servePprof serves net/http/pprof's profiles on addr in the background.
+func servePprof(addr string, logger zerolog.Logger) {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	go func() {
+		if err := http.ListenAndServe(addr, mux); err != nil {
+			logger.Error().Err(err).Str("addr", addr).Msg("pprof listener failed")
+		}
+	}()
 }
