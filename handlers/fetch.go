@@ -70,6 +70,7 @@ func (h *Handlers) fetch(ctx context.Context, req *protocol.Request) (kmsg.Respo
 		MaxBytes:      r.MaxBytes,
 		MaxWait:       time.Duration(r.MaxWaitMillis) * time.Millisecond,
 		ReadCommitted: r.IsolationLevel == 1,
+		ZeroCopy:      req.Conn != nil && req.Conn.ZeroCopy,
 	}
 	replicaID := r.ReplicaID
 	if req.Version >= 15 {
@@ -126,6 +127,7 @@ func (h *Handlers) fetch(ctx context.Context, req *protocol.Request) (kmsg.Respo
 	}
 
 	results := h.replicas.Fetch(ctx, params)
+	var spliced *protocol.SplicedResponse
 	for _, s := range slots {
 		if s.idx < 0 {
 			continue
@@ -135,6 +137,13 @@ func (h *Handlers) fetch(ctx context.Context, req *protocol.Request) (kmsg.Respo
 		rp.ErrorCode = errorCode(res.Err)
 		rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = res.HighWatermark, res.LastStableOffset, res.LogStartOffset
 		rp.RecordBatches = res.Records
+		if res.Region != nil {
+			// Sent straight from the segment file (see protocol/splice.go).
+			if spliced == nil {
+				spliced = &protocol.SplicedResponse{Response: resp}
+			}
+			rp.RecordBatches = spliced.Placeholder(protocol.FileRegion{File: res.Region.File, Off: res.Region.Pos, Len: res.Region.Len})
+		}
 		for _, a := range res.AbortedTransactions {
 			at := kmsg.NewFetchResponseTopicPartitionAbortedTransaction()
 			at.ProducerID, at.FirstOffset = a.ProducerID, a.FirstOffset
@@ -152,6 +161,9 @@ func (h *Handlers) fetch(ctx context.Context, req *protocol.Request) (kmsg.Respo
 				resp.Topics[ti].Partitions[pi].RecordBatches = []byte{}
 			}
 		}
+	}
+	if spliced != nil {
+		return spliced, nil
 	}
 	return resp, nil
 }

@@ -39,8 +39,22 @@ type AppendInfo struct {
 
 // ReadInfo is the result of a Read.
 type ReadInfo struct {
-	Records                                     []byte
+	Records []byte
+	// Region, set by ReadRegion instead of Records, holds the same whole
+	// batches as a range of the segment file; the caller must close it.
+	Region *Region
+	// NextOffset is one past the last offset of the batches returned
+	// (Records or Region), -1 when none are.
+	NextOffset                                  int64
 	LogStartOffset, HighWatermark, LogEndOffset int64
+}
+
+// Size is the number of bytes of batches returned.
+func (ri ReadInfo) Size() int64 {
+	if ri.Region != nil {
+		return ri.Region.Len
+	}
+	return int64(len(ri.Records))
 }
 
 // Log is the on-disk log of one partition. See doc.go for the lock order.
@@ -675,6 +689,20 @@ func (l *Log) floorSegLocked(offset int64) int {
 // stays within one segment, as in Kafka; the caller reads again from the
 // next offset.
 func (l *Log) Read(offset int64, maxBytes int32, maxOffset int64, minOneBatch bool) (ReadInfo, error) {
+	return l.read(offset, maxBytes, maxOffset, minOneBatch, false)
+}
+
+// ReadRegion is Read for a caller that can send file ranges without
+// copying them (sendfile): when the batches span more than a small
+// read, they come back as a Region of the segment file rather than as
+// bytes. Only the batch headers are read to find where the whole batches
+// end. A filesystem without file descriptors (the test MemFS) always
+// gets bytes.
+func (l *Log) ReadRegion(offset int64, maxBytes int32, maxOffset int64, minOneBatch bool) (ReadInfo, error) {
+	return l.read(offset, maxBytes, maxOffset, minOneBatch, true)
+}
+
+func (l *Log) read(offset int64, maxBytes int32, maxOffset int64, minOneBatch, region bool) (ReadInfo, error) {
 	l.lifeMu.RLock()
 	defer l.lifeMu.RUnlock()
 	l.mu.Lock()
@@ -682,7 +710,7 @@ func (l *Log) Read(offset int64, maxBytes int32, maxOffset int64, minOneBatch bo
 		l.mu.Unlock()
 		return ReadInfo{}, ErrLogClosed
 	}
-	info := ReadInfo{LogStartOffset: l.mu.logStart, HighWatermark: l.mu.hw, LogEndOffset: l.mu.leo}
+	info := ReadInfo{NextOffset: -1, LogStartOffset: l.mu.logStart, HighWatermark: l.mu.hw, LogEndOffset: l.mu.leo}
 	if offset < l.mu.logStart || offset > l.mu.leo {
 		l.mu.Unlock()
 		return info, fmt.Errorf("%w: offset %d not in [%d, %d]", ErrOffsetOutOfRange, offset, info.LogStartOffset, info.LogEndOffset)
@@ -705,11 +733,19 @@ func (l *Log) Read(offset int64, maxBytes int32, maxOffset int64, minOneBatch bo
 		if h.BaseOffset >= maxOffset {
 			return info, nil
 		}
+		if df, ok := v.s.log.(dupFile); ok && region {
+			recs, reg, next, err := scanBatches(df, pos, v.size, h, maxBytes, maxOffset, minOneBatch)
+			if err != nil {
+				return info, err
+			}
+			info.Records, info.Region, info.NextOffset = recs, reg, next
+			return info, nil
+		}
 		recs, err := readBatches(v.s.log, pos, v.size, h, maxBytes, maxOffset, minOneBatch)
 		if err != nil {
 			return info, err
 		}
-		info.Records = recs
+		info.Records, info.NextOffset = recs, lastNext(recs)
 		return info, nil
 	}
 	return info, nil

@@ -24,6 +24,9 @@ type ConnInfo struct {
 	ID         uint64
 	RemoteAddr string
 	LocalAddr  string
+	// ZeroCopy is set for a plain TCP connection, which responses can
+	// reach with sendfile (see SplicedResponse).
+	ZeroCopy bool
 }
 
 // HandlerFunc serves one request. A nil response with a nil error means no

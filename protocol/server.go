@@ -147,8 +147,8 @@ func (s *Server) startConn(nc net.Conn) {
 	c := &conn{
 		srv:  s,
 		nc:   nc,
-		info: &ConnInfo{ID: id, RemoteAddr: nc.RemoteAddr().String(), LocalAddr: nc.LocalAddr().String()},
-		out:  make(chan []byte, s.cfg.MaxQueuedResponses),
+		info: &ConnInfo{ID: id, RemoteAddr: nc.RemoteAddr().String(), LocalAddr: nc.LocalAddr().String(), ZeroCopy: isTCP(nc)},
+		out:  make(chan frame, s.cfg.MaxQueuedResponses),
 	}
 	c.logger = s.logger.With().Uint64("conn", id).Str("remote", c.info.RemoteAddr).Logger()
 	c.ctx, c.cancel = context.WithCancel(s.baseCtx)
@@ -211,7 +211,7 @@ type conn struct {
 	// out carries encoded responses to the writer in request order. The
 	// reader closes it when it stops; the writer then drains it and closes
 	// the socket.
-	out chan []byte
+	out chan frame
 
 	// busy is set while a request is being read or served, so that a
 	// shutdown does not cut a request in the middle.
@@ -276,7 +276,7 @@ func (c *conn) readLoop() {
 		if !ok {
 			return
 		}
-		if resp != nil {
+		if resp.b != nil || resp.pieces != nil {
 			select {
 			case c.out <- resp:
 			case <-c.srv.baseCtx.Done():
@@ -285,6 +285,7 @@ func (c *conn) readLoop() {
 				select {
 				case c.out <- resp:
 				default:
+					resp.close()
 					c.setReason(CloseShutdown, nil)
 					return
 				}
@@ -311,16 +312,16 @@ func (c *conn) readFailed(err error) {
 
 // serve decodes and handles one frame. It returns the encoded response
 // (nil when none is due) and false when the connection must close.
-func (c *conn) serve(frame []byte) (out []byte, ok bool) {
-	h, err := parseHeaderPrefix(frame)
+func (c *conn) serve(in []byte) (out frame, ok bool) {
+	h, err := parseHeaderPrefix(in)
 	if err != nil {
 		c.setReason(CloseMalformedHeader, err)
-		return nil, false
+		return frame{}, false
 	}
 	entry, known := c.srv.reg.lookup(h.key)
 	if !known {
 		c.setReason(CloseUnknownKey, fmt.Errorf("api key %d", h.key))
-		return nil, false
+		return frame{}, false
 	}
 	if h.version < entry.min || h.version > entry.max {
 		if h.key == apiVersionsKey {
@@ -329,21 +330,21 @@ func (c *conn) serve(frame []byte) (out []byte, ok bool) {
 			// its layout at this version is unknown.
 			c.logger.Debug().Int16("version", h.version).Msg("ApiVersions at unsupported version")
 			resp := c.srv.reg.ApiVersionsResponse(0, 35)
-			return encodeResponse(h, resp), true
+			return frame{b: encodeResponse(h, resp)}, true
 		}
 		c.setReason(CloseUnsupportedVersion, fmt.Errorf("api %s (%d) version %d", kmsg.NameForKey(h.key), h.key, h.version))
-		return nil, false
+		return frame{}, false
 	}
 	req := kmsg.RequestForKey(h.key)
 	req.SetVersion(h.version)
-	body, err := parseHeaderRest(&h, frame, req.IsFlexible())
+	body, err := parseHeaderRest(&h, in, req.IsFlexible())
 	if err != nil {
 		c.setReason(CloseMalformedHeader, err)
-		return nil, false
+		return frame{}, false
 	}
 	if err := req.ReadFrom(body); err != nil {
 		c.setReason(CloseMalformedRequest, fmt.Errorf("api %s v%d: %w", kmsg.NameForKey(h.key), h.version, err))
-		return nil, false
+		return frame{}, false
 	}
 
 	resp, err, panicked := c.callHandler(entry.fn, &Request{
@@ -352,17 +353,29 @@ func (c *conn) serve(frame []byte) (out []byte, ok bool) {
 	})
 	if panicked {
 		c.setReason(CloseHandlerPanic, err)
-		return nil, false
+		return frame{}, false
 	}
 	if err != nil {
+		if sr, ok := resp.(*SplicedResponse); ok {
+			sr.Close()
+		}
 		c.setReason(CloseHandlerError, err)
-		return nil, false
+		return frame{}, false
 	}
 	if resp == nil {
-		return nil, true
+		return frame{}, true
 	}
 	resp.SetVersion(h.version)
-	return encodeResponse(h, resp), true
+	if sr, ok := resp.(*SplicedResponse); ok {
+		f, err := splice(encodeResponse(h, sr), sr.IsFlexible(), sr)
+		if err != nil {
+			sr.Close()
+			c.setReason(CloseHandlerError, err)
+			return frame{}, false
+		}
+		return f, true
+	}
+	return frame{b: encodeResponse(h, resp)}, true
 }
 
 func (c *conn) callHandler(fn HandlerFunc, req *Request) (resp kmsg.Response, err error, panicked bool) {
@@ -389,11 +402,12 @@ func (c *conn) writeLoop() {
 	defer c.srv.wg.Done()
 	defer c.finish()
 	failed := false
-	for b := range c.out {
+	for f := range c.out {
 		if failed {
+			f.close()
 			continue
 		}
-		if _, err := c.nc.Write(b); err != nil {
+		if err := f.write(c.nc); err != nil {
 			c.setReason(CloseWriteError, err)
 			failed = true
 			// Unblock the reader; it will close out.
@@ -419,4 +433,9 @@ func (c *conn) finish() {
 		ev = ev.Err(c.reasonErr)
 	}
 	ev.Str("reason", c.reason.String()).Msg("connection closed")
+}
+
+func isTCP(nc net.Conn) bool {
+	_, ok := nc.(*net.TCPConn)
+	return ok
 }

@@ -811,6 +811,9 @@ type FetchParams struct {
 	// parks until the LEO moves.
 	FromFollower bool
 	ReplicaID    int32
+	// ZeroCopy lets results carry file Regions instead of Records, for a
+	// connection that can send them with sendfile.
+	ZeroCopy bool
 }
 
 // FetchResult is one partition's answer.
@@ -820,6 +823,9 @@ type FetchResult struct {
 	LastStableOffset int64
 	LogStartOffset   int64
 	Records          []byte
+	// Region, only with FetchParams.ZeroCopy, holds the batches instead
+	// of Records; whoever ends up with the result must close it.
+	Region *partition.Region
 	// DivergingEpoch and DivergingEndOffset, set when HasDivergingEpoch,
 	// tell the fetcher where its log stops agreeing with this leader's.
 	DivergingEpoch     int32
@@ -856,12 +862,23 @@ func (m *Manager) Fetch(ctx context.Context, fp FetchParams) []FetchResult {
 		if total >= int64(fp.MinBytes) || respondNow || fp.MaxWait <= 0 || len(waits) == 0 {
 			return res
 		}
+		CloseRegions(res) // read again after the wait
 		if timer == nil {
 			timer = time.NewTimer(fp.MaxWait)
 		}
 		if !waitAny(ctx, timer.C, waits) {
 			res, _, _ = m.readAll(fp, false)
 			return res
+		}
+	}
+}
+
+// CloseRegions closes the file regions of results that will not be sent.
+func CloseRegions(res []FetchResult) {
+	for i := range res {
+		if res[i].Region != nil {
+			res[i].Region.Close()
+			res[i].Region = nil
 		}
 	}
 }
@@ -966,28 +983,33 @@ func (m *Manager) readAll(fp FetchParams, record bool) ([]FetchResult, int64, bo
 			maxOffset = lso
 			r.LastStableOffset = lso
 		}
-		ri, err := p.log.Read(part.Offset, int32(max(limit, 0)), maxOffset, minOne)
+		read := p.log.Read
+		if fp.ZeroCopy {
+			read = p.log.ReadRegion
+		}
+		ri, err := read(part.Offset, int32(max(limit, 0)), maxOffset, minOne)
 		if err != nil {
 			r.Err = err
 			respondNow = true
 			continue
 		}
 		r.HighWatermark, r.LastStableOffset, r.LogStartOffset = ri.HighWatermark, ri.HighWatermark, ri.LogStartOffset
-		r.Records = ri.Records
+		r.Records, r.Region = ri.Records, ri.Region
 		if !fp.FromFollower && !fp.ReadCommitted {
 			r.LastStableOffset = min(p.lastStableIfLoaded(), ri.HighWatermark)
 		}
 		if fp.ReadCommitted {
 			r.LastStableOffset = lso
-			if end := lastNextOffset(ri.Records); end > part.Offset {
+			if end := ri.NextOffset; end > part.Offset {
 				if r.AbortedTransactions, err = p.abortedIn(part.Offset, end); err != nil {
+					CloseRegions(res[i : i+1])
 					r.Err, r.Records = err, nil
 					respondNow = true
 					continue
 				}
 			}
 		}
-		if n := int64(len(ri.Records)); n > 0 {
+		if n := ri.Size(); n > 0 {
 			total += n
 			budget -= n
 			minOne = false

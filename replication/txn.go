@@ -221,17 +221,3 @@ func (m *Manager) Producers(tp partition.TopicPartition) ([]ProducerEntry, error
 	}
 	return out, nil
 }
-
-// lastNextOffset returns the offset after the last whole batch in b, or -1.
-func lastNextOffset(b []byte) int64 {
-	next := int64(-1)
-	for len(b) >= partition.BatchHeaderSize {
-		h, err := partition.ParseBatchHeader(b)
-		if err != nil || h.Size() > len(b) {
-			break
-		}
-		next = h.NextOffset()
-		b = b[h.Size():]
-	}
-	return next
-}
