@@ -24,6 +24,22 @@ type Client struct {
 	mu   sync.Mutex
 	conn net.Conn
 	corr int32
+	// reuse, when set, reads every response into buf, so a response's
+	// byte fields stay valid only until the next request.
+	reuse bool
+	buf   []byte
+}
+
+// ReuseResponseBuffer makes the client read each response into one
+// buffer kept across requests instead of a fresh allocation. The byte
+// fields of a response (a fetch's records) alias that buffer and are
+// overwritten by the next request, so only a caller that is done with a
+// response before it sends the next may set this: a replica fetcher,
+// which appends the records and forgets them.
+func (c *Client) ReuseResponseBuffer() {
+	c.mu.Lock()
+	c.reuse = true
+	c.mu.Unlock()
 }
 
 // NewClient returns a client for addr. timeout bounds the dial and each
@@ -93,7 +109,15 @@ func (c *Client) roundTrip(ctx context.Context, req kmsg.Request) (kmsg.Response
 	if n < 4 || n > 1<<30 {
 		return nil, fmt.Errorf("response size %d invalid", n)
 	}
-	body := make([]byte, n)
+	var body []byte
+	if c.reuse {
+		if cap(c.buf) < int(n) {
+			c.buf = make([]byte, n)
+		}
+		body = c.buf[:n]
+	} else {
+		body = make([]byte, n)
+	}
 	if _, err := io.ReadFull(c.conn, body); err != nil {
 		return nil, err
 	}

@@ -95,4 +95,7 @@ func appendResponseHeader(dst []byte, key int16, correlationID int32, flexible b
 	return dst
 }
 
-const apiVersionsKey = 18
+const (
+	produceKey     = 0
+	apiVersionsKey = 18
+)

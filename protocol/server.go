@@ -267,12 +267,13 @@ func (c *conn) readLoop() {
 			c.setReason(CloseTooLarge, fmt.Errorf("size %d exceeds socket.request.max.bytes %d", size, c.srv.cfg.MaxRequestBytes))
 			return
 		}
-		buf := make([]byte, size)
+		buf := getRequestBuf(size)
 		if _, err := io.ReadFull(c.nc, buf); err != nil {
 			c.readFailed(err)
 			return
 		}
 		resp, ok := c.serve(buf)
+		putRequestBuf(buf)
 		if !ok {
 			return
 		}
@@ -438,4 +439,35 @@ func (c *conn) finish() {
 func isTCP(nc net.Conn) bool {
 	_, ok := nc.(*net.TCPConn)
 	return ok
+}
+
+// Produce requests are most of the bytes a broker reads, and their
+// records are written to the log before the handler returns; nothing of
+// the request outlives serve. Their buffers are pooled so that a steady
+// produce load does not allocate (and clear, and collect) a fresh frame
+// per request. Other requests may keep slices of their frame (group
+// metadata, assignments), so only Produce frames go back to the pool.
+const pooledRequestMin = 64 << 10
+
+var requestBufs = sync.Pool{New: func() any { return new([]byte) }}
+
+func getRequestBuf(size int32) []byte {
+	if size < pooledRequestMin {
+		return make([]byte, size)
+	}
+	bp := requestBufs.Get().(*[]byte)
+	if cap(*bp) < int(size) {
+		return make([]byte, size)
+	}
+	return (*bp)[:size]
+}
+
+// putRequestBuf returns a Produce frame's buffer to the pool once it has
+// been served.
+func putRequestBuf(buf []byte) {
+	if cap(buf) < pooledRequestMin || len(buf) < 2 || binary.BigEndian.Uint16(buf) != produceKey {
+		return
+	}
+	b := buf[:0]
+	requestBufs.Put(&b)
 }

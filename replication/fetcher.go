@@ -162,6 +162,9 @@ func newFetcher(m *Manager, leader int32, addr string) *fetcher {
 		done:   make(chan struct{}),
 		parts:  make(map[partition.TopicPartition]*fetchState),
 	}
+	// Records are appended to the log before the next request, and
+	// nothing of a response is kept: one buffer serves every response.
+	f.client.ReuseResponseBuffer()
 	f.ctx, f.cancel = context.WithCancel(m.ctx)
 	return f
 }
