@@ -264,15 +264,17 @@ func Open(ctx context.Context, cfg Config, qc QuorumConfig, logger zerolog.Logge
 	return c, nil
 }
 
-// soloTimeout is the heartbeat and election timeout of a one-node quorum,
-// raft's smallest allowed value.
-const soloTimeout = 5 * time.Millisecond
+// soloTimeout is the heartbeat and election timeout of a one-node quorum.
+// Its election does not wait for it (see electAlone); its leader loop
+// checks its lease at this period, so it is not smaller: an idle broker
+// should not wake a hundred times a second.
+const soloTimeout = 50 * time.Millisecond
 
 // electAlone makes a one-node quorum elect itself now instead of after a
 // random heartbeat timeout: lowering the heartbeat timeout of a running
 // raft wakes its follower loop, which finds no recent leader contact and
 // starts an election at once. Start-up waits for that election, so this
-// takes 5-10 ms off every start of a single node.
+// takes 50-100 ms off every start of a single node.
 func electAlone(r *raft.Raft, rc *raft.Config) {
 	err := r.ReloadConfig(raft.ReloadableConfig{
 		TrailingLogs:      rc.TrailingLogs,
