@@ -275,7 +275,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return runMode(ctx, o, stdout, stderr)
 	}
 	scs, _ := selectScenarios(o.scenario)
-	r := &runner{opts: o}
+	r := &runner{opts: o, log: stderr}
 	results := r.run(ctx, scs)
 	fmt.Fprintf(stdout, "gokafka-bench %s, %s\n\n", time.Now().UTC().Format("2006-01-02 15:04 MST"), strings.Join(os.Args[1:], " "))
 	writeTables(stdout, results, o.rounds)

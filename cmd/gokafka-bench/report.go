@@ -94,13 +94,13 @@ func writeTables(w io.Writer, results []*scenarioResult, rounds int) {
 		}
 		fmt.Fprintln(w)
 		header := []string{"metric", "unit"}
-		for _, s := range res.systems {
+		for _, s := range res.Systems {
 			header = append(header, s+" median")
 		}
-		if len(res.systems) > 1 {
-			header = append(header, res.systems[0]+"/"+res.systems[1])
+		if len(res.Systems) > 1 {
+			header = append(header, res.Systems[0]+"/"+res.Systems[1])
 		}
-		for _, s := range res.systems {
+		for _, s := range res.Systems {
 			header = append(header, s+" min–max (spread)")
 		}
 		rows := [][]string{header}
@@ -112,13 +112,13 @@ func writeTables(w io.Writer, results []*scenarioResult, rounds int) {
 				name += " ↓"
 			}
 			cells := []string{name, row.Unit}
-			for _, s := range res.systems {
+			for _, s := range res.Systems {
 				cells = append(cells, fmtNum(row.Median[s]))
 			}
-			if len(res.systems) > 1 {
+			if len(res.Systems) > 1 {
 				cells = append(cells, fmtNum(row.Ratio))
 			}
-			for _, s := range res.systems {
+			for _, s := range res.Systems {
 				cells = append(cells, fmtSpread(row.Spread[s]))
 			}
 			rows = append(rows, cells)

@@ -3,8 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"math"
-	"os"
 	"slices"
 	"strings"
 	"time"
@@ -108,12 +108,13 @@ type scenarioResult struct {
 	Summary  []summaryRow  `json:"summary"`
 	Notes    []string      `json:"notes,omitempty"`
 	Elapsed  float64       `json:"elapsed_seconds"`
-	systems  []string
+	Systems  []string      `json:"systems"`
 }
 
 // runner runs scenarios from the command-line options.
 type runner struct {
 	opts *options
+	log  io.Writer // progress, one line per round
 }
 
 func (r *runner) systems() []string {
@@ -159,7 +160,7 @@ func (r *runner) settings(sc scenario) string {
 	case kindStartup:
 		return fmt.Sprintf("accept polled every 1 ms; first produce: kadm CreateTopic (1 partition, RF %d) then one acks=all record; idle RSS %v after process start", sc.Nodes, r.opts.rssAfter)
 	case kindConsume:
-		return fmt.Sprintf("%d MB written beforehand (acks=1, not measured), read by one client from offset 0 to the end offsets taken at its start", r.opts.consumeBytes/MB)
+		return fmt.Sprintf("%.0f MiB written beforehand (acks=1, not measured), read by one client from offset 0 to the end offsets taken at its start", float64(r.opts.consumeBytes)/(1<<20))
 	case kindE2E:
 		return fmt.Sprintf("%d rec/s from one producer for %v after %v warm-up, linger %v, compression %s, one consumer in the same process", c.rate, c.duration, c.warmup, c.linger, c.compression)
 	default:
@@ -173,20 +174,20 @@ func (r *runner) run(ctx context.Context, scs []scenario) []*scenarioResult {
 	var out []*scenarioResult
 	for _, sc := range scs {
 		start := time.Now()
-		res := &scenarioResult{scenario: sc, Settings: r.settings(sc), systems: r.systems()}
+		res := &scenarioResult{scenario: sc, Settings: r.settings(sc), Systems: r.systems()}
 		if sc.Nodes > 1 && r.opts.peer == sysKfake {
 			res.Notes = append(res.Notes, "kfake runs 3 brokers in one process and copies nothing between them: RF=3 is accepted and reported in sync, but nothing is replicated")
 		}
 		for round := 1; round <= r.opts.rounds; round++ {
-			for _, system := range res.systems {
-				fmt.Fprintf(os.Stderr, "%s %s: round %d/%d %s ...", time.Now().Format("15:04:05"), sc.Name, round, r.opts.rounds, system)
+			for _, system := range res.Systems {
+				fmt.Fprintf(r.log, "%s %s: round %d/%d %s ...", time.Now().Format("15:04:05"), sc.Name, round, r.opts.rounds, system)
 				m, err := r.round(ctx, sc, system)
 				rr := roundResult{System: system, Round: round, Metrics: m}
 				if err != nil {
 					rr.Err = err.Error()
-					fmt.Fprintf(os.Stderr, " error: %v\n", err)
+					fmt.Fprintf(r.log, " error: %v\n", err)
 				} else {
-					fmt.Fprintf(os.Stderr, " %s\n", brief(m))
+					fmt.Fprintf(r.log, " %s\n", brief(m))
 				}
 				res.Rounds = append(res.Rounds, rr)
 				if ctx.Err() != nil {
@@ -194,7 +195,7 @@ func (r *runner) run(ctx context.Context, scs []scenario) []*scenarioResult {
 				}
 			}
 		}
-		res.Summary = summarize(res.Rounds, res.systems)
+		res.Summary = summarize(res.Rounds, res.Systems)
 		res.Elapsed = time.Since(start).Seconds()
 		out = append(out, res)
 		if ctx.Err() != nil {

@@ -74,13 +74,17 @@ func (h *histogram) count() uint64 { return h.n }
 
 // quantile returns the value at quantile q (0 < q ≤ 1): the midpoint of the
 // bucket holding the ⌈q·n⌉-th smallest sample, capped by the largest
-// sample seen. It returns 0 for an empty histogram.
+// sample seen, or that largest sample itself when the rank is the last.
+// It returns 0 for an empty histogram.
 func (h *histogram) quantile(q float64) time.Duration {
 	if h.n == 0 {
 		return 0
 	}
 	rank := uint64(math.Ceil(q * float64(h.n)))
 	rank = min(max(rank, 1), h.n)
+	if rank == h.n {
+		return time.Duration(h.max) * time.Microsecond
+	}
 	var seen uint64
 	for b, c := range h.counts {
 		seen += c
