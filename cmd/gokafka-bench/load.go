@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // loadConfig is the validated workload of one produce, consume or
@@ -126,7 +127,7 @@ func ensureTopic(ctx context.Context, brokers []string, topic string, partitions
 		return fmt.Errorf("creating topic %s (%d partitions, RF %d): %v %s", topic, partitions, rf, err, resp.ErrMessage)
 	}
 	for {
-		err := topicReady(ctx, adm, topic, partitions, rf)
+		err := topicReady(ctx, cl, topic, partitions, rf)
 		if err == nil {
 			return nil
 		}
@@ -137,21 +138,31 @@ func ensureTopic(ctx context.Context, brokers []string, topic string, partitions
 	}
 }
 
-func topicReady(ctx context.Context, adm *kadm.Client, topic string, partitions, rf int) error {
-	m, err := adm.Metadata(ctx, topic)
+// topicReady asks for the topic's metadata directly (kadm.Metadata could
+// answer from the client's cache) and checks every partition's leader and
+// ISR.
+func topicReady(ctx context.Context, cl *kgo.Client, topic string, partitions, rf int) error {
+	req := kmsg.NewPtrMetadataRequest()
+	rt := kmsg.NewMetadataRequestTopic()
+	rt.Topic = kmsg.StringPtr(topic)
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(ctx, cl)
 	if err != nil {
 		return err
 	}
-	td, ok := m.Topics[topic]
-	if !ok || td.Err != nil {
-		return fmt.Errorf("metadata: %v", td.Err)
+	if len(resp.Topics) != 1 {
+		return fmt.Errorf("metadata lists %d topics", len(resp.Topics))
+	}
+	td := resp.Topics[0]
+	if err := kerr.ErrorForCode(td.ErrorCode); err != nil {
+		return fmt.Errorf("metadata: %v", err)
 	}
 	if len(td.Partitions) != partitions {
 		return fmt.Errorf("%d of %d partitions", len(td.Partitions), partitions)
 	}
 	for _, p := range td.Partitions {
-		if p.Err != nil || p.Leader < 0 || len(p.ISR) < rf {
-			return fmt.Errorf("partition %d: leader %d, ISR %v, err %v", p.Partition, p.Leader, p.ISR, p.Err)
+		if err := kerr.ErrorForCode(p.ErrorCode); err != nil || p.Leader < 0 || len(p.ISR) < rf {
+			return fmt.Errorf("partition %d: leader %d, ISR %v, err %v", p.Partition, p.Leader, p.ISR, err)
 		}
 	}
 	return nil
@@ -345,6 +356,9 @@ func runConsume(ctx context.Context, c *loadConfig) (*result, error) {
 			return nil, err
 		}
 		fs.EachRecord(func(r *kgo.Record) {
+			if c.maxBytes > 0 && bytes >= c.maxBytes || c.maxRecords > 0 && records >= c.maxRecords {
+				return // past a limit: the rest of this fetch is not counted
+			}
 			records++
 			bytes += int64(len(r.Value))
 			if end, ok := remaining[r.Partition]; ok && r.Offset+1 >= end {

@@ -42,6 +42,7 @@ type options struct {
 	rssAfter     time.Duration
 	kfakePersist bool
 	keepLogs     bool
+	logLevel     string
 	jsonPath     string
 	createTopic  bool
 
@@ -87,6 +88,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.DurationVar(&o.rssAfter, "rss-after", 3*time.Second, "s6: read the servers' RSS this long after their start")
 	fs.BoolVar(&o.kfakePersist, "kfake-persist", true, "give kfake a data directory so it writes its segments to disk as gokafka does")
 	fs.BoolVar(&o.keepLogs, "keep-logs", false, "keep the servers' temp dirs (data and logs) instead of removing them")
+	fs.StringVar(&o.logLevel, "gokafka-log-level", "warn", "log.level of the gokafka servers (their logs are in the temp dirs; see -keep-logs)")
 	fs.StringVar(&o.jsonPath, "json", "", "also write the scenario results to this JSON file")
 
 	fs.BoolVar(&o.serveKfake, "serve-kfake", false, "internal: run a kfake cluster until SIGTERM")

@@ -221,6 +221,7 @@ func (r *runner) round(ctx context.Context, sc scenario, system string) (metrics
 		gokafkaBin:   r.opts.gokafkaBin,
 		kfakePersist: r.opts.kfakePersist,
 		keepLogs:     r.opts.keepLogs,
+		logLevel:     r.opts.logLevel,
 	})
 	if err != nil {
 		return nil, err

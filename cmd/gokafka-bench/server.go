@@ -15,8 +15,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // The systems a scenario compares.
@@ -35,6 +35,7 @@ type serverSpec struct {
 	// memory.
 	kfakePersist bool
 	keepLogs     bool // leave the temp dir (with the server logs) in place
+	logLevel     string
 }
 
 // proc is one server process, stopped only through its own handle.
@@ -128,7 +129,7 @@ func (s *server) launchGokafka(ports, ctrl []int) error {
 		settings := map[string]string{
 			"GOKAFKA_NODE_ID":   strconv.Itoa(i + 1),
 			"GOKAFKA_LOG_DIRS":  filepath.Join(nodeDir, "data"),
-			"GOKAFKA_LOG_LEVEL": "warn",
+			"GOKAFKA_LOG_LEVEL": s.spec.logLevel,
 			"GOKAFKA_LISTENERS": "PLAINTEXT://" + s.addrs[i],
 		}
 		if len(ports) > 1 {
@@ -239,11 +240,19 @@ func (s *server) waitReady(timeout time.Duration) error {
 		if err != nil {
 			return err
 		}
-		adm := kadm.NewClient(cl)
 		for {
-			m, err := adm.BrokerMetadata(ctx)
-			if err == nil && len(m.Brokers) == len(s.addrs) {
-				break
+			// A direct request: kadm's metadata calls answer from the
+			// client's cache, which can keep an early, partial broker
+			// list.
+			var ids []int32
+			resp, err := kmsg.NewPtrMetadataRequest().RequestWith(ctx, cl)
+			if err == nil {
+				for _, b := range resp.Brokers {
+					ids = append(ids, b.NodeID)
+				}
+				if len(ids) == len(s.addrs) {
+					break
+				}
 			}
 			if aerr := s.checkAlive(); aerr != nil {
 				cl.Close()
@@ -252,7 +261,7 @@ func (s *server) waitReady(timeout time.Duration) error {
 			if ctx.Err() != nil {
 				cl.Close()
 				if err == nil {
-					err = fmt.Errorf("lists %d brokers", len(m.Brokers))
+					err = fmt.Errorf("lists brokers %v, want %d", ids, len(s.addrs))
 				}
 				return fmt.Errorf("%s node %s not ready within %v: %v", s.spec.system, addr, timeout, err)
 			}
