@@ -179,6 +179,7 @@ func (s *server) launch(bin string, args []string, dir string, env []string) err
 	cmd.Dir = dir
 	cmd.Env = env
 	cmd.Stdout, cmd.Stderr = lf, lf
+	dieWithParent(cmd)
 	p := &proc{cmd: cmd, done: make(chan struct{}), log: logPath, started: time.Now()}
 	if err := cmd.Start(); err != nil {
 		lf.Close()
