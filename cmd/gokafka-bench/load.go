@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
@@ -284,8 +285,21 @@ func runProduce(ctx context.Context, c *loadConfig) (*result, error) {
 	return r, nil
 }
 
-// partitionBounds lists each partition's start and end offsets.
+// partitionBounds lists each partition's start and end offsets. Right after
+// a topic is created a node may not know yet that it leads a partition, so
+// retriable errors are retried for a while, as clients do.
 func partitionBounds(ctx context.Context, cl *kgo.Client, topic string) (map[int32][2]int64, error) {
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		b, err := listBounds(ctx, cl, topic)
+		if err == nil || !kerr.IsRetriable(err) || time.Now().After(deadline) || ctx.Err() != nil {
+			return b, err
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func listBounds(ctx context.Context, cl *kgo.Client, topic string) (map[int32][2]int64, error) {
 	adm := kadm.NewClient(cl)
 	starts, err := adm.ListStartOffsets(ctx, topic)
 	if err != nil {
@@ -376,9 +390,9 @@ func runConsume(ctx context.Context, c *loadConfig) (*result, error) {
 
 // runEndToEnd produces c.rate records per second for warmup+duration from
 // one client while a consumer in the same process reads them, and reports
-// the time from just before each Produce call to the consumer receiving the
-// record. The send time travels in the first 8 bytes of the value as
-// nanoseconds on this process's monotonic clock. Records sent during the
+// the time from just before each Produce call to the consumer receiving
+// the record. The send time travels in the first 8 bytes of the value as
+// nanoseconds on this process's monotonic clock. Records due during the
 // warm-up are read but not measured.
 func runEndToEnd(ctx context.Context, c *loadConfig) (*result, error) {
 	if c.recordSize < 8 {
@@ -436,39 +450,49 @@ func runEndToEnd(ctx context.Context, c *loadConfig) (*result, error) {
 				return
 			}
 			now := int64(time.Since(base))
-			from := measureFrom.Load()
+			from := measureFrom.Load() // set before the first produce
 			fs.EachRecord(func(r *kgo.Record) {
 				received.Add(1)
 				if len(r.Value) < 8 {
 					return
 				}
 				at := int64(binary.BigEndian.Uint64(r.Value))
-				if from > 0 && at >= from {
+				if at >= from {
 					lat.record(time.Duration(now - at))
 				}
 			})
 		}
 	}()
 
+	// Record n is due at start + n/rate; the loop sends what is due every
+	// millisecond. Its value carries the moment it is handed to the
+	// client: stamping the due time instead would add the pacing tick (up
+	// to a millisecond and more on a busy machine) to every latency. A
+	// producer falling behind (a full buffer blocks Produce) would then
+	// hide latency, so the largest lag behind the schedule is reported.
 	vals := values(c.recordSize, c.batchMaxBytes)
 	start := time.Now()
 	warmEnd := start.Add(c.warmup)
 	end := warmEnd.Add(c.duration)
+	measureFrom.Store(int64(warmEnd.Sub(base)))
+	due := func(n int64) time.Duration {
+		return start.Sub(base) + time.Duration(float64(n)*float64(time.Second)/float64(c.rate))
+	}
+	firstMeasured := int64(math.Ceil(c.warmup.Seconds() * float64(c.rate)))
+	var maxLag time.Duration
 	tick := time.NewTicker(time.Millisecond)
 	defer tick.Stop()
 	var n int64
-	measuredStartN := int64(-1)
-	var measuredStart time.Time
 	for now := time.Now(); now.Before(end) && ctx.Err() == nil; now = <-tick.C {
-		if measuredStartN < 0 && !now.Before(warmEnd) {
-			measuredStartN, measuredStart = n, now
-			measureFrom.Store(int64(now.Sub(base)))
-		}
 		target := int64(now.Sub(start).Seconds() * float64(c.rate))
 		for ; n < target; n++ {
 			v := make([]byte, c.recordSize)
 			copy(v, vals[n%int64(len(vals))])
-			binary.BigEndian.PutUint64(v, uint64(time.Since(base)))
+			sendAt := time.Since(base)
+			if n >= firstMeasured {
+				maxLag = max(maxLag, sendAt-due(n))
+			}
+			binary.BigEndian.PutUint64(v, uint64(sendAt))
 			prod.Produce(ctx, &kgo.Record{Value: v}, func(_ *kgo.Record, err error) {
 				if err != nil {
 					if errCount.Add(1) == 1 {
@@ -480,12 +504,8 @@ func runEndToEnd(ctx context.Context, c *loadConfig) (*result, error) {
 			})
 		}
 	}
-	if measuredStartN < 0 {
-		measuredStartN, measuredStart = n, time.Now()
-		measureFrom.Store(int64(time.Since(base)))
-	}
-	produceElapsed := time.Since(measuredStart)
-	measuredN := n - measuredStartN
+	produceElapsed := time.Since(warmEnd)
+	measuredN := max(0, n-firstMeasured) // records due after the warm-up
 	if err := prod.Flush(ctx); err != nil {
 		return nil, err
 	}
@@ -511,6 +531,7 @@ func runEndToEnd(ctx context.Context, c *loadConfig) (*result, error) {
 	<-consDone
 	r := &result{Bytes: measuredN * int64(c.recordSize)}
 	r.add("produced records/s", "rec/s", float64(measuredN)/produceElapsed.Seconds(), true)
+	r.add("max lag behind send schedule", "ms", ms(maxLag), false)
 	r.add("e2e p50", "ms", ms(lat.quantile(0.50)), false)
 	r.add("e2e p99", "ms", ms(lat.quantile(0.99)), false)
 	r.add("e2e p999", "ms", ms(lat.quantile(0.999)), false)

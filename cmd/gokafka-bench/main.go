@@ -326,7 +326,7 @@ func runMode(ctx context.Context, o *options, stdout, stderr io.Writer) int {
 		about = fmt.Sprintf("consume %s from the start to the end offsets taken at the start", c.topic)
 		res, err = runConsume(ctx, c)
 	case "e2e":
-		about = fmt.Sprintf("end to end on %s: %d rec/s, %d B records, acks=%s, linger %v, %v after %v warm-up; latency from Produce call to receipt by a consumer in this process",
+		about = fmt.Sprintf("end to end on %s: %d rec/s, %d B records, acks=%s, linger %v, %v after %v warm-up; latency from the Produce call to receipt by a consumer in this process",
 			c.topic, c.rate, c.recordSize, c.acks, c.linger, c.duration, c.warmup)
 		res, err = runEndToEnd(ctx, c)
 	}
