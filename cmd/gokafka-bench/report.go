@@ -65,7 +65,7 @@ func fmtNum(v float64) string {
 		return strconv.FormatFloat(v, 'f', 0, 64)
 	case math.Abs(v) >= 100:
 		return strconv.FormatFloat(v, 'f', 1, 64)
-	case math.Abs(v) >= 1:
+	case math.Abs(v) >= 0.995: // ≥ 0.995 rounds to 1.00, not to "1"
 		return strconv.FormatFloat(v, 'f', 2, 64)
 	default:
 		return strconv.FormatFloat(v, 'g', 3, 64)
