@@ -105,7 +105,9 @@ func (c *loadConfig) producerOpts() []kgo.Opt {
 		kgo.ProducerBatchCompression(codec(c.compression)),
 		kgo.ProducerLinger(c.linger),
 		kgo.ProducerBatchMaxBytes(int32(c.batchMaxBytes)),
-		kgo.RecordRetries(3),
+		// kgo retries without limit by default; a server that stops
+		// acknowledging fails the round after a minute instead.
+		kgo.RecordDeliveryTimeout(time.Minute),
 	}
 	if !c.idempotent {
 		opts = append(opts, kgo.DisableIdempotentWrite())
