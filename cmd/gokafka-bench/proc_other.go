@@ -1,0 +1,9 @@
+//go:build !linux
+
+package main
+
+import "os/exec"
+
+// dieWithParent does nothing where there is no parent-death signal; the
+// CPU and memory readings need Linux's /proc anyway.
+func dieWithParent(*exec.Cmd) {}

@@ -1,0 +1,392 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// Kinds of scenario.
+const (
+	kindProduce = "produce"
+	kindConsume = "consume"
+	kindE2E     = "e2e"
+	kindStartup = "startup"
+)
+
+// scenario is one fixed comparison. Fields left zero take the command-line
+// values (record size, duration, ...) set in scenarioLoad.
+type scenario struct {
+	Name  string `json:"name"`
+	Title string `json:"title"`
+	Kind  string `json:"kind"`
+	Nodes int    `json:"nodes"`
+
+	partitions int
+	rf         int
+	acks       string
+	idempotent bool
+	recordSize int
+}
+
+// scenarios in the order -scenario all runs them. -scenario s5 selects
+// every entry whose name starts with "s5-".
+var scenarios = []scenario{
+	{Name: "s1", Kind: kindProduce, Nodes: 1, partitions: 1, rf: 1, acks: "1", recordSize: 1024,
+		Title: "produce, 1 node, 1 partition, acks=1, 1 KiB records"},
+	{Name: "s2", Kind: kindProduce, Nodes: 3, partitions: 3, rf: 3, acks: "all", recordSize: 1024,
+		Title: "produce, 3 nodes, 3 partitions, RF=3, acks=all, 1 KiB records"},
+	{Name: "s3", Kind: kindProduce, Nodes: 3, partitions: 3, rf: 3, acks: "all", idempotent: true, recordSize: 100,
+		Title: "produce, 3 nodes, 3 partitions, RF=3, acks=all, idempotent, 100 B records"},
+	{Name: "s4", Kind: kindConsume, Nodes: 1, partitions: 1, rf: 1, acks: "1", recordSize: 1024,
+		Title: "consume from the start what was written beforehand, 1 node, 1 partition, 1 KiB records"},
+	{Name: "s5-rf3", Kind: kindE2E, Nodes: 3, partitions: 3, rf: 3, acks: "all", recordSize: 1024,
+		Title: "end-to-end latency at a fixed rate, 3 nodes, 3 partitions, RF=3, acks=all, 1 KiB records"},
+	{Name: "s5-1n", Kind: kindE2E, Nodes: 1, partitions: 1, rf: 1, acks: "1", recordSize: 1024,
+		Title: "end-to-end latency at a fixed rate, 1 node, 1 partition, acks=1, 1 KiB records"},
+	{Name: "s6-1n", Kind: kindStartup, Nodes: 1,
+		Title: "start-up and idle memory, 1 node"},
+	{Name: "s6-3n", Kind: kindStartup, Nodes: 3,
+		Title: "start-up and idle memory, 3 nodes"},
+}
+
+// selectScenarios resolves a -scenario value: all, or a comma-separated
+// list of names or name prefixes (s5 means s5-rf3 and s5-1n).
+func selectScenarios(spec string) ([]scenario, error) {
+	if spec == "all" {
+		return scenarios, nil
+	}
+	var out []scenario
+	for _, want := range strings.Split(spec, ",") {
+		want = strings.TrimSpace(want)
+		found := false
+		for _, sc := range scenarios {
+			if sc.Name == want || strings.HasPrefix(sc.Name, want+"-") {
+				if !slices.ContainsFunc(out, func(o scenario) bool { return o.Name == sc.Name }) {
+					out = append(out, sc)
+				}
+				found = true
+			}
+		}
+		if !found {
+			return nil, fmt.Errorf("unknown scenario %q (want s1…s6, a full name such as s5-rf3, or all)", want)
+		}
+	}
+	return out, nil
+}
+
+// roundResult is one system's measurement in one round.
+type roundResult struct {
+	System  string   `json:"system"`
+	Round   int      `json:"round"`
+	Metrics []metric `json:"metrics,omitempty"`
+	Err     string   `json:"error,omitempty"`
+}
+
+// summaryRow is one metric across the rounds of both systems.
+type summaryRow struct {
+	Metric string `json:"metric"`
+	Unit   string `json:"unit"`
+	Higher bool   `json:"higher_is_better"`
+	// Median, Spread by system name.
+	Median map[string]float64 `json:"median"`
+	Spread map[string]spread  `json:"spread"`
+	Ratio  float64            `json:"ratio_gokafka_to_peer"`
+}
+
+type scenarioResult struct {
+	scenario
+	Settings string        `json:"settings"`
+	Rounds   []roundResult `json:"rounds"`
+	Summary  []summaryRow  `json:"summary"`
+	Notes    []string      `json:"notes,omitempty"`
+	Elapsed  float64       `json:"elapsed_seconds"`
+	Systems  []string      `json:"systems"`
+}
+
+// runner runs scenarios from the command-line options.
+type runner struct {
+	opts *options
+	log  io.Writer // progress, one line per round
+}
+
+func (r *runner) systems() []string {
+	if r.opts.peer == "none" {
+		return []string{sysGokafka}
+	}
+	return []string{sysGokafka, r.opts.peer}
+}
+
+// scenarioLoad is the workload of sc with the command-line values filled in.
+func (r *runner) scenarioLoad(sc scenario, brokers []string) *loadConfig {
+	o := r.opts
+	c := &loadConfig{
+		brokers:       brokers,
+		topic:         "bench-" + sc.Name,
+		acks:          sc.acks,
+		idempotent:    sc.idempotent,
+		recordSize:    sc.recordSize,
+		partitions:    sc.partitions,
+		rf:            sc.rf,
+		compression:   o.load.compression,
+		linger:        o.load.linger,
+		batchMaxBytes: o.load.batchMaxBytes,
+		producers:     o.load.producers,
+		duration:      o.load.duration,
+		rate:          o.load.rate,
+		warmup:        o.load.warmup,
+	}
+	// The end-to-end scenarios measure the servers' latency, so the
+	// producer sends at once unless -linger was given.
+	if sc.Kind == kindE2E && !o.lingerSet {
+		c.linger = 0
+	}
+	if o.recordSizeSet && sc.Kind != kindStartup {
+		c.recordSize = o.load.recordSize
+	}
+	return c
+}
+
+func (r *runner) settings(sc scenario) string {
+	c := r.scenarioLoad(sc, nil)
+	switch sc.Kind {
+	case kindStartup:
+		return fmt.Sprintf("accept polled every 1 ms; first produce: kadm CreateTopic (1 partition, RF %d) then one acks=all record; idle RSS %v after process start", sc.Nodes, r.opts.rssAfter)
+	case kindConsume:
+		return fmt.Sprintf("%.0f MiB written beforehand (acks=1, not measured), read by one client from offset 0 to the end offsets taken at its start", float64(r.opts.consumeBytes)/(1<<20))
+	case kindE2E:
+		return fmt.Sprintf("%d rec/s from one producer for %v after %v warm-up, linger %v, compression %s, one consumer in the same process", c.rate, c.duration, c.warmup, c.linger, c.compression)
+	default:
+		return fmt.Sprintf("%d producer client(s) for %v, linger %v, batch max %d B, compression %s", c.producers, c.duration, c.linger, c.batchMaxBytes, c.compression)
+	}
+}
+
+// run runs every selected scenario, alternating the systems round by round
+// (gokafka, peer, gokafka, peer, ...), each on a fresh server.
+func (r *runner) run(ctx context.Context, scs []scenario) []*scenarioResult {
+	var out []*scenarioResult
+	for _, sc := range scs {
+		start := time.Now()
+		res := &scenarioResult{scenario: sc, Settings: r.settings(sc), Systems: r.systems()}
+		if sc.Nodes > 1 && r.opts.peer == sysKfake {
+			res.Notes = append(res.Notes, "kfake runs 3 brokers in one process and copies nothing between them: RF=3 is accepted and reported in sync, but nothing is replicated")
+		}
+		for round := 1; round <= r.opts.rounds; round++ {
+			for _, system := range res.Systems {
+				fmt.Fprintf(r.log, "%s %s: round %d/%d %s ...", time.Now().Format("15:04:05"), sc.Name, round, r.opts.rounds, system)
+				m, err := r.round(ctx, sc, system)
+				rr := roundResult{System: system, Round: round, Metrics: m}
+				if err != nil {
+					rr.Err = err.Error()
+					fmt.Fprintf(r.log, " error: %v\n", err)
+				} else {
+					fmt.Fprintf(r.log, " %s\n", brief(m))
+				}
+				res.Rounds = append(res.Rounds, rr)
+				if ctx.Err() != nil {
+					break
+				}
+			}
+		}
+		res.Summary = summarize(res.Rounds, res.Systems)
+		res.Elapsed = time.Since(start).Seconds()
+		out = append(out, res)
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	return out
+}
+
+func brief(ms []metric) string {
+	var parts []string
+	for _, m := range ms[:min(len(ms), 3)] {
+		parts = append(parts, fmt.Sprintf("%s %s", fmtNum(m.Value), m.Name))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// round runs one scenario once against a fresh server of system.
+func (r *runner) round(ctx context.Context, sc scenario, system string) (metrics []metric, err error) {
+	srv, err := startServer(serverSpec{
+		system:       system,
+		nodes:        sc.Nodes,
+		gokafkaBin:   r.opts.gokafkaBin,
+		kfakePersist: r.opts.kfakePersist,
+		keepLogs:     r.opts.keepLogs,
+		logLevel:     r.opts.logLevel,
+	})
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if serr := srv.stop(); serr != nil && err == nil {
+			err = serr
+		}
+	}()
+	if sc.Kind == kindStartup {
+		return r.startup(ctx, srv)
+	}
+	if err := srv.waitReady(60 * time.Second); err != nil {
+		return nil, err
+	}
+	c := r.scenarioLoad(sc, srv.addrs)
+	tctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	err = ensureTopic(tctx, c.brokers, c.topic, c.partitions, c.rf)
+	cancel()
+	if err != nil {
+		return nil, err
+	}
+	if sc.Kind == kindConsume {
+		fill := *c
+		fill.totalBytes = r.opts.consumeBytes
+		fill.duration = time.Hour
+		fill.producers = 1
+		if _, err := runProduce(ctx, &fill); err != nil {
+			return nil, fmt.Errorf("writing the data to consume: %w", err)
+		}
+	}
+
+	// The measured phase: from here to the end of the workload, the
+	// server's CPU time counts.
+	cpu0, err := srv.cpu()
+	if err != nil {
+		return nil, err
+	}
+	wctx, cancel := context.WithTimeout(ctx, c.duration+c.warmup+5*time.Minute)
+	defer cancel()
+	var res *result
+	switch sc.Kind {
+	case kindProduce:
+		res, err = runProduce(wctx, c)
+	case kindConsume:
+		res, err = runConsume(wctx, c)
+	case kindE2E:
+		res, err = runEndToEnd(wctx, c)
+	}
+	if err != nil {
+		return nil, err
+	}
+	cpu1, err := srv.cpu()
+	if err != nil {
+		return nil, err
+	}
+	if err := srv.checkAlive(); err != nil {
+		return nil, err
+	}
+	what := "written"
+	if sc.Kind == kindConsume {
+		what = "read"
+	}
+	res.add("server CPU", "s", (cpu1 - cpu0).Seconds(), false)
+	res.add("server CPU per MB "+what, "s/MB", ratio((cpu1-cpu0).Seconds(), float64(res.Bytes)/MB), false)
+	return res.Metrics, nil
+}
+
+// startup measures the time from starting the server's processes to the
+// last node accepting a TCP connection, to a first produced record being
+// acknowledged, and the resident memory once the server has been up for
+// rssAfter.
+func (r *runner) startup(ctx context.Context, srv *server) ([]metric, error) {
+	acceptAt, err := srv.waitAccept(60*time.Second, time.Millisecond)
+	if err != nil {
+		return nil, err
+	}
+	started := srv.procs[0].started
+	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	cl, err := kgo.NewClient(
+		kgo.SeedBrokers(srv.addrs...),
+		kgo.RequiredAcks(kgo.AllISRAcks()),
+		kgo.RetryBackoffFn(func(int) time.Duration { return 5 * time.Millisecond }),
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	adm.SetTimeoutMillis(15000)
+	const topic = "bench-startup"
+	for {
+		_, err := adm.CreateTopic(ctx, 1, int16(len(srv.addrs)), nil, topic)
+		if err == nil {
+			break
+		}
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("creating %s: %v", topic, err)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Value: []byte("first")}).FirstErr(); err != nil {
+		return nil, fmt.Errorf("first produce: %v", err)
+	}
+	produceAt := time.Since(started)
+	cl.Close()
+
+	if wait := time.Until(started.Add(r.opts.rssAfter)); wait > 0 {
+		select {
+		case <-time.After(wait):
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	if err := srv.checkAlive(); err != nil {
+		return nil, err
+	}
+	rss, err := srv.rss()
+	if err != nil {
+		return nil, err
+	}
+	cpu, err := srv.cpu()
+	if err != nil {
+		return nil, err
+	}
+	res := &result{}
+	res.add("start to first accept", "ms", ms(acceptAt), false)
+	res.add("start to first acked produce", "ms", ms(produceAt), false)
+	res.add(fmt.Sprintf("RSS at %v", r.opts.rssAfter), "MiB", float64(rss)/(1<<20), false)
+	res.add(fmt.Sprintf("CPU used by %v", r.opts.rssAfter), "s", cpu.Seconds(), false)
+	return res.Metrics, nil
+}
+
+// summarize takes, for each metric, the median and spread of every
+// system's successful rounds, and the ratio of gokafka's median to the
+// peer's.
+func summarize(rounds []roundResult, systems []string) []summaryRow {
+	var rows []summaryRow
+	index := map[string]int{}
+	vals := map[string]map[string][]float64{} // metric → system → values
+	for _, rr := range rounds {
+		for _, m := range rr.Metrics {
+			if _, ok := index[m.Name]; !ok {
+				index[m.Name] = len(rows)
+				rows = append(rows, summaryRow{Metric: m.Name, Unit: m.Unit, Higher: m.Higher})
+				vals[m.Name] = map[string][]float64{}
+			}
+			if !math.IsNaN(m.Value) {
+				vals[m.Name][rr.System] = append(vals[m.Name][rr.System], m.Value)
+			}
+		}
+	}
+	for i := range rows {
+		row := &rows[i]
+		row.Median = map[string]float64{}
+		row.Spread = map[string]spread{}
+		for _, s := range systems {
+			row.Median[s] = median(vals[row.Metric][s])
+			row.Spread[s] = spreadOf(vals[row.Metric][s])
+		}
+		row.Ratio = math.NaN()
+		if len(systems) > 1 {
+			row.Ratio = ratio(row.Median[systems[0]], row.Median[systems[1]])
+		}
+	}
+	return rows
+}
