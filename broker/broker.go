@@ -130,6 +130,19 @@ func Start(ctx context.Context, cfg Config, logger zerolog.Logger) (_ *Server, e
 		}
 	}()
 
+	// Bind first, as Kafka's SocketServer does: a client may connect
+	// while the metadata and the logs load, and its connection waits in
+	// the listen backlog; nothing is accepted or read before every
+	// partition is loaded and the broker is registered (Serve below).
+	// A port already taken also fails the start before any work.
+	for _, l := range lns {
+		ln, err := net.Listen("tcp", net.JoinHostPort(l.Host, strconv.Itoa(l.Port)))
+		if err != nil {
+			return nil, fmt.Errorf("listen %s: %w", l.Name, err)
+		}
+		s.listeners = append(s.listeners, ln)
+	}
+
 	qc.Dir = filepath.Join(cfg.LogDirs[0], cluster.MetadataDirName)
 	s.meta, err = cluster.Open(ctx, cluster.Config{
 		NodeID: cfg.NodeID, Rack: cfg.Rack,
@@ -175,15 +188,6 @@ func Start(ctx context.Context, cfg Config, logger zerolog.Logger) (_ *Server, e
 	h.SetTxnCoordinator(s.txn)
 	s.srv = protocol.NewServer(cfg.Protocol, reg, logger.With().Str("component", "net").Logger())
 
-	// Bind only now: the port must not take connections before the logs
-	// are loaded.
-	for _, l := range lns {
-		ln, err := net.Listen("tcp", net.JoinHostPort(l.Host, strconv.Itoa(l.Port)))
-		if err != nil {
-			return nil, fmt.Errorf("listen %s: %w", l.Name, err)
-		}
-		s.listeners = append(s.listeners, ln)
-	}
 	adv, err := s.advertised(lns)
 	if err != nil {
 		return nil, err
