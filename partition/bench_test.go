@@ -59,7 +59,13 @@ func BenchmarkAppendFlushEach(b *testing.B) {
 }
 
 // BenchmarkRead: random-offset fetches of up to 1 MiB from a 64 MiB log.
-func BenchmarkRead(b *testing.B) {
+func BenchmarkRead(b *testing.B) { benchRead(b, false) }
+
+// BenchmarkReadRegion is the fetch path's read: only batch headers are
+// read; the bytes stay in the file for sendfile.
+func BenchmarkReadRegion(b *testing.B) { benchRead(b, true) }
+
+func benchRead(b *testing.B, region bool) {
 	l := benchLog(b)
 	defer l.Close()
 	batch := bench16K(b)
@@ -75,11 +81,18 @@ func BenchmarkRead(b *testing.B) {
 	b.ResetTimer()
 	var n int64
 	for i := 0; i < b.N; i++ {
-		ri, err := l.Read(rng.Int63n(leo), 1<<20, leo, true)
+		read := l.Read
+		if region {
+			read = l.ReadRegion
+		}
+		ri, err := read(rng.Int63n(leo), 1<<20, leo, true)
 		if err != nil {
 			b.Fatal(err)
 		}
-		n += int64(len(ri.Records))
+		if ri.Region != nil {
+			ri.Region.Close()
+		}
+		n += ri.Size()
 	}
 	b.SetBytes(n / int64(b.N))
 }
