@@ -27,11 +27,13 @@ func newTestConsumerGroup(maxSize int) *consumerGroup {
 	})
 }
 
-// client is a well-behaved member: it owns what it was last told and
-// heartbeats with it.
+// client is a member: it owns what it was last told and heartbeats with
+// it; held are the partitions it really consumes, which a slow member
+// gives up only a heartbeat after it was told to (see hbHeld).
 type client struct {
 	id       string
 	assignor string
+	held     partSet
 	epoch    int32
 	owned    map[cluster.TopicID][]int32
 }
@@ -54,6 +56,32 @@ func (c *client) hb(g *consumerGroup, now int64, view *TopicsView) ConsumerHeart
 		owned[k] = v
 	}
 	return c.apply(g.heartbeat(now, view, &ConsumerHeartbeat{Version: 1, MemberID: c.id, MemberEpoch: c.epoch, RebalanceTimeoutMs: -1, Owned: owned}))
+}
+
+// hbHeld heartbeats reporting the partitions the member really holds;
+// it takes newly assigned partitions at once and, unless slow, gives up
+// revoked ones at once too.
+func (c *client) hbHeld(g *consumerGroup, now int64, view *TopicsView, slow bool) ConsumerHeartbeatResult {
+	if c.held == nil {
+		c.held = partSet{}
+	}
+	r := g.heartbeat(now, view, &ConsumerHeartbeat{Version: 1, MemberID: c.id, MemberEpoch: c.epoch, RebalanceTimeoutMs: -1, Owned: c.held.byTopic()})
+	c.apply(r)
+	if r.Err != nil {
+		return r
+	}
+	assigned := partSetOf(c.owned)
+	for tp := range assigned {
+		c.held[tp] = struct{}{}
+	}
+	if !slow {
+		for tp := range c.held {
+			if !assigned.has(tp) {
+				delete(c.held, tp)
+			}
+		}
+	}
+	return r
 }
 
 func (c *client) apply(r ConsumerHeartbeatResult) ConsumerHeartbeatResult {
@@ -134,6 +162,14 @@ func TestPartitionIsRevokedAndAcknowledgedBeforeReassignment(t *testing.T) {
 	// b still gets nothing: a has not acknowledged.
 	if r = b.hb(g, 3, view); count(b.owned) != 0 {
 		t.Fatalf("b got %v before a released", b.owned)
+	}
+	// a still reporting all four is no acknowledgement.
+	r = g.heartbeat(3, view, &ConsumerHeartbeat{MemberID: "a", MemberEpoch: 1, RebalanceTimeoutMs: -1, Owned: map[cluster.TopicID][]int32{tid(1): {0, 1, 2, 3}}})
+	if r.Err != nil || r.MemberEpoch != 1 || g.members["a"].state != memberUnrevoked {
+		t.Fatalf("a without ack = %+v", r)
+	}
+	if r = b.hb(g, 3, view); count(b.owned) != 0 {
+		t.Fatalf("b got %v before a acknowledged", b.owned)
 	}
 	// a acknowledges by heartbeating without them: epoch 2.
 	if r = a.hb(g, 4, view); r.MemberEpoch != 2 || g.members["a"].state != memberStable {
@@ -506,15 +542,25 @@ func TestRandomChurnKeepsOwnershipExclusiveAndConverges(t *testing.T) {
 				delete(clients, id)
 			case len(ids) > 0:
 				c := clients[ids[rng.Intn(len(ids))]]
-				if r := c.hb(g, now, view); r.Err != nil {
+				if r := c.hbHeld(g, now, view, rng.Intn(2) == 0); r.Err != nil {
 					t.Fatalf("seed %d step %d: %s heartbeat: %v", seed, step, c.id, r.Err)
 				}
 			}
 			checkExclusive(t, g)
+			// What members really consume never overlaps either.
+			held := map[TopicPartitionID]string{}
+			for _, c := range clients {
+				for tp := range c.held {
+					if o, ok := held[tp]; ok {
+						t.Fatalf("seed %d step %d: %v consumed by %s and %s", seed, step, tp, o, c.id)
+					}
+					held[tp] = c.id
+				}
+			}
 		}
 		for range 10 {
 			for _, c := range clients {
-				c.hb(g, now, view)
+				c.hbHeld(g, now, view, false)
 			}
 		}
 		checkExclusive(t, g)
