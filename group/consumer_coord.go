@@ -10,7 +10,9 @@ package group
 // it into a consumer group (its offsets stay); a JoinGroup to a consumer
 // group without members turns it back. Otherwise the other protocol's
 // requests fail: ConsumerGroupHeartbeat with GROUP_ID_NOT_FOUND, JoinGroup
-// with INCONSISTENT_GROUP_PROTOCOL.
+// with INCONSISTENT_GROUP_PROTOCOL; SyncGroup, Heartbeat and LeaveGroup
+// find no such member (UNKNOWN_MEMBER_ID); DescribeGroups (v0-v5) reports
+// a consumer group Dead, as Kafka 4 does below v6.
 //
 // Failover: membership and epochs are kept in memory only (committed
 // offsets are in __consumer_offsets as always). A new coordinator knows the
@@ -137,12 +139,13 @@ func (e *groupEntry) validateCommitLocked(p CommitParams, txn bool) error {
 }
 
 // consumerSubscribedLocked returns the topics a consumer group with members
-// subscribes to; ok is false for groups that are not such a group.
-func (c *Coordinator) consumerSubscribedLocked(e *groupEntry) (map[string]bool, bool) {
+// subscribes to, regexes resolved against view; ok is false for groups
+// that are not such a group.
+func (e *groupEntry) consumerSubscribedLocked(view *TopicsView) (map[string]bool, bool) {
 	if e.cg == nil || e.cg.isEmpty() {
 		return nil, false
 	}
-	return e.cg.subscribedTopicNames(c.topicsView()), true
+	return e.cg.subscribedTopicNames(view), true
 }
 
 // unload drops the membership; the group is gone from this coordinator.

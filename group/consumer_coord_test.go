@@ -39,8 +39,8 @@ func TestConsumerGroupRefusesClassicProtocolWhileItHasMembers(t *testing.T) {
 	if !errors.Is(jr.Err, ErrInconsistentProtocol) {
 		t.Fatalf("classic JoinGroup: %v", jr.Err)
 	}
-	if _, err := c.DescribeGroup("g"); !errors.Is(err, ErrGroupIDNotFound) {
-		t.Fatalf("DescribeGroups: %v", err)
+	if s, err := c.DescribeGroup("g"); err != nil || s.State != StateDead || len(s.Members) != 0 {
+		t.Fatalf("DescribeGroups below v6: %+v %v, want Dead without error", s, err)
 	}
 	gs, _ := c.ListGroups(nil)
 	if len(gs) != 1 || gs[0].Type != "consumer" || gs[0].StateName != "Stable" || gs[0].ProtocolType != "consumer" {

@@ -370,9 +370,10 @@ func (c *Coordinator) DeleteOffsets(ctx context.Context, groupID string, tps []T
 		return ErrGroupIDNotFound, nil
 	}
 	errs := make([]error, len(tps))
+	view := c.topicsView()
 	e.mu.Lock()
 	g := e.g
-	subscribed848, is848 := c.consumerSubscribedLocked(e)
+	subscribed848, is848 := e.consumerSubscribedLocked(view)
 	switch {
 	case g.state == StateDead:
 		e.mu.Unlock()
@@ -587,8 +588,11 @@ func (c *Coordinator) DescribeGroup(groupID string) (GroupSummary, error) {
 	defer e.mu.Unlock()
 	if e.cg != nil && e.g.state != StateDead {
 		// Kafka describes a consumer-protocol group only through
-		// ConsumerGroupDescribe.
-		return GroupSummary{State: StateDead}, ErrGroupIDNotFound
+		// ConsumerGroupDescribe; DescribeGroups below v6 (all gokafka
+		// serves) reports it as it reports an unknown group: Dead, no
+		// error. v6 would answer GROUP_ID_NOT_FOUND "is not a classic
+		// group".
+		return GroupSummary{State: StateDead}, nil
 	}
 	g := e.g
 	s := GroupSummary{State: g.state}
