@@ -174,6 +174,19 @@ func topicsViewOf(im *cluster.Image) *TopicsView {
 	return NewTopicsView(ts)
 }
 
+// equal reports whether two views hold the same topics.
+func (v *TopicsView) equal(o *TopicsView) bool {
+	if len(v.byName) != len(o.byName) {
+		return false
+	}
+	for name, t := range v.byName {
+		if o.byName[name] != t {
+			return false
+		}
+	}
+	return true
+}
+
 // Name returns the name of a topic id, "" if unknown.
 func (v *TopicsView) Name(id cluster.TopicID) string { return v.byID[id].Name }
 

@@ -28,7 +28,14 @@ func (c *Coordinator) topicsView() *TopicsView {
 	c.viewMu.Lock()
 	defer c.viewMu.Unlock()
 	if c.viewImage != im || c.view == nil {
-		c.viewImage, c.view = im, topicsViewOf(im)
+		next := topicsViewOf(im)
+		if c.view == nil || !c.view.equal(next) {
+			// Keep the old view when the topics did not change (most
+			// images differ only in leaders or ISRs): groups then skip
+			// recomputing their subscribed topics' metadata.
+			c.view = next
+		}
+		c.viewImage = im
 	}
 	return c.view
 }
