@@ -18,8 +18,10 @@ package group
 // offsets are in __consumer_offsets as always). A new coordinator knows the
 // group only by its offsets; members' heartbeats get UNKNOWN_MEMBER_ID and
 // they rejoin with epoch 0, and their commits meanwhile fail with
-// UNKNOWN_MEMBER_ID or STALE_MEMBER_EPOCH, so nothing is committed by a
-// member that does not hold the partition.
+// UNKNOWN_MEMBER_ID (ILLEGAL_GENERATION if the group had no offsets), so
+// nothing is committed by a member that does not hold the partition.
+
+import "errors"
 
 // topicsView returns the view of the current metadata image, rebuilt only
 // when the image changed.
@@ -137,7 +139,14 @@ func (e *groupEntry) validateCommitLocked(p CommitParams, txn bool) error {
 		if e.g.state == StateDead {
 			return ErrCoordinatorNotAvailable
 		}
-		return e.cg.validateOffsetCommit(p.MemberID, p.InstanceID, p.Generation, txn, p.APIVersion)
+		err := e.cg.validateOffsetCommit(p.MemberID, p.InstanceID, p.Generation, txn, p.APIVersion)
+		if txn && errors.Is(err, ErrStaleMemberEpoch) {
+			// TxnOffsetCommit has no STALE_MEMBER_EPOCH; Kafka answers
+			// ILLEGAL_GENERATION, on which producers abort the
+			// transaction.
+			err = ErrIllegalGeneration
+		}
+		return err
 	}
 	if txn && p.Generation < 0 && p.MemberID == "" && p.InstanceID == nil {
 		return nil

@@ -98,6 +98,17 @@ func TestConsumerGroupCommitsByEpochAndMembersRejoinAfterFailover(t *testing.T) 
 	if err := commit(r.MemberEpoch, 9); err != nil {
 		t.Fatalf("commit: %v", err)
 	}
+	txnCommit := func(epoch int32) error {
+		return c.TxnCommitOffsets(context.Background(), "g", TxnCommitParams{ProducerID: 5, ProducerEpoch: 0, CommitParams: CommitParams{MemberID: "m1", Generation: epoch, APIVersion: 3, Offsets: []CommitOffset{
+			{TP: tp, OffsetAndMetadata: OffsetAndMetadata{Offset: 6, LeaderEpoch: -1, ExpireTimestamp: -1}},
+		}}})[0]
+	}
+	if err := txnCommit(r.MemberEpoch + 1); !errors.Is(err, ErrIllegalGeneration) {
+		t.Fatalf("transactional commit at a wrong epoch: %v, want ILLEGAL_GENERATION", err)
+	}
+	if err := txnCommit(r.MemberEpoch); err != nil {
+		t.Fatalf("transactional commit: %v", err)
+	}
 	m1 := "m1"
 	if _, err := c.FetchOffsetsAs("g", &m1, r.MemberEpoch+1, nil); !errors.Is(err, ErrStaleMemberEpoch) {
 		t.Fatalf("fetch at a wrong epoch: %v", err)
@@ -108,6 +119,9 @@ func TestConsumerGroupCommitsByEpochAndMembersRejoinAfterFailover(t *testing.T) 
 	waitLoaded(t, c, "g")
 	if r := c.ConsumerGroupHeartbeat("g", ConsumerHeartbeat{Version: 1, MemberID: "m1", MemberEpoch: 1, RebalanceTimeoutMs: -1}); !errors.Is(r.Err, ErrUnknownMemberID) {
 		t.Fatalf("heartbeat after failover: %v", r.Err)
+	}
+	if err := commit(r.MemberEpoch, 9); !errors.Is(err, ErrUnknownMemberID) {
+		t.Fatalf("commit with the old membership after failover: %v", err)
 	}
 	if got, err := c.FetchOffsets("g", []TopicPartition{tp}); err != nil || got[0].Offset != 7 {
 		t.Fatalf("offsets after failover: %+v %v", got, err)
