@@ -354,10 +354,9 @@ func validateConsumerHeartbeat(p *ConsumerHeartbeat) (error, string) {
 			return ErrInvalidRequest, "SubscribedTopicNames or SubscribedTopicRegex must be set in first request."
 		}
 	}
-	if p.TopicRegex != nil {
-		if *p.TopicRegex == "" {
-			return ErrInvalidRequest, "SubscribedTopicRegex must not be empty."
-		}
+	// An empty regex, like an empty list of names, subscribes to nothing:
+	// Kafka accepts such members.
+	if p.TopicRegex != nil && *p.TopicRegex != "" {
 		if _, err := compileSubscription(*p.TopicRegex); err != nil {
 			return ErrInvalidRegularExpression, "SubscribedTopicRegex is not a valid regular expression: " + err.Error()
 		}
@@ -425,8 +424,10 @@ func (g *consumerGroup) heartbeat(nowMs int64, view *TopicsView, p *ConsumerHear
 		}
 	}
 	if p.TopicRegex != nil && *p.TopicRegex != m.regex {
-		m.regex = *p.TopicRegex
-		m.re, _ = compileSubscription(m.regex)
+		m.regex, m.re = *p.TopicRegex, nil
+		if m.regex != "" {
+			m.re, _ = compileSubscription(m.regex)
+		}
 		changed = true
 	}
 	if p.ServerAssignor != nil && *p.ServerAssignor != m.assignor {

@@ -401,6 +401,7 @@ func TestHeartbeatValidation(t *testing.T) {
 		{"unknown assignor", ConsumerHeartbeat{Version: 1, MemberID: "m", MemberEpoch: 3, ServerAssignor: strp("sticky")}, ErrUnsupportedAssignor},
 		{"range assignor", ConsumerHeartbeat{Version: 1, MemberID: "m", MemberEpoch: 3, ServerAssignor: strp("range")}, nil},
 		{"bad regex", ConsumerHeartbeat{Version: 1, MemberID: "m", MemberEpoch: 3, TopicRegex: strp("(")}, ErrInvalidRegularExpression},
+		{"join with an empty regex subscribes to nothing", ConsumerHeartbeat{Version: 1, MemberID: "m", RebalanceTimeoutMs: 1, TopicRegex: strp(""), Owned: owned}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err, _ := validateConsumerHeartbeat(&tc.p)
