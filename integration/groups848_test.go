@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -314,4 +315,95 @@ func TestConsumerProtocolRegexSubscription(t *testing.T) {
 	if seen["other848/other848"] != 0 {
 		t.Error("read a topic the regex does not match")
 	}
+}
+
+// TestConsumerProtocolCoordinatorFailover: the broker coordinating a
+// consumer-protocol group is killed while two members consume. Membership
+// is not persisted, so the members learn from the new coordinator that
+// they are unknown and rejoin; they must carry on, read every record, end
+// up Stable with every partition assigned once, and commit to the end.
+func TestConsumerProtocolCoordinatorFailover(t *testing.T) {
+	c := startCluster(t, nil)
+	const topic, group, partitions, total = "g848-failover", "g848-failover-group", 3, 900
+	c.createTopic(t, topic, partitions, nil)
+	ctx := testCtx(t, 3*time.Minute)
+	prod := c.client(t, kgo.DefaultProduceTopic(topic))
+	produce := func(from, to int) {
+		t.Helper()
+		for i := from; i < to; i++ {
+			prod.Produce(ctx, &kgo.Record{Key: fmt.Appendf(nil, "k%d", i), Value: fmt.Appendf(nil, "v%05d", i)}, func(_ *kgo.Record, err error) {
+				if err != nil {
+					t.Errorf("produce: %v", err)
+				}
+			})
+		}
+		if err := prod.Flush(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	produce(0, total/2)
+
+	var mu sync.Mutex
+	seen := map[string]int{}
+	read := func(n int) func() error {
+		return func() error {
+			mu.Lock()
+			defer mu.Unlock()
+			if len(seen) < n {
+				return fmt.Errorf("read %d of %d distinct records", len(seen), n)
+			}
+			return nil
+		}
+	}
+	// kgo's consumer-protocol heartbeat keeps its cached coordinator
+	// across dial errors (a member with partitions drops it when a commit
+	// fails to dial); it looks the coordinator up again once the dead
+	// broker leaves its metadata, which an idle member refreshes only every
+	// metadata.max.age (5 minutes by default).
+	refresh := kgo.MetadataMaxAge(2 * time.Second)
+	a := startConsumer848(t, c, group, &mu, seen, kgo.ConsumeTopics(topic), refresh)
+	b := startConsumer848(t, c, group, &mu, seen, kgo.ConsumeTopics(topic), refresh)
+	eventually(t, 60*time.Second, read(total/2))
+
+	adm := c.admin(t)
+	r := adm.FindGroupCoordinators(ctx, group)[group]
+	if r.Err != nil {
+		t.Fatalf("FindGroupCoordinators: %v", r.Err)
+	}
+	t.Logf("killing coordinator %d", r.NodeID)
+	c.node(r.NodeID).Kill()
+	produce(total/2, total)
+
+	eventually(t, 90*time.Second, read(total))
+	// A client caches a group's coordinator and does not look again after
+	// dial errors; ask for the probe's only once another node coordinates.
+	eventually(t, 60*time.Second, func() error {
+		now := adm.FindGroupCoordinators(ctx, group)[group]
+		if now.Err == nil && now.NodeID == r.NodeID {
+			return fmt.Errorf("node %d still named coordinator", r.NodeID)
+		}
+		return now.Err
+	})
+	probe := c.client(t)
+	eventually(t, 90*time.Second, func() error {
+		g, err := describe848(ctx, probe, group)
+		if err != nil {
+			return err
+		}
+		return stableWith(g, 2, partitions)
+	})
+	a.stop()
+	b.stop()
+	eventually(t, 60*time.Second, func() error {
+		offs, err := adm.FetchOffsets(ctx, group)
+		if err != nil {
+			return err
+		}
+		var sum int64
+		offs.Each(func(o kadm.OffsetResponse) { sum += o.At })
+		if sum != total {
+			return fmt.Errorf("committed offsets sum to %d, want %d", sum, total)
+		}
+		return nil
+	})
 }
