@@ -376,13 +376,13 @@ func compileSubscription(expr string) (*regexp.Regexp, error) {
 // heartbeat serves a ConsumerGroupHeartbeat. The caller has validated it.
 func (g *consumerGroup) heartbeat(nowMs int64, view *TopicsView, p *ConsumerHeartbeat) ConsumerHeartbeatResult {
 	if p.MemberEpoch == leaveEpoch || p.MemberEpoch == staticLeaveEpoch {
-		return g.leave(nowMs, p)
+		return g.leave(p)
 	}
 	var m *consumerMember
 	changed := false
 	if p.MemberEpoch == joinEpoch {
 		var r *ConsumerHeartbeatResult
-		m, changed, r = g.join(nowMs, p)
+		m, changed, r = g.join(p)
 		if r != nil {
 			return *r
 		}
@@ -456,7 +456,7 @@ func (g *consumerGroup) heartbeat(nowMs int64, view *TopicsView, p *ConsumerHear
 
 // join finds or creates the member of a heartbeat with epoch 0. A member
 // that rejoins under its id has lost its partitions: it starts over.
-func (g *consumerGroup) join(nowMs int64, p *ConsumerHeartbeat) (*consumerMember, bool, *ConsumerHeartbeatResult) {
+func (g *consumerGroup) join(p *ConsumerHeartbeat) (*consumerMember, bool, *ConsumerHeartbeatResult) {
 	id := p.MemberID
 	if id == "" {
 		id = g.deps.newMemberID()
@@ -550,7 +550,7 @@ func (m *consumerMember) checkEpoch(epoch int32, owned map[cluster.TopicID][]int
 
 // leave serves a heartbeat with epoch -1 (the member leaves) or -2 (a
 // static member leaves for now, keeping its assignment for its session).
-func (g *consumerGroup) leave(nowMs int64, p *ConsumerHeartbeat) ConsumerHeartbeatResult {
+func (g *consumerGroup) leave(p *ConsumerHeartbeat) ConsumerHeartbeatResult {
 	m := g.members[p.MemberID]
 	if m == nil && p.InstanceID != nil {
 		if id, ok := g.static[*p.InstanceID]; ok {
