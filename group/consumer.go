@@ -812,7 +812,9 @@ func (g *consumerGroup) validateOffsetCommit(memberID string, instanceID *string
 
 // validateOffsetFetch is Kafka's ConsumerGroup.validateOffsetFetch.
 func (g *consumerGroup) validateOffsetFetch(memberID *string, epoch int32) error {
-	if memberID == nil && epoch < 0 {
+	if epoch < 0 && (memberID == nil || *memberID == "") {
+		// An admin client or a consumer outside group management; an
+		// empty id is taken as none.
 		return nil
 	}
 	if memberID == nil {

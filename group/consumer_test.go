@@ -456,6 +456,12 @@ func TestOffsetCommitValidationByMemberEpoch(t *testing.T) {
 	if err := g.validateOffsetFetch(nil, -1); err != nil {
 		t.Fatalf("anonymous fetch: %v", err)
 	}
+	if err := g.validateOffsetFetch(strp(""), -1); err != nil {
+		t.Fatalf("anonymous fetch with an empty member id: %v", err)
+	}
+	if err := g.validateOffsetFetch(strp("a"), 1); err != nil {
+		t.Fatalf("member fetch: %v", err)
+	}
 	if err := g.validateOffsetFetch(strp("a"), 0); !errors.Is(err, ErrStaleMemberEpoch) {
 		t.Fatalf("stale fetch: %v", err)
 	}
