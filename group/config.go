@@ -49,6 +49,16 @@ type Config struct {
 	InitialRebalanceDelay time.Duration
 	// MaxSize is group.max.size.
 	MaxSize int
+	// ConsumerSessionTimeout is group.consumer.session.timeout.ms: a
+	// member of a consumer-protocol group (KIP-848) that does not
+	// heartbeat for this long is removed. The broker decides it, not the
+	// member.
+	ConsumerSessionTimeout time.Duration
+	// ConsumerHeartbeatInterval is group.consumer.heartbeat.interval.ms,
+	// the interval the coordinator tells members to heartbeat at.
+	ConsumerHeartbeatInterval time.Duration
+	// ConsumerMaxSize is group.consumer.max.size.
+	ConsumerMaxSize int
 }
 
 // DefaultConfig returns Kafka's defaults.
@@ -66,6 +76,9 @@ func DefaultConfig() Config {
 		MaxSessionTimeout:             1800000 * time.Millisecond,
 		InitialRebalanceDelay:         3000 * time.Millisecond,
 		MaxSize:                       math.MaxInt32,
+		ConsumerSessionTimeout:        45000 * time.Millisecond,
+		ConsumerHeartbeatInterval:     5000 * time.Millisecond,
+		ConsumerMaxSize:               math.MaxInt32,
 	}
 }
 
@@ -94,6 +107,12 @@ func (c Config) Validate() error {
 		return fmt.Errorf("group.initial.rebalance.delay.ms must not be negative")
 	case c.MaxSize < 1:
 		return fmt.Errorf("group.max.size must be at least 1, got %d", c.MaxSize)
+	case c.ConsumerSessionTimeout <= 0:
+		return fmt.Errorf("group.consumer.session.timeout.ms must be positive")
+	case c.ConsumerHeartbeatInterval <= 0 || c.ConsumerHeartbeatInterval >= c.ConsumerSessionTimeout:
+		return fmt.Errorf("group.consumer.heartbeat.interval.ms (%v) must be positive and below group.consumer.session.timeout.ms (%v)", c.ConsumerHeartbeatInterval, c.ConsumerSessionTimeout)
+	case c.ConsumerMaxSize < 1:
+		return fmt.Errorf("group.consumer.max.size must be at least 1, got %d", c.ConsumerMaxSize)
 	}
 	return nil
 }

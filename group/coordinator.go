@@ -23,6 +23,12 @@ type Coordinator struct {
 	logger   zerolog.Logger
 	now      func() time.Time
 	deps     *groupDeps
+	cdeps    *consumerDeps
+
+	// viewMu guards the topics view of the last metadata image seen.
+	viewMu    sync.Mutex
+	viewImage *cluster.Image
+	view      *TopicsView
 
 	mu struct {
 		sync.Mutex
@@ -54,8 +60,11 @@ type ownedPartition struct {
 // Coordinator.mu before groupEntry.mu before appender.mu; nothing takes
 // Coordinator.mu while holding a group's lock.
 type groupEntry struct {
-	mu    sync.Mutex
-	g     *classicGroup
+	mu sync.Mutex
+	g  *classicGroup
+	// cg is set while the group is a consumer-protocol group (KIP-848);
+	// g then stays Empty and holds only the committed offsets.
+	cg    *consumerGroup
 	deps  *groupDeps
 	part  *ownedPartition
 	timer *time.Timer
@@ -86,6 +95,12 @@ func New(cfg Config, meta Metadata, replicas Replicas, logger zerolog.Logger, op
 		initialRebalanceDelayMs: cfg.InitialRebalanceDelay.Milliseconds(),
 		maxSize:                 cfg.MaxSize,
 		newMemberID:             newMemberID,
+	}
+	c.cdeps = &consumerDeps{
+		sessionTimeoutMs:    cfg.ConsumerSessionTimeout.Milliseconds(),
+		heartbeatIntervalMs: int32(cfg.ConsumerHeartbeatInterval.Milliseconds()),
+		maxSize:             cfg.ConsumerMaxSize,
+		newMemberID:         func() string { return newMemberID("consumer") },
 	}
 	c.reconcile(meta.Image())
 	meta.Watch(func(_, next *cluster.Image) { c.reconcile(next) })
@@ -184,6 +199,9 @@ func (c *Coordinator) unload(pid int32) {
 	for _, e := range entries {
 		e.mu.Lock()
 		e.g.unload(ErrNotCoordinator)
+		if e.cg != nil {
+			e.cg.unload()
+		}
 		c.rescheduleLocked(e)
 		e.mu.Unlock()
 	}
@@ -384,6 +402,11 @@ func (c *Coordinator) storeGroup(e *groupEntry, v *groupValue, done func(error, 
 // rescheduleLocked points the group's timer at its next deadline.
 func (c *Coordinator) rescheduleLocked(e *groupEntry) {
 	next := e.g.nextDeadline()
+	if e.cg != nil {
+		if n := e.cg.nextDeadline(); n != noDeadline && (next == noDeadline || n < next) {
+			next = n
+		}
+	}
 	if next == e.timerAt {
 		return
 	}
@@ -407,6 +430,9 @@ func (c *Coordinator) fire(e *groupEntry) {
 	defer e.mu.Unlock()
 	e.timerAt = noDeadline
 	e.g.tick(c.nowMs())
+	if e.cg != nil {
+		e.cg.tick(c.nowMs())
+	}
 	c.rescheduleLocked(e)
 }
 
@@ -477,6 +503,10 @@ func (c *Coordinator) JoinGroup(ctx context.Context, groupID string, p JoinParam
 	}
 	ch := make(chan JoinResult, 1)
 	e.mu.Lock()
+	if !e.toClassicLocked() {
+		e.mu.Unlock()
+		return joinError(p.MemberID, ErrInconsistentProtocol)
+	}
 	e.g.joinGroup(c.nowMs(), p, func(r JoinResult) { ch <- r })
 	c.rescheduleLocked(e)
 	e.mu.Unlock()

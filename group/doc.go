@@ -1,12 +1,17 @@
 // Package group is the consumer-group coordinator for Kafka's classic
 // group protocol (JoinGroup/SyncGroup/Heartbeat/LeaveGroup, KIP-345 static
-// membership, KIP-394 required member ids) and the store of committed
-// offsets. KIP-848's consumer protocol is not served.
+// membership, KIP-394 required member ids), for KIP-848's consumer
+// protocol (ConsumerGroupHeartbeat) and the store of committed offsets.
 //
 // What it owns:
 //   - the group state machine (classic.go): pure, clock-free, driven by
 //     requests and tick; parked JoinGroup/SyncGroup requests are callbacks
 //     completed by state changes and timers;
+//   - the consumer protocol's state machine (consumer.go) and its
+//     server-side assignors (assign.go), equally pure; consumer_coord.go
+//     binds it to the coordinator. A consumer group's membership lives in
+//     memory only: after a coordinator change its members get
+//     UNKNOWN_MEMBER_ID and rejoin, while its offsets survive;
 //   - __consumer_offsets (records.go, appender.go): Kafka's key/value
 //     formats, one ordered writer per partition, acks=all appends, and
 //     offsets acknowledged only after their append is;

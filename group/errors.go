@@ -23,4 +23,13 @@ var (
 	ErrOffsetMetadataTooLarge  = errors.New("offset metadata too large")
 	ErrInvalidCommitOffsetSize = errors.New("invalid commit offset size")
 	ErrUnknownServer           = errors.New("unknown server error")
+
+	// The consumer protocol's errors (KIP-848).
+	ErrFencedMemberEpoch        = errors.New("fenced member epoch")
+	ErrStaleMemberEpoch         = errors.New("stale member epoch")
+	ErrUnreleasedInstanceID     = errors.New("unreleased instance id")
+	ErrUnsupportedAssignor      = errors.New("unsupported assignor")
+	ErrInvalidRequest           = errors.New("invalid request")
+	ErrInvalidRegularExpression = errors.New("invalid regular expression")
+	ErrUnsupportedVersion       = errors.New("unsupported version")
 )

@@ -114,9 +114,13 @@ type CommitOffset struct {
 type CommitParams struct {
 	MemberID   string
 	InstanceID *string
-	// Generation is -1 for commits outside group management.
+	// Generation is -1 for commits outside group management; for a
+	// consumer-protocol group it is the member epoch.
 	Generation int32
 	Offsets    []CommitOffset
+	// APIVersion is the request's version: members of a consumer-protocol
+	// group must commit with OffsetCommit v9+.
+	APIVersion int16
 }
 
 // CommitOffsets stores offsets; they are acknowledged only once the write
@@ -148,7 +152,7 @@ func (c *Coordinator) CommitOffsets(ctx context.Context, groupID string, p Commi
 
 	e.mu.Lock()
 	g := e.g
-	if err := g.validateOffsetCommit(p.MemberID, p.InstanceID, p.Generation); err != nil {
+	if err := e.validateCommitLocked(p, false); err != nil {
 		e.mu.Unlock()
 		return fail(err)
 	}
@@ -216,6 +220,13 @@ type FetchedOffset struct {
 // when tps is nil. Offsets are returned whatever the group's state: a group
 // may use Kafka only to store offsets.
 func (c *Coordinator) FetchOffsets(groupID string, tps []TopicPartition) ([]FetchedOffset, error) {
+	return c.FetchOffsetsAs(groupID, nil, -1, tps)
+}
+
+// FetchOffsetsAs is FetchOffsets for a member (OffsetFetch v9+): a member
+// of a consumer-protocol group must give its current member epoch
+// (STALE_MEMBER_EPOCH otherwise). Classic groups do not check it.
+func (c *Coordinator) FetchOffsetsAs(groupID string, memberID *string, memberEpoch int32, tps []TopicPartition) ([]FetchedOffset, error) {
 	if _, err := c.validateGroup(groupID, true); err != nil {
 		return nil, err
 	}
@@ -233,6 +244,11 @@ func (c *Coordinator) FetchOffsets(groupID string, tps []TopicPartition) ([]Fetc
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	if e.cg != nil {
+		if err := e.cg.validateOffsetFetch(memberID, memberEpoch); err != nil {
+			return nil, err
+		}
+	}
 	pending := func(tp TopicPartition) bool {
 		for _, m := range e.g.txnOffsets {
 			if _, ok := m[tp]; ok {
@@ -305,10 +321,15 @@ func (c *Coordinator) DeleteGroups(ctx context.Context, groupIDs []string) []err
 			continue
 		}
 		e.mu.Lock()
-		switch e.g.state {
-		case StateDead:
+		switch {
+		case e.g.state == StateDead:
 			errs[i] = ErrGroupIDNotFound
-		case StateEmpty:
+		case e.cg != nil && !e.cg.isEmpty():
+			errs[i] = ErrNonEmptyGroup
+		case e.g.state == StateEmpty:
+			if e.cg != nil {
+				e.cg.unload()
+			}
 			ch := make(chan error, 1)
 			chans[i] = ch
 			c.killLocked(e, func(err error) { ch <- convertAppendError(err, false) })
@@ -349,13 +370,21 @@ func (c *Coordinator) DeleteOffsets(ctx context.Context, groupID string, tps []T
 		return ErrGroupIDNotFound, nil
 	}
 	errs := make([]error, len(tps))
+	view := c.topicsView()
 	e.mu.Lock()
 	g := e.g
-	switch g.state {
-	case StateDead:
+	subscribed848, is848 := e.consumerSubscribedLocked(view)
+	switch {
+	case g.state == StateDead:
 		e.mu.Unlock()
 		return ErrGroupIDNotFound, nil
-	case StateEmpty:
+	case is848:
+		for i, tp := range tps {
+			if subscribed848[tp.Topic] {
+				errs[i] = ErrGroupSubscribedToTopic
+			}
+		}
+	case g.state == StateEmpty:
 	default:
 		subscribed, ok := g.subscribedTopics()
 		if g.protocolType == nil || *g.protocolType != consumerProtocolType {
@@ -431,7 +460,9 @@ func (c *Coordinator) ExpireOffsets() (offsets, groups int) {
 	for _, e := range entries {
 		e.mu.Lock()
 		g := e.g
-		if g.state == StateDead {
+		if g.state == StateDead || e.cg != nil && !e.cg.isEmpty() {
+			// A consumer group with members keeps its offsets, as a
+			// Stable classic group keeps those it subscribes to.
 			e.mu.Unlock()
 			continue
 		}
@@ -448,6 +479,9 @@ func (c *Coordinator) ExpireOffsets() (offsets, groups int) {
 		}
 		dead := g.state == StateEmpty && len(g.offsets) == 0 && len(g.pendingCommits) == 0 && len(g.pending) == 0 && len(g.txnOffsets) == 0
 		if dead {
+			if e.cg != nil {
+				e.cg.unload()
+			}
 			c.killLocked(e, func(error) {})
 			groups++
 		}
@@ -467,6 +501,10 @@ type GroupOverview struct {
 	GroupID      string
 	ProtocolType string
 	State        State
+	// Type is "classic" or "consumer" (KIP-848); StateName is the state
+	// as the group's type names it.
+	Type      string
+	StateName string
 }
 
 // ListGroups lists the groups of the loaded partitions, filtered by state
@@ -497,12 +535,15 @@ func (c *Coordinator) ListGroups(states []string) ([]GroupOverview, error) {
 	var out []GroupOverview
 	for _, e := range entries {
 		e.mu.Lock()
-		o := GroupOverview{GroupID: e.g.id, State: e.g.state}
+		o := GroupOverview{GroupID: e.g.id, State: e.g.state, Type: "classic", StateName: e.g.state.String()}
 		if e.g.protocolType != nil {
 			o.ProtocolType = *e.g.protocolType
 		}
+		if e.cg != nil && e.g.state != StateDead {
+			o.Type, o.ProtocolType, o.StateName = "consumer", consumerProtocolType, e.cg.state.String()
+		}
 		e.mu.Unlock()
-		if o.State == StateDead || len(want) > 0 && !want[strings.ToLower(o.State.String())] {
+		if o.State == StateDead || len(want) > 0 && !want[strings.ToLower(o.StateName)] {
 			continue
 		}
 		out = append(out, o)
@@ -545,6 +586,14 @@ func (c *Coordinator) DescribeGroup(groupID string) (GroupSummary, error) {
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	if e.cg != nil && e.g.state != StateDead {
+		// Kafka describes a consumer-protocol group only through
+		// ConsumerGroupDescribe; DescribeGroups below v6 (all gokafka
+		// serves) reports it as it reports an unknown group: Dead, no
+		// error. v6 would answer GROUP_ID_NOT_FOUND "is not a classic
+		// group".
+		return GroupSummary{State: StateDead}, nil
+	}
 	g := e.g
 	s := GroupSummary{State: g.state}
 	if g.protocolType != nil {

@@ -50,11 +50,9 @@ func (c *Coordinator) TxnCommitOffsets(ctx context.Context, groupID string, p Tx
 		e.mu.Unlock()
 		return fail(ErrCoordinatorNotAvailable)
 	}
-	if p.Generation >= 0 || p.MemberID != "" || p.InstanceID != nil {
-		if err := g.validateOffsetCommit(p.MemberID, p.InstanceID, p.Generation); err != nil {
-			e.mu.Unlock()
-			return fail(err)
-		}
+	if err := e.validateCommitLocked(p.CommitParams, true); err != nil {
+		e.mu.Unlock()
+		return fail(err)
 	}
 	var recs []record
 	var written []CommitOffset

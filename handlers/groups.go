@@ -2,7 +2,8 @@ package handlers
 
 // The consumer-group APIs (FindCoordinator, JoinGroup, SyncGroup,
 // Heartbeat, LeaveGroup, OffsetCommit, OffsetFetch, ListGroups,
-// DescribeGroups, DeleteGroups, OffsetDelete) are served by the group
+// DescribeGroups, DeleteGroups, OffsetDelete, and KIP-848's
+// ConsumerGroupHeartbeat and ConsumerGroupDescribe) are served by the group
 // coordinator; each has its own file. Until the broker sets the
 // coordinator they answer COORDINATOR_NOT_AVAILABLE.
 
@@ -30,6 +31,8 @@ func (h *Handlers) registerGroups(reg *protocol.Registry) {
 		h.registerDescribeGroups,
 		h.registerDeleteGroups,
 		h.registerOffsetDelete,
+		h.registerConsumerGroupHeartbeat,
+		h.registerConsumerGroupDescribe,
 	} {
 		r(reg)
 	}

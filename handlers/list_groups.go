@@ -4,8 +4,8 @@ package handlers
 //
 // Lists the groups this broker coordinates (clients ask every broker).
 // v4 filters by state name, case-insensitively (KIP-518); v5 by group type
-// (KIP-848): every group here is "classic", so a filter without it lists
-// nothing. While a partition is still loading the error is
+// (KIP-848): "classic" or "consumer" (a consumer-protocol group, whose
+// states are Empty, Assigning, Reconciling, Stable). While a partition is still loading the error is
 // COORDINATOR_LOAD_IN_PROGRESS and the groups already loaded are listed.
 
 import (
@@ -30,13 +30,10 @@ func (h *Handlers) listGroups(_ context.Context, req *protocol.Request) (kmsg.Re
 		resp.ErrorCode = errorCode(group.ErrCoordinatorNotAvailable)
 		return resp, nil
 	}
-	if req.Version >= 5 && len(r.TypesFilter) > 0 {
-		classic := false
+	types := map[string]bool{}
+	if req.Version >= 5 {
 		for _, t := range r.TypesFilter {
-			classic = classic || strings.EqualFold(t, "classic")
-		}
-		if !classic {
-			return resp, nil
+			types[strings.ToLower(t)] = true
 		}
 	}
 	var states []string
@@ -46,8 +43,11 @@ func (h *Handlers) listGroups(_ context.Context, req *protocol.Request) (kmsg.Re
 	groups, err := c.ListGroups(states)
 	resp.ErrorCode = errorCode(err)
 	for _, g := range groups {
+		if len(types) > 0 && !types[g.Type] {
+			continue
+		}
 		rg := kmsg.NewListGroupsResponseGroup()
-		rg.Group, rg.ProtocolType, rg.GroupState, rg.GroupType = g.GroupID, g.ProtocolType, g.State.String(), "classic"
+		rg.Group, rg.ProtocolType, rg.GroupState, rg.GroupType = g.GroupID, g.ProtocolType, g.StateName, g.Type
 		resp.Groups = append(resp.Groups, rg)
 	}
 	return resp, nil

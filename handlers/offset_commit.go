@@ -10,7 +10,9 @@ package handlers
 // topics that do not exist answer UNKNOWN_TOPIC_OR_PARTITION; metadata
 // beyond offset.metadata.max.bytes OFFSET_METADATA_TOO_LARGE. The answer
 // waits until the commit is replicated to the ISR of the group's
-// __consumer_offsets partition.
+// __consumer_offsets partition. For a consumer-protocol group (KIP-848)
+// the generation is the member epoch: v9+ is required of its members, a
+// wrong epoch answers STALE_MEMBER_EPOCH.
 
 import (
 	"context"
@@ -34,7 +36,7 @@ func (h *Handlers) offsetCommit(ctx context.Context, req *protocol.Request) (kms
 	im := h.meta.Image()
 	now := time.Now().UnixMilli()
 
-	p := group.CommitParams{MemberID: r.MemberID, InstanceID: r.InstanceID, Generation: r.Generation}
+	p := group.CommitParams{MemberID: r.MemberID, InstanceID: r.InstanceID, Generation: r.Generation, APIVersion: req.Version}
 	if req.Version == 0 {
 		p.MemberID, p.Generation = "", -1
 	}

@@ -9,7 +9,9 @@ package handlers
 // RequireStable (KIP-447: a partition whose offset a transaction not yet
 // decided has committed answers UNSTABLE_OFFSET_COMMIT, which the consumer
 // retries), v8 batches groups (KIP-709). A partition with no commit
-// answers offset -1 and empty metadata.
+// answers offset -1 and empty metadata. v9 carries the member id and epoch
+// (KIP-848): a member of a consumer-protocol group with a stale epoch
+// answers STALE_MEMBER_EPOCH.
 
 import (
 	"context"
@@ -26,7 +28,7 @@ func (h *Handlers) registerOffsetFetch(reg *protocol.Registry) {
 }
 
 // fetchGroupOffsets answers one group: topics nil means all.
-func (h *Handlers) fetchGroupOffsets(groupID string, topics map[string][]int32, order []string) (map[string][]group.FetchedOffset, []string, error) {
+func (h *Handlers) fetchGroupOffsets(groupID string, memberID *string, memberEpoch int32, topics map[string][]int32, order []string) (map[string][]group.FetchedOffset, []string, error) {
 	c := h.coordinator()
 	if c == nil {
 		return nil, nil, group.ErrCoordinatorNotAvailable
@@ -40,7 +42,7 @@ func (h *Handlers) fetchGroupOffsets(groupID string, topics map[string][]int32, 
 			}
 		}
 	}
-	got, err := c.FetchOffsets(groupID, tps)
+	got, err := c.FetchOffsetsAs(groupID, memberID, memberEpoch, tps)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -73,7 +75,11 @@ func (h *Handlers) offsetFetch(_ context.Context, req *protocol.Request) (kmsg.R
 					topics[t.Topic] = append(topics[t.Topic], t.Partitions...)
 				}
 			}
-			byTopic, names, err := h.fetchGroupOffsets(g.Group, topics, order)
+			memberID, epoch := (*string)(nil), int32(-1)
+			if req.Version >= 9 {
+				memberID, epoch = g.MemberID, g.MemberEpoch
+			}
+			byTopic, names, err := h.fetchGroupOffsets(g.Group, memberID, epoch, topics, order)
 			rg.ErrorCode = errorCode(err)
 			for _, name := range names {
 				rt := kmsg.NewOffsetFetchResponseGroupTopic()
@@ -104,7 +110,7 @@ func (h *Handlers) offsetFetch(_ context.Context, req *protocol.Request) (kmsg.R
 			topics[t.Topic] = append(topics[t.Topic], t.Partitions...)
 		}
 	}
-	byTopic, names, err := h.fetchGroupOffsets(r.Group, topics, order)
+	byTopic, names, err := h.fetchGroupOffsets(r.Group, nil, -1, topics, order)
 	if err != nil {
 		if req.Version >= 2 {
 			resp.ErrorCode = errorCode(err)

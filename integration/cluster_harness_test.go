@@ -31,20 +31,23 @@ import (
 // clusterDefaults keep failure detection fast enough for tests: a broker
 // that stops heartbeating is fenced after 3 s instead of 9 s, a follower
 // that stops fetching leaves the ISR after 5 s instead of 30 s, and a
-// follower whose leader vanished retries after 200 ms instead of 1 s.
+// follower whose leader vanished retries after 200 ms instead of 1 s, and
+// consumer-protocol (KIP-848) members heartbeat every 500 ms instead of 5 s
+// so that their rebalances take round trips, not seconds.
 // shutdown.timeout.ms bounds the controlled shutdown of the last node of a
 // stopping cluster, which waits for a quorum that is already gone (half the
 // timeout) before it closes its logs.
 var clusterDefaults = map[string]string{
-	"GOKAFKA_DEFAULT_REPLICATION_FACTOR":       "3",
-	"GOKAFKA_MIN_INSYNC_REPLICAS":              "2",
-	"GOKAFKA_BROKER_SESSION_TIMEOUT_MS":        "3000",
-	"GOKAFKA_BROKER_HEARTBEAT_INTERVAL_MS":     "500",
-	"GOKAFKA_REPLICA_LAG_TIME_MAX_MS":          "5000",
-	"GOKAFKA_REPLICA_FETCH_BACKOFF_MS":         "200",
-	"GOKAFKA_GROUP_INITIAL_REBALANCE_DELAY_MS": "0",
-	"GOKAFKA_OFFSETS_TOPIC_NUM_PARTITIONS":     "3",
-	"GOKAFKA_SHUTDOWN_TIMEOUT_MS":              "8000",
+	"GOKAFKA_DEFAULT_REPLICATION_FACTOR":           "3",
+	"GOKAFKA_MIN_INSYNC_REPLICAS":                  "2",
+	"GOKAFKA_BROKER_SESSION_TIMEOUT_MS":            "3000",
+	"GOKAFKA_BROKER_HEARTBEAT_INTERVAL_MS":         "500",
+	"GOKAFKA_REPLICA_LAG_TIME_MAX_MS":              "5000",
+	"GOKAFKA_REPLICA_FETCH_BACKOFF_MS":             "200",
+	"GOKAFKA_GROUP_INITIAL_REBALANCE_DELAY_MS":     "0",
+	"GOKAFKA_GROUP_CONSUMER_HEARTBEAT_INTERVAL_MS": "500",
+	"GOKAFKA_OFFSETS_TOPIC_NUM_PARTITIONS":         "3",
+	"GOKAFKA_SHUTDOWN_TIMEOUT_MS":                  "8000",
 }
 
 type cluster struct {

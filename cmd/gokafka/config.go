@@ -94,6 +94,9 @@ var properties = []property{
 	{"group.max.session.timeout.ms", "1800000", "Largest session timeout a group member may ask for."},
 	{"group.initial.rebalance.delay.ms", "3000", "How long the first rebalance of an empty group waits for more members (Kafka's default 3000; config.yaml sets 0 so local consumers start at once)."},
 	{"group.max.size", "2147483647", "Most members a group may have."},
+	{"group.consumer.session.timeout.ms", "45000", "A member of a consumer-protocol group (KIP-848) that does not heartbeat for this long is removed."},
+	{"group.consumer.heartbeat.interval.ms", "5000", "How often members of a consumer-protocol group are told to heartbeat."},
+	{"group.consumer.max.size", "2147483647", "Most members a consumer-protocol group may have."},
 	{"transaction.state.log.num.partitions", "50", "Partitions of __transaction_state when it is created."},
 	{"transaction.state.log.replication.factor", "3", "Replicas of __transaction_state; created with fewer if fewer brokers are live."},
 	{"transaction.state.log.min.isr", "2", "min.insync.replicas of __transaction_state, capped at its replication factor."},
@@ -309,6 +312,9 @@ func (s *settings) brokerConfig() (broker.Config, error) {
 			MaxSessionTimeout:             ms(s.i64("group.max.session.timeout.ms")),
 			InitialRebalanceDelay:         ms(s.i64("group.initial.rebalance.delay.ms")),
 			MaxSize:                       int(min(s.positive("group.max.size"), math.MaxInt32)),
+			ConsumerSessionTimeout:        ms(s.positive("group.consumer.session.timeout.ms")),
+			ConsumerHeartbeatInterval:     ms(s.positive("group.consumer.heartbeat.interval.ms")),
+			ConsumerMaxSize:               int(min(s.positive("group.consumer.max.size"), math.MaxInt32)),
 		},
 	}
 	for _, r := range s.list("process.roles") {

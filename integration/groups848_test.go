@@ -1,0 +1,409 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// describe848 asks for a consumer-protocol group's description.
+func describe848(ctx context.Context, cl *kgo.Client, group string) (kmsg.ConsumerGroupDescribeResponseGroup, error) {
+	req := kmsg.NewPtrConsumerGroupDescribeRequest()
+	req.Groups = []string{group}
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		return kmsg.ConsumerGroupDescribeResponseGroup{}, err
+	}
+	g := resp.Groups[0]
+	return g, kerr.ErrorForCode(g.ErrorCode)
+}
+
+// stableWith checks that the group is Stable with n members, each at the
+// group epoch, and that every partition of a topic with partitions
+// partitions is assigned to exactly one of them.
+func stableWith(g kmsg.ConsumerGroupDescribeResponseGroup, n int, partitions int32) error {
+	if g.State != "Stable" || len(g.Members) != n {
+		return fmt.Errorf("state %s with %d members, want Stable with %d", g.State, len(g.Members), n)
+	}
+	owner := map[int32]string{}
+	for _, m := range g.Members {
+		if m.MemberEpoch != g.Epoch {
+			return fmt.Errorf("member %s at epoch %d, group at %d", m.MemberID, m.MemberEpoch, g.Epoch)
+		}
+		for _, t := range m.Assignment.TopicPartitions {
+			for _, p := range t.Partitions {
+				if o, ok := owner[p]; ok {
+					return fmt.Errorf("partition %d assigned to %s and %s", p, o, m.MemberID)
+				}
+				owner[p] = m.MemberID
+			}
+		}
+	}
+	if int32(len(owner)) != partitions {
+		return fmt.Errorf("%d of %d partitions assigned", len(owner), partitions)
+	}
+	return nil
+}
+
+// consumer848 is a kgo group member using the consumer protocol that
+// records what it reads and commits after every poll.
+type consumer848 struct {
+	cl     *kgo.Client
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+func startConsumer848(t *testing.T, c *cluster, group string, mu *sync.Mutex, seen map[string]int, opts ...kgo.Opt) *consumer848 {
+	t.Helper()
+	cl := c.client(t, append([]kgo.Opt{
+		kgo.ConsumerGroup(group), kgo.ServerSideBalancer(), kgo.DisableAutoCommit(),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(500 * time.Millisecond),
+	}, opts...)...)
+	ctx, cancel := context.WithCancel(context.Background())
+	cc := &consumer848{cl: cl, cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(cc.done)
+		for ctx.Err() == nil {
+			fs := cl.PollRecords(ctx, 100)
+			mu.Lock()
+			fs.EachRecord(func(r *kgo.Record) { seen[r.Topic+"/"+string(r.Value)]++ })
+			mu.Unlock()
+			if err := cl.CommitUncommittedOffsets(ctx); err != nil && ctx.Err() == nil {
+				t.Logf("commit: %v", err)
+			}
+		}
+	}()
+	return cc
+}
+
+// stop commits what it read and leaves the group.
+func (cc *consumer848) stop() {
+	cc.cancel()
+	<-cc.done
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_ = cc.cl.CommitUncommittedOffsets(ctx)
+	cc.cl.Close()
+}
+
+// TestConsumerProtocolGroup drives a KIP-848 group with kgo members on a
+// three-node cluster: the first member gets every partition, a second one
+// gets half once the first revoked them, a leaving member's partitions move
+// to the other, every record is read and committed, a new member resumes
+// from the committed offsets, the group is listed and described as a
+// consumer group, and a classic JoinGroup for it is refused.
+func TestConsumerProtocolGroup(t *testing.T) {
+	c := startCluster(t, nil)
+	const topic, group, partitions, total = "g848", "g848-group", 6, 600
+	c.createTopic(t, topic, partitions, nil)
+	ctx := testCtx(t, 3*time.Minute)
+	prod := c.client(t, kgo.DefaultProduceTopic(topic))
+	produce := func(from, to int) {
+		t.Helper()
+		for i := from; i < to; i++ {
+			prod.Produce(ctx, &kgo.Record{Key: fmt.Appendf(nil, "k%d", i), Value: fmt.Appendf(nil, "v%05d", i)}, func(_ *kgo.Record, err error) {
+				if err != nil {
+					t.Errorf("produce: %v", err)
+				}
+			})
+		}
+		if err := prod.Flush(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	produce(0, total/2)
+
+	var mu sync.Mutex
+	seen := map[string]int{}
+	readAll := func(n int) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if len(seen) < n {
+			return fmt.Errorf("read %d of %d distinct records", len(seen), n)
+		}
+		return nil
+	}
+	adm := c.client(t)
+
+	a := startConsumer848(t, c, group, &mu, seen, kgo.ConsumeTopics(topic))
+	eventually(t, 60*time.Second, func() error {
+		g, err := describe848(ctx, adm, group)
+		if err != nil {
+			return err
+		}
+		return stableWith(g, 1, partitions)
+	})
+
+	b := startConsumer848(t, c, group, &mu, seen, kgo.ConsumeTopics(topic))
+	eventually(t, 60*time.Second, func() error {
+		g, err := describe848(ctx, adm, group)
+		if err != nil {
+			return err
+		}
+		if err := stableWith(g, 2, partitions); err != nil {
+			return err
+		}
+		for _, m := range g.Members {
+			if n := len(m.Assignment.TopicPartitions[0].Partitions); n != partitions/2 {
+				return fmt.Errorf("member %s has %d partitions, want %d", m.MemberID, n, partitions/2)
+			}
+		}
+		return nil
+	})
+	produce(total/2, total)
+	eventually(t, 60*time.Second, func() error { return readAll(total) })
+
+	// Listed as a consumer group; the classic APIs do not serve it.
+	lreq := kmsg.NewPtrListGroupsRequest()
+	lreq.TypesFilter = []string{"consumer"}
+	shards := adm.RequestSharded(ctx, lreq)
+	listed := false
+	for _, s := range shards {
+		if s.Err != nil {
+			t.Fatalf("ListGroups: %v", s.Err)
+		}
+		for _, g := range s.Resp.(*kmsg.ListGroupsResponse).Groups {
+			if g.Group == group {
+				listed = g.GroupType == "consumer" && g.ProtocolType == "consumer" && g.GroupState == "Stable"
+				if !listed {
+					t.Errorf("listed as %+v", g)
+				}
+			}
+		}
+	}
+	if !listed {
+		t.Error("group not listed with the consumer type filter")
+	}
+	jreq := kmsg.NewPtrJoinGroupRequest()
+	jreq.Group, jreq.ProtocolType, jreq.SessionTimeoutMillis, jreq.RebalanceTimeoutMillis = group, "consumer", 10000, 10000
+	jp := kmsg.NewJoinGroupRequestProtocol()
+	jp.Name, jp.Metadata = "range", []byte{0, 0, 0, 0, 0, 0, 0, 0, 0, 0}
+	jreq.Protocols = append(jreq.Protocols, jp)
+	jreq.MemberID = "classic-intruder"
+	if jresp, err := jreq.RequestWith(ctx, adm); err != nil || jresp.ErrorCode != kerr.InconsistentGroupProtocol.Code {
+		t.Errorf("classic JoinGroup to a consumer group: %v %v", err, kerr.ErrorForCode(jresp.ErrorCode))
+	}
+
+	// a leaves: b gets everything.
+	a.stop()
+	eventually(t, 60*time.Second, func() error {
+		g, err := describe848(ctx, adm, group)
+		if err != nil {
+			return err
+		}
+		return stableWith(g, 1, partitions)
+	})
+	b.stop()
+
+	// Every record was read; the committed offsets are the end offsets.
+	committed := map[int32]int64{}
+	eventually(t, 30*time.Second, func() error {
+		freq := kmsg.NewPtrOffsetFetchRequest()
+		freq.Group = group
+		fresp, err := freq.RequestWith(ctx, adm)
+		if err != nil {
+			return err
+		}
+		if err := kerr.ErrorForCode(fresp.ErrorCode); err != nil {
+			return err
+		}
+		var sum int64
+		for _, t := range fresp.Topics {
+			for _, p := range t.Partitions {
+				committed[p.Partition] = p.Offset
+				sum += p.Offset
+			}
+		}
+		if sum != total {
+			return fmt.Errorf("committed offsets sum to %d, want %d", sum, total)
+		}
+		return nil
+	})
+
+	// A new member resumes from there: it reads only what comes next.
+	produce(total, total+60)
+	mu.Lock()
+	before := len(seen)
+	clear(seen)
+	mu.Unlock()
+	if before != total {
+		t.Fatalf("read %d distinct records, want %d", before, total)
+	}
+	resumed := startConsumer848(t, c, group, &mu, seen, kgo.ConsumeTopics(topic))
+	eventually(t, 60*time.Second, func() error { return readAll(60) })
+	resumed.stop()
+	mu.Lock()
+	var keys []string
+	for k := range seen {
+		keys = append(keys, k)
+	}
+	mu.Unlock()
+	sort.Strings(keys)
+	if len(keys) != 60 || keys[0] != fmt.Sprintf("%s/v%05d", topic, total) {
+		t.Fatalf("resumed member read %d records starting at %v, want the 60 after the commit", len(keys), keys[:min(3, len(keys))])
+	}
+}
+
+// TestConsumerProtocolRegexSubscription: a member subscribed by regex
+// (resolved by the broker against whole topic names) consumes the topics
+// that match, including one created after it joined, and not the others.
+func TestConsumerProtocolRegexSubscription(t *testing.T) {
+	c := startCluster(t, nil)
+	ctx := testCtx(t, 2*time.Minute)
+	c.createTopic(t, "re848-a", 2, nil)
+	c.createTopic(t, "other848", 1, nil)
+	prod := c.client(t)
+	produceTo := func(topic string) {
+		t.Helper()
+		if err := prod.ProduceSync(ctx, &kgo.Record{Topic: topic, Value: []byte(topic)}).FirstErr(); err != nil {
+			t.Fatalf("produce to %s: %v", topic, err)
+		}
+	}
+	produceTo("re848-a")
+	produceTo("other848")
+
+	var mu sync.Mutex
+	seen := map[string]int{}
+	cons := startConsumer848(t, c, "re848-group", &mu, seen, kgo.ConsumeRegex(), kgo.ConsumeTopics("re848-.*"), kgo.MetadataMinAge(200*time.Millisecond))
+	defer cons.stop()
+	has := func(k string) func() error {
+		return func() error {
+			mu.Lock()
+			defer mu.Unlock()
+			if seen[k] == 0 {
+				return fmt.Errorf("%s not read; read %v", k, seen)
+			}
+			return nil
+		}
+	}
+	eventually(t, 60*time.Second, has("re848-a/re848-a"))
+
+	c.createTopic(t, "re848-b", 3, nil)
+	produceTo("re848-b")
+	eventually(t, 60*time.Second, has("re848-b/re848-b"))
+
+	eventually(t, 30*time.Second, func() error {
+		g, err := describe848(ctx, c.client(t), "re848-group")
+		if err != nil {
+			return err
+		}
+		if len(g.Members) != 1 || g.Members[0].SubscribedTopicRegex == nil {
+			return fmt.Errorf("members %+v", g.Members)
+		}
+		n := 0
+		for _, tp := range g.Members[0].Assignment.TopicPartitions {
+			if tp.Topic == "other848" {
+				return fmt.Errorf("assigned %s", tp.Topic)
+			}
+			n += len(tp.Partitions)
+		}
+		if n != 5 {
+			return fmt.Errorf("%d partitions assigned, want 5", n)
+		}
+		return nil
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	if seen["other848/other848"] != 0 {
+		t.Error("read a topic the regex does not match")
+	}
+}
+
+// TestConsumerProtocolCoordinatorFailover: the broker coordinating a
+// consumer-protocol group is killed while two members consume. Membership
+// is not persisted, so the members learn from the new coordinator that
+// they are unknown and rejoin; they must carry on, read every record, end
+// up Stable with every partition assigned once, and commit to the end.
+func TestConsumerProtocolCoordinatorFailover(t *testing.T) {
+	c := startCluster(t, nil)
+	const topic, group, partitions, total = "g848-failover", "g848-failover-group", 3, 900
+	c.createTopic(t, topic, partitions, nil)
+	ctx := testCtx(t, 3*time.Minute)
+	prod := c.client(t, kgo.DefaultProduceTopic(topic))
+	produce := func(from, to int) {
+		t.Helper()
+		for i := from; i < to; i++ {
+			prod.Produce(ctx, &kgo.Record{Key: fmt.Appendf(nil, "k%d", i), Value: fmt.Appendf(nil, "v%05d", i)}, func(_ *kgo.Record, err error) {
+				if err != nil {
+					t.Errorf("produce: %v", err)
+				}
+			})
+		}
+		if err := prod.Flush(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	produce(0, total/2)
+
+	var mu sync.Mutex
+	seen := map[string]int{}
+	read := func(n int) func() error {
+		return func() error {
+			mu.Lock()
+			defer mu.Unlock()
+			if len(seen) < n {
+				return fmt.Errorf("read %d of %d distinct records", len(seen), n)
+			}
+			return nil
+		}
+	}
+	// kgo's consumer-protocol heartbeat keeps its cached coordinator
+	// across dial errors (a member with partitions drops it when a commit
+	// fails to dial); it looks the coordinator up again once the dead
+	// broker leaves its metadata, which an idle member refreshes only every
+	// metadata.max.age (5 minutes by default).
+	refresh := kgo.MetadataMaxAge(2 * time.Second)
+	a := startConsumer848(t, c, group, &mu, seen, kgo.ConsumeTopics(topic), refresh)
+	b := startConsumer848(t, c, group, &mu, seen, kgo.ConsumeTopics(topic), refresh)
+	eventually(t, 60*time.Second, read(total/2))
+
+	adm := c.admin(t)
+	r := adm.FindGroupCoordinators(ctx, group)[group]
+	if r.Err != nil {
+		t.Fatalf("FindGroupCoordinators: %v", r.Err)
+	}
+	t.Logf("killing coordinator %d", r.NodeID)
+	c.node(r.NodeID).Kill()
+	produce(total/2, total)
+
+	eventually(t, 90*time.Second, read(total))
+	// A client caches a group's coordinator and does not look again after
+	// dial errors; ask for the probe's only once another node coordinates.
+	eventually(t, 60*time.Second, func() error {
+		now := adm.FindGroupCoordinators(ctx, group)[group]
+		if now.Err == nil && now.NodeID == r.NodeID {
+			return fmt.Errorf("node %d still named coordinator", r.NodeID)
+		}
+		return now.Err
+	})
+	probe := c.client(t)
+	eventually(t, 90*time.Second, func() error {
+		g, err := describe848(ctx, probe, group)
+		if err != nil {
+			return err
+		}
+		return stableWith(g, 2, partitions)
+	})
+	a.stop()
+	b.stop()
+	eventually(t, 60*time.Second, func() error {
+		offs, err := adm.FetchOffsets(ctx, group)
+		if err != nil {
+			return err
+		}
+		var sum int64
+		offs.Each(func(o kadm.OffsetResponse) { sum += o.At })
+		if sum != total {
+			return fmt.Errorf("committed offsets sum to %d, want %d", sum, total)
+		}
+		return nil
+	})
+}
