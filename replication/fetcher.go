@@ -528,7 +528,7 @@ func (f *fetcher) applyLocked(s *fetchState, offset int64, rp *kmsg.FetchRespons
 		}
 	}
 	s.p.mu.Lock()
-	s.p.notifyLocked(false)
+	s.p.notifyLocked(true, true)
 	s.p.mu.Unlock()
 }
 

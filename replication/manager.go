@@ -106,12 +106,21 @@ func (p *Partition) waitChan(replica bool) <-chan struct{} {
 	return p.mu.hwMoved
 }
 
-// notifyLocked wakes parked fetches: follower fetches on any change,
-// consumer fetches unless only the LEO moved.
-func (p *Partition) notifyLocked(leoOnly bool) {
-	close(p.mu.leoMoved)
-	p.mu.leoMoved = make(chan struct{})
-	if !leoOnly {
+// notifyLocked wakes parked fetches: consumers' when their view changed
+// (the HW, a role, the log start), followers' when they have something to
+// fetch (the LEO moved) or must hear of a change at once (a role, the log
+// start, the ISR).
+//
+// A move of the HW alone does not wake followers, as in Kafka since
+// KAFKA-9952: that would double their fetches (one for the records, one
+// more for the HW those records moved). They learn the HW with the next
+// records or when their fetch's max wait ends.
+func (p *Partition) notifyLocked(followers, consumers bool) {
+	if followers {
+		close(p.mu.leoMoved)
+		p.mu.leoMoved = make(chan struct{})
+	}
+	if consumers {
 		close(p.mu.hwMoved)
 		p.mu.hwMoved = make(chan struct{})
 	}
@@ -137,7 +146,7 @@ func (p *Partition) checkEpochLocked(current int32) error {
 func (p *Partition) applyLocked(eff Effects) *ISRProposal {
 	if eff.HWChanged {
 		p.log.SetHighWatermark(eff.HW)
-		p.notifyLocked(false)
+		p.notifyLocked(false, true)
 	}
 	for _, d := range eff.Done {
 		if ch, ok := p.mu.waiters[d.ID]; ok {
@@ -295,7 +304,7 @@ func (m *Manager) Close() {
 			p.mu.st = nil
 		}
 		p.mu.isLeader = false
-		p.notifyLocked(false)
+		p.notifyLocked(true, true)
 		p.mu.Unlock()
 	}
 	m.wg.Wait()
@@ -412,7 +421,7 @@ func (m *Manager) alterPartition(p *Partition, st *leaderState, prop ISRProposal
 			p.mu.isr = slices.Clone(st.ISR())
 			p.mu.partitionEpoch = max(p.mu.partitionEpoch, res.PartitionEpoch)
 		}
-		p.notifyLocked(false)
+		p.notifyLocked(true, true)
 	}
 	p.mu.Unlock()
 	m.afterUnlock(p, st, next)
@@ -490,7 +499,7 @@ func (m *Manager) reconcile(prev, next *cluster.Image) error {
 			p.mu.st = nil
 		}
 		p.mu.isLeader = false
-		p.notifyLocked(false)
+		p.notifyLocked(true, true)
 		p.mu.Unlock()
 		p.roleMu.Unlock()
 		if err := m.logs.Delete(p.TP); err != nil && firstErr == nil {
@@ -601,7 +610,7 @@ func (m *Manager) makeLeader(p *Partition, pi *cluster.PartitionInfo, minISR int
 	p.mu.minISR = minISR
 	prop := p.applyLocked(eff)
 	p.mu.isr = slices.Clone(st.ISR())
-	p.notifyLocked(false)
+	p.notifyLocked(true, true)
 	p.mu.Unlock()
 	m.afterUnlock(p, st, prop)
 }
@@ -632,7 +641,7 @@ func (m *Manager) makeFollower(p *Partition, pi *cluster.PartitionInfo, minISR i
 	p.mu.replicas = slices.Clone(pi.Replicas)
 	p.mu.isr = slices.Clone(pi.ISR)
 	p.mu.minISR = minISR
-	p.notifyLocked(false)
+	p.notifyLocked(true, true)
 	p.mu.Unlock()
 	p.roleMu.Unlock()
 
@@ -748,7 +757,7 @@ func (m *Manager) ProduceWithOptions(ctx context.Context, tp partition.TopicPart
 		eff.merge(st.AddWaiter(id, info.LastOffset+1))
 	}
 	prop := p.applyLocked(eff)
-	p.notifyLocked(true)
+	p.notifyLocked(true, false)
 	p.mu.Unlock()
 	p.roleMu.RUnlock()
 	m.afterUnlock(p, st, prop)
@@ -1126,7 +1135,7 @@ func (m *Manager) DeleteRecords(tp partition.TopicPartition, offset int64) (int6
 		return -1, err
 	}
 	p.mu.Lock()
-	p.notifyLocked(false)
+	p.notifyLocked(true, true)
 	p.mu.Unlock()
 	return low, nil
 }
