@@ -30,18 +30,27 @@ func (h *Handlers) listGroups(_ context.Context, req *protocol.Request) (kmsg.Re
 		resp.ErrorCode = errorCode(group.ErrCoordinatorNotAvailable)
 		return resp, nil
 	}
-	if req.Version >= 5 && len(r.TypesFilter) > 0 {
-		classic := false
-		for _, t := range r.TypesFilter {
-			classic = classic || strings.EqualFold(t, "classic")
-		}
-		if !classic {
-			return resp, nil
-		}
-	}
 	var states []string
 	if req.Version >= 4 {
 		states = r.StatesFilter
+	}
+	classic, shared := true, true
+	if req.Version >= 5 && len(r.TypesFilter) > 0 {
+		classic, shared = false, false
+		for _, t := range r.TypesFilter {
+			classic = classic || strings.EqualFold(t, "classic")
+			shared = shared || strings.EqualFold(t, "share")
+		}
+	}
+	if shared {
+		for _, g := range h.shareListGroups(states) {
+			rg := kmsg.NewListGroupsResponseGroup()
+			rg.Group, rg.ProtocolType, rg.GroupState, rg.GroupType = g.GroupID, "share", g.State, "share"
+			resp.Groups = append(resp.Groups, rg)
+		}
+	}
+	if !classic {
+		return resp, nil
 	}
 	groups, err := c.ListGroups(states)
 	resp.ErrorCode = errorCode(err)
