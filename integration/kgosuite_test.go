@@ -17,12 +17,12 @@ import (
 
 // expectedKgoSkips are the franz-go suite tests allowed to skip against
 // gokafka, each for a reason that is not a gokafka fault to fix here:
-// SCRAM and OAuth need credentials the suite is not given; share groups
-// (KIP-932) and the KIP-848 consumer protocol are not served by gokafka;
+// SCRAM and OAuth need credentials the suite is not given; the KIP-848
+// consumer protocol is not served by gokafka;
 // TestIssueProduceBrokerTooOldFailsRecords tests Kafka 4.0's removal of
 // Produce v0-v2, which gokafka lists as Kafka 3.9 does (librdkafka 2.0.2
 // only compresses for brokers that list them).
-var expectedKgoSkips = regexp.MustCompile(`SCRAM|OAuth|Share|848|ProduceBrokerTooOld`)
+var expectedKgoSkips = regexp.MustCompile(`SCRAM|OAuth|848|ProduceBrokerTooOld`)
 
 // TestFranzGoSuite runs franz-go's own pkg/kgo integration suite, from the
 // module cache at the version go.mod requires, against a three-node
@@ -63,6 +63,11 @@ func TestFranzGoSuite(t *testing.T) {
 		Test   string
 		Output string
 	}
+	verbose := os.Getenv("GOKAFKA_KGO_VERBOSE") != ""
+	outputCap := 16 << 10
+	if verbose {
+		outputCap = 64 << 20
+	}
 	results := map[string]string{}
 	outputs := map[string]*strings.Builder{}
 	sc := bufio.NewScanner(bytes.NewReader(out))
@@ -79,7 +84,7 @@ func TestFranzGoSuite(t *testing.T) {
 			if outputs[ev.Test] == nil {
 				outputs[ev.Test] = &strings.Builder{}
 			}
-			if outputs[ev.Test].Len() < 16<<10 {
+			if outputs[ev.Test].Len() < outputCap {
 				outputs[ev.Test].WriteString(ev.Output)
 			}
 		}
@@ -101,6 +106,13 @@ func TestFranzGoSuite(t *testing.T) {
 	t.Logf("skipped: %s", strings.Join(skipped, ", "))
 	for _, name := range failed {
 		t.Errorf("%s failed:\n%s", name, outputs[name])
+	}
+	if verbose {
+		// Shows the end of what the tests that passed logged, e.g. the
+		// counts a long test reports, while working on one area.
+		for _, name := range passed {
+			t.Logf("%s passed:\n%s", name, tail(outputs[name].String(), 8000))
+		}
 	}
 	for _, name := range skipped {
 		if !expectedKgoSkips.MatchString(name) {
