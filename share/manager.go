@@ -346,7 +346,7 @@ func (m *Manager) Fetch(ctx context.Context, req FetchRequest) ([]PartitionResul
 				}
 			}
 		}
-		got, budget, remaining := 0, int64(req.MaxBytes), maxRecords
+		got, failed, budget, remaining := 0, false, int64(req.MaxBytes), maxRecords
 		if budget <= 0 {
 			budget = 1<<31 - 1
 		}
@@ -357,6 +357,7 @@ func (m *Manager) Fetch(ctx context.Context, req FetchRequest) ([]PartitionResul
 			}
 			recs, ranges, err := m.acquire(ctx, im, req.Group, req.Member, tp, remaining, int32(min(budget, 1<<31-1)))
 			r.Err = err
+			failed = failed || err != nil
 			if len(ranges) > 0 {
 				r.Records, r.Acquired = recs, splitRanges(ranges, req.BatchSize)
 				for _, a := range ranges {
@@ -366,7 +367,9 @@ func (m *Manager) Fetch(ctx context.Context, req FetchRequest) ([]PartitionResul
 				budget -= int64(len(recs))
 			}
 		}
-		if got > 0 || deadline == nil || len(targets) == 0 {
+		// An error (a partition led elsewhere now) is answered at once, so
+		// that the client can move the partition to its new leader.
+		if got > 0 || failed || deadline == nil || len(targets) == 0 {
 			return collect(order, results), nil
 		}
 		if !waitAny(ctx, deadline, waits) {
