@@ -180,7 +180,7 @@ func Start(ctx context.Context, cfg Config, logger zerolog.Logger) (_ *Server, e
 	}
 	h.SetTxnCoordinator(s.txn)
 	s.shareC = share.NewCoordinator(cfg.Share, cfg.NodeID, s.meta, logger.With().Str("component", "share").Logger())
-	s.shareM = share.NewManager(cfg.Share, s.meta, s.replicas, logger.With().Str("component", "share").Logger())
+	s.shareM = share.NewManager(cfg.Share, s.meta, share.ReplicaSource(s.replicas), logger.With().Str("component", "share").Logger())
 	h.SetShare(s.shareC, s.shareM, cfg.Share)
 	s.srv = protocol.NewServer(cfg.Protocol, reg, logger.With().Str("component", "net").Logger())
 

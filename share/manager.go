@@ -25,10 +25,24 @@ import (
 
 // Replicas is what the manager needs of the replica manager.
 type Replicas interface {
-	Get(tp partition.TopicPartition) *replication.Partition
+	// Leader returns the leader epoch of tp if this broker leads it.
+	Leader(tp partition.TopicPartition) (epoch int32, ok bool)
 	Fetch(ctx context.Context, fp replication.FetchParams) []replication.FetchResult
 	ListOffset(tp partition.TopicPartition, ts int64, currentEpoch int32, readCommitted bool) (offset, timestamp int64, leaderEpoch int32, err error)
 	HWMoved(tp partition.TopicPartition) <-chan struct{}
+}
+
+// ReplicaSource adapts the replica manager to Replicas.
+func ReplicaSource(m *replication.Manager) Replicas { return replicaSource{m} }
+
+type replicaSource struct{ *replication.Manager }
+
+func (r replicaSource) Leader(tp partition.TopicPartition) (int32, bool) {
+	p := r.Get(tp)
+	if p == nil || !p.IsLeader() {
+		return -1, false
+	}
+	return p.LeaderEpoch(), true
 }
 
 // StateWriter writes share offsets through the metadata quorum; the
@@ -78,10 +92,19 @@ type Manager struct {
 	wg   sync.WaitGroup
 }
 
+// ManagerOption configures a Manager.
+type ManagerOption func(*Manager)
+
+// WithClock replaces the manager's clock (tests).
+func WithClock(now func() time.Time) ManagerOption { return func(m *Manager) { m.now = now } }
+
 // NewManager starts the manager and its sweeper (lock expiry, dropping
 // partitions no longer led here, checkpoints).
-func NewManager(cfg Config, meta cluster.Metadata, reps Replicas, logger zerolog.Logger) *Manager {
+func NewManager(cfg Config, meta cluster.Metadata, reps Replicas, logger zerolog.Logger, opts ...ManagerOption) *Manager {
 	m := &Manager{cfg: cfg, meta: meta, reps: reps, logger: logger, now: time.Now, stop: make(chan struct{})}
+	for _, o := range opts {
+		o(m)
+	}
 	if w, ok := meta.(StateWriter); ok {
 		m.writer = w
 	}
@@ -140,11 +163,11 @@ func (m *Manager) LockDurationMs(group string) int32 {
 
 // leaderOf returns the local leader epoch of tp or ErrNotLeader.
 func (m *Manager) leaderOf(tp partition.TopicPartition) (int32, error) {
-	p := m.reps.Get(tp)
-	if p == nil || !p.IsLeader() {
+	e, ok := m.reps.Leader(tp)
+	if !ok {
 		return -1, ErrNotLeader
 	}
-	return p.LeaderEpoch(), nil
+	return e, nil
 }
 
 // stateLocked returns the share partition of group on tp, building it when
