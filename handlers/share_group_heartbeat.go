@@ -14,6 +14,7 @@ import (
 	"maps"
 	"slices"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/gokafka/gokafka/protocol"
@@ -29,6 +30,13 @@ func (h *Handlers) shareGroupHeartbeat(_ context.Context, req *protocol.Request)
 	resp := r.ResponseKind().(*kmsg.ShareGroupHeartbeatResponse)
 	if !h.shareReady() {
 		resp.ErrorCode = shareErrorCode(share.ErrCoordinatorUnavailable)
+		return resp, nil
+	}
+	if r.MemberEpoch == 0 && h.isClassicGroup(r.GroupID) {
+		// One id, one group type: Kafka refuses a share member in a
+		// classic group's id.
+		resp.ErrorCode = kerr.GroupIDNotFound.Code
+		resp.ErrorMessage = strPtr("group " + r.GroupID + " is not a share group")
 		return resp, nil
 	}
 	res, interval := h.shareCoord.Heartbeat(r.GroupID, share.HeartbeatRequest{

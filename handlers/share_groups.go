@@ -19,8 +19,10 @@ import (
 	"strings"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/gokafka/gokafka/cluster"
+	"github.com/gokafka/gokafka/group"
 	"github.com/gokafka/gokafka/protocol"
 	"github.com/gokafka/gokafka/share"
 )
@@ -161,4 +163,28 @@ func (h *Handlers) deleteShareGroups(ctx context.Context, ids []string, errs []e
 		idx = append(idx, i)
 	}
 	return classic, idx
+}
+
+// refuseShareGroupJoin is JoinGroup's hook: a share group's id cannot be
+// joined as a classic group (GROUP_ID_NOT_FOUND, as Kafka answers).
+func (h *Handlers) refuseShareGroupJoin(id string, resp *kmsg.JoinGroupResponse) bool {
+	if !h.shareReady() {
+		return false
+	}
+	if known, _ := h.shareCoord.Known(id); !known {
+		return false
+	}
+	resp.ErrorCode, resp.Generation = kerr.GroupIDNotFound.Code, -1
+	return true
+}
+
+// isClassicGroup reports whether the classic coordinator has a group of
+// that id (with members or committed offsets).
+func (h *Handlers) isClassicGroup(id string) bool {
+	c := h.coordinator()
+	if c == nil {
+		return false
+	}
+	s, err := c.DescribeGroup(id)
+	return err == nil && s.State != group.StateDead
 }
