@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/gokafka/gokafka/cluster"
+	"github.com/gokafka/gokafka/idempotent"
 	"github.com/gokafka/gokafka/partition"
 	"github.com/gokafka/gokafka/replication"
 )
@@ -283,5 +284,48 @@ func TestManagerCheckpoint(t *testing.T) {
 	got, err := fetch(t, m2, "b", 0)
 	if err != nil || !slices.Equal(got, []AcquiredRange{{3, 3, 1}}) {
 		t.Fatalf("new leader: %v %v, want offset 3 only", got, err)
+	}
+}
+
+// batchAt builds a record batch of n records at base, transactional for
+// producer pid when pid >= 0.
+func batchAt(base int64, n int, pid int64) []byte {
+	rb := kmsg.RecordBatch{FirstOffset: base, Magic: 2, LastOffsetDelta: int32(n - 1), NumRecords: int32(n), Records: make([]byte, n), ProducerID: -1}
+	if pid >= 0 {
+		rb.Attributes, rb.ProducerID = 0x10, pid
+	}
+	b := rb.AppendTo(nil)
+	rb.Length = int32(len(b) - 12)
+	return rb.AppendTo(nil)
+}
+
+func TestSpansUnderEachIsolationLevel(t *testing.T) {
+	marker := replication.BuildControlBatch(7, 0, 0, false, 0) // abort of producer 7
+	binaryPutBase(marker, 2)
+	var log []byte
+	log = append(log, batchAt(0, 2, 7)...) // aborted transaction
+	log = append(log, marker...)
+	log = append(log, batchAt(3, 2, -1)...)
+	log = append(log, batchAt(5, 1, 8)...) // producer 8's transaction, not aborted
+	aborted := []idempotent.TxnRange{{ProducerID: 7, FirstOffset: 0, LastOffset: 2}}
+
+	committed, bounds := spansOf(log, aborted, true)
+	want := []Span{{0, 1, true}, {2, 2, true}, {3, 4, false}, {5, 5, false}}
+	if !slices.Equal(committed, want) {
+		t.Fatalf("read_committed spans %v, want %v", committed, want)
+	}
+	if len(bounds) != 5 || bounds[4] != len(log) {
+		t.Fatalf("bounds %v for %d bytes", bounds, len(log))
+	}
+	uncommitted, _ := spansOf(log, nil, false)
+	want = []Span{{0, 1, false}, {2, 2, true}, {3, 4, false}, {5, 5, false}}
+	if !slices.Equal(uncommitted, want) {
+		t.Fatalf("read_uncommitted spans %v, want %v", uncommitted, want)
+	}
+}
+
+func binaryPutBase(b []byte, base int64) {
+	for i := 0; i < 8; i++ {
+		b[i] = byte(base >> (56 - 8*i))
 	}
 }
