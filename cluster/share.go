@@ -283,7 +283,7 @@ func (c *Controller) UpdateShareState(ctx context.Context, ch ShareChange) error
 		}
 		req = w
 	}
-	before := im.Offset
+	epochBefore := im.ShareEpoch(ch.Group)
 	resp, err := c.forward(ctx, req, nil)
 	if errors.Is(err, errLocalLeader) {
 		return c.log.Propose(ctx, &Command{Type: CmdShareState, Share: &ch})
@@ -309,7 +309,13 @@ func (c *Controller) UpdateShareState(ctx context.Context, ch ShareChange) error
 			}
 		}
 	}
-	return c.awaitLocal(ctx, func(im *Image) bool { return im.Offset > before })
+	if !ch.Reset && !ch.DeleteGroup {
+		// A checkpoint: nothing here reads it back.
+		return nil
+	}
+	// Wait for this change itself, not just any later entry: the caller
+	// (an administrator's request) reads the result from this node next.
+	return c.awaitLocal(ctx, func(im *Image) bool { return im.ShareEpoch(ch.Group) > epochBefore })
 }
 
 // ShareChangeFromWrite decodes a forwarded WriteShareGroupState.
