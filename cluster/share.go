@@ -88,6 +88,19 @@ func (s *State) applyShare(ch *ShareChange) {
 	s.shareGroups[ch.Group] = next
 }
 
+// dropShareTopic forgets a deleted topic's share offsets, so that a topic
+// created again under the name starts by share.auto.offset.reset.
+func (s *State) dropShareTopic(topic string) {
+	for g, sg := range s.shareGroups {
+		if _, ok := sg.Offsets[topic]; !ok {
+			continue
+		}
+		next := &ShareGroupState{Epoch: sg.Epoch, Offsets: maps.Clone(sg.Offsets)}
+		delete(next.Offsets, topic)
+		s.shareGroups[g] = next
+	}
+}
+
 // ShareOffset returns a share group's checkpointed start offset of a
 // partition and the group's share epoch.
 func (im *Image) ShareOffset(group, topic string, partition int32) (offset int64, epoch int32, ok bool) {

@@ -82,3 +82,23 @@ func TestGroupConfigValidation(t *testing.T) {
 		t.Errorf("ParseISODuration: %v %v", d, err)
 	}
 }
+
+func TestDeletedTopicLosesShareOffsets(t *testing.T) {
+	s := NewState()
+	if err := s.Apply(1, &Command{Type: CmdCreateTopic, Topic: &TopicInfo{Name: "t", ID: TopicID{1}, Partitions: []PartitionInfo{{Partition: 0}}}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Apply(2, shareCmd(ShareChange{Group: "g", Offsets: map[string]map[int32]int64{"t": {0: 4}, "u": {0: 1}}})); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Apply(3, &Command{Type: CmdDeleteTopic, Name: "t"}); err != nil {
+		t.Fatal(err)
+	}
+	im := s.Image(-1)
+	if _, _, ok := im.ShareOffset("g", "t", 0); ok {
+		t.Fatal("deleted topic kept its share offsets")
+	}
+	if off, _, ok := im.ShareOffset("g", "u", 0); !ok || off != 1 {
+		t.Fatalf("other topic's offset: %d %v", off, ok)
+	}
+}

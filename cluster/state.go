@@ -146,6 +146,7 @@ func (s *State) apply(cmd *Command) error {
 		}
 		delete(s.topics, cmd.Name)
 		delete(s.ids, t.ID)
+		s.dropShareTopic(cmd.Name)
 	case CmdCreatePartitions:
 		t, ok := s.topics[cmd.Name]
 		if !ok {
