@@ -177,7 +177,11 @@ func (m *Manager) leaderOf(tp partition.TopicPartition) (int32, error) {
 func (m *Manager) stateLocked(im *cluster.Image, group string, tp partition.TopicPartition, leaderEpoch int32) (*Partition, error) {
 	k := stateKey{group, tp.Topic, tp.Partition}
 	gepoch := im.ShareEpoch(group)
-	if st := m.mu.parts[k]; st != nil && st.LeaderEpoch == leaderEpoch && st.GroupEpoch == gepoch {
+	ti := im.Topic(tp.Topic)
+	if ti == nil {
+		return nil, ErrUnknownTopic
+	}
+	if st := m.mu.parts[k]; st != nil && st.TopicID == ti.ID && st.LeaderEpoch == leaderEpoch && st.GroupEpoch == gepoch {
 		return st, nil
 	}
 	hw, _, _, err := m.reps.ListOffset(tp, -1, -1, false)
@@ -207,7 +211,7 @@ func (m *Manager) stateLocked(im *cluster.Image, group string, tp partition.Topi
 	}
 	start = min(max(start, logStart), hw)
 	st := NewPartition(start)
-	st.LeaderEpoch, st.GroupEpoch = leaderEpoch, gepoch
+	st.TopicID, st.LeaderEpoch, st.GroupEpoch = ti.ID, leaderEpoch, gepoch
 	m.mu.parts[k] = st
 	return st, nil
 }
@@ -544,7 +548,7 @@ func (m *Manager) ackLocked(im *cluster.Image, group, member string, a Partition
 		return err
 	}
 	st := m.mu.parts[stateKey{group, name, a.TP.Partition}]
-	if st == nil || st.LeaderEpoch != leaderEpoch || st.GroupEpoch != im.ShareEpoch(group) {
+	if st == nil || st.TopicID != a.TP.ID || st.LeaderEpoch != leaderEpoch || st.GroupEpoch != im.ShareEpoch(group) {
 		return ErrInvalidRecordState
 	}
 	released, err := st.Acknowledge(member, m.nowMs(), a.Batches, allowRenew, m.limits(im, group))
@@ -791,7 +795,7 @@ func (m *Manager) Offsets(group string, topics map[string][]int32) []OffsetInfo 
 			hw, _, _, hwErr := m.reps.ListOffset(tp, -1, -1, false)
 			m.mu.Lock()
 			st := m.mu.parts[stateKey{group, t, p}]
-			if st != nil && st.GroupEpoch == im.ShareEpoch(group) {
+			if ti := im.Topic(t); st != nil && ti != nil && st.TopicID == ti.ID && st.GroupEpoch == im.ShareEpoch(group) {
 				oi.StartOffset = st.StartOffset()
 				if hwErr == nil {
 					oi.Lag = st.Lag(hw)

@@ -115,8 +115,10 @@ type Partition struct {
 	end   int64 // the share-partition end offset (SPEO): never acquired from here on
 	recs  map[int64]*inflight
 
-	// LeaderEpoch and GroupEpoch are what the state was built under; the
-	// manager rebuilds it when either moves.
+	// TopicID, LeaderEpoch and GroupEpoch are what the state was built
+	// under; the manager rebuilds it when one of them changes (a topic
+	// deleted and created again, a new leader, an administrator's reset).
+	TopicID     [16]byte
 	LeaderEpoch int32
 	GroupEpoch  int32
 	// Dirty is set when the start offset moved since the last checkpoint.
