@@ -53,6 +53,9 @@
 // connection's reader goroutine, on channels closed when a high watermark
 // moves or records become available again.
 //
-// Locks: Coordinator.mu and Manager.mu are leaves: neither is held across
-// a log read, a metadata proposal or a call into the other.
+// Locks: Coordinator.mu is a leaf. Manager.mu is held across no log read
+// (Fetch), metadata proposal or call into the coordinator; building a share
+// partition asks the replica manager for offsets (ListOffset) under it, so
+// replication's partition locks come after Manager.mu and replication never
+// calls back into share.
 package share
