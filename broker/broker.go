@@ -20,6 +20,7 @@ import (
 	"github.com/gokafka/gokafka/partition"
 	"github.com/gokafka/gokafka/protocol"
 	"github.com/gokafka/gokafka/replication"
+	"github.com/gokafka/gokafka/share"
 	"github.com/gokafka/gokafka/txn"
 )
 
@@ -48,7 +49,10 @@ type Config struct {
 	// Groups configures the group coordinator.
 	Groups group.Config
 	// Txn configures the transaction coordinator.
-	Txn         txn.Config
+	Txn txn.Config
+	// Share configures share groups (the coordinator and the partition
+	// side).
+	Share       share.Config
 	Replication replication.Config
 	// BrokerDefaults holds every broker property's value, the source of
 	// topic config defaults and of DescribeConfigs for the broker.
@@ -68,6 +72,8 @@ type Server struct {
 	replicas *replication.Manager
 	groups   *group.Coordinator
 	txn      *txn.Coordinator
+	shareC   *share.Coordinator
+	shareM   *share.Manager
 	srv      *protocol.Server
 
 	listeners []net.Listener
@@ -186,6 +192,9 @@ func Start(ctx context.Context, cfg Config, logger zerolog.Logger) (_ *Server, e
 		return nil, fmt.Errorf("start transaction coordinator: %w", err)
 	}
 	h.SetTxnCoordinator(s.txn)
+	s.shareC = share.NewCoordinator(cfg.Share, cfg.NodeID, s.meta, logger.With().Str("component", "share").Logger())
+	s.shareM = share.NewManager(cfg.Share, s.meta, share.ReplicaSource(s.replicas), logger.With().Str("component", "share").Logger())
+	h.SetShare(s.shareC, s.shareM, cfg.Share)
 	s.srv = protocol.NewServer(cfg.Protocol, reg, logger.With().Str("component", "net").Logger())
 
 	adv, err := s.advertised(lns)
@@ -278,6 +287,14 @@ func (s *Server) closeAll() error {
 	if s.groups != nil {
 		s.groups.Close()
 		s.groups = nil
+	}
+	if s.shareC != nil {
+		s.shareC.Close()
+		s.shareC = nil
+	}
+	if s.shareM != nil {
+		s.shareM.Close()
+		s.shareM = nil
 	}
 	if s.replicas != nil {
 		// Followers stop fetching and parked produces fail before the

@@ -260,6 +260,9 @@ func (c *Controller) forwardAlterConfigs(ctx context.Context, typ int8, name str
 		if typ == 2 {
 			return c.SetTopicConfigs(ctx, name, configs, validateOnly)
 		}
+		if typ == 32 {
+			return c.SetGroupConfigs(ctx, name, configs, validateOnly)
+		}
 		return c.SetBrokerConfigs(ctx, name, configs, validateOnly)
 	}
 	if err != nil {

@@ -58,6 +58,11 @@ type Image struct {
 	// BrokerConfigs holds dynamic broker config overrides by resource name:
 	// "" for the cluster-wide default, the node id as a string otherwise.
 	BrokerConfigs map[string]map[string]string
+	// GroupConfigs holds group config overrides (resource type GROUP) by
+	// group id.
+	GroupConfigs map[string]map[string]string
+	// ShareGroups holds share groups' checkpointed start offsets by group.
+	ShareGroups map[string]*ShareGroupState
 	// NextProducerID is the first producer id no broker has been given.
 	NextProducerID int64
 }

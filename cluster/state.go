@@ -27,6 +27,12 @@ const (
 	CmdInitCluster CommandType = "init_cluster"
 	// CmdAllocateProducerIDs gives a broker the next block of producer ids.
 	CmdAllocateProducerIDs CommandType = "allocate_producer_ids"
+	// CmdSetGroupConfigs replaces a group's config overrides (resource
+	// type GROUP).
+	CmdSetGroupConfigs CommandType = "set_group_configs"
+	// CmdShareState changes the share-partition start offsets of a share
+	// group (see ShareChange).
+	CmdShareState CommandType = "share_state"
 )
 
 // ProducerIDBlockSize is how many producer ids one allocation hands out,
@@ -56,6 +62,8 @@ type Command struct {
 	BrokerID   int32             `json:"broker_id,omitempty"`
 	// ProducerIDStart is the first id of an allocated block.
 	ProducerIDStart int64 `json:"producer_id_start,omitempty"`
+	// Share is the change of a CmdShareState.
+	Share *ShareChange `json:"share,omitempty"`
 }
 
 // State is the metadata state machine. It is not safe for concurrent use;
@@ -67,6 +75,8 @@ type State struct {
 	topics        map[string]*TopicInfo
 	ids           map[TopicID]string
 	brokerConfigs map[string]map[string]string
+	groupConfigs  map[string]map[string]string
+	shareGroups   map[string]*ShareGroupState
 	// nextProducerID is the first producer id not yet given to a broker.
 	nextProducerID int64
 }
@@ -78,6 +88,8 @@ func NewState() *State {
 		topics:        make(map[string]*TopicInfo),
 		ids:           make(map[TopicID]string),
 		brokerConfigs: make(map[string]map[string]string),
+		groupConfigs:  make(map[string]map[string]string),
+		shareGroups:   make(map[string]*ShareGroupState),
 	}
 }
 
@@ -134,6 +146,7 @@ func (s *State) apply(cmd *Command) error {
 		}
 		delete(s.topics, cmd.Name)
 		delete(s.ids, t.ID)
+		s.dropShareTopic(cmd.Name)
 	case CmdCreatePartitions:
 		t, ok := s.topics[cmd.Name]
 		if !ok {
@@ -161,6 +174,17 @@ func (s *State) apply(cmd *Command) error {
 		} else {
 			s.brokerConfigs[cmd.Name] = maps.Clone(cmd.Configs)
 		}
+	case CmdSetGroupConfigs:
+		if len(cmd.Configs) == 0 {
+			delete(s.groupConfigs, cmd.Name)
+		} else {
+			s.groupConfigs[cmd.Name] = maps.Clone(cmd.Configs)
+		}
+	case CmdShareState:
+		if cmd.Share == nil {
+			return fmt.Errorf("share_state without a change")
+		}
+		s.applyShare(cmd.Share)
 	case CmdChangePartitions:
 		// Check every change before applying any, so the command is
 		// all or nothing.
@@ -208,6 +232,8 @@ func (s *State) Image(controllerID int32) *Image {
 		Topics:         maps.Clone(s.topics),
 		IDs:            maps.Clone(s.ids),
 		BrokerConfigs:  maps.Clone(s.brokerConfigs),
+		GroupConfigs:   maps.Clone(s.groupConfigs),
+		ShareGroups:    maps.Clone(s.shareGroups),
 		NextProducerID: s.nextProducerID,
 	}
 }
@@ -220,11 +246,14 @@ type snapshot struct {
 	Topics         []*TopicInfo                 `json:"topics"`
 	BrokerConfigs  map[string]map[string]string `json:"broker_configs,omitempty"`
 	NextProducerID int64                        `json:"next_producer_id,omitempty"`
+	GroupConfigs   map[string]map[string]string `json:"group_configs,omitempty"`
+	ShareGroups    map[string]*ShareGroupState  `json:"share_groups,omitempty"`
 }
 
 // MarshalSnapshot serialises the state.
 func (s *State) MarshalSnapshot() ([]byte, error) {
-	snap := snapshot{ClusterID: s.clusterID, Offset: s.offset, BrokerConfigs: s.brokerConfigs, NextProducerID: s.nextProducerID}
+	snap := snapshot{ClusterID: s.clusterID, Offset: s.offset, BrokerConfigs: s.brokerConfigs, NextProducerID: s.nextProducerID,
+		GroupConfigs: s.groupConfigs, ShareGroups: s.shareGroups}
 	im := s.Image(-1)
 	for _, id := range im.BrokerIDs() {
 		snap.Brokers = append(snap.Brokers, s.brokers[id])
@@ -254,6 +283,12 @@ func (s *State) RestoreSnapshot(b []byte) error {
 	}
 	for k, v := range snap.BrokerConfigs {
 		fresh.brokerConfigs[k] = v
+	}
+	for k, v := range snap.GroupConfigs {
+		fresh.groupConfigs[k] = v
+	}
+	for k, v := range snap.ShareGroups {
+		fresh.shareGroups[k] = v
 	}
 	*s = *fresh
 	return nil

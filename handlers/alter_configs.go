@@ -60,6 +60,8 @@ func (h *Handlers) setConfigs(ctx context.Context, typ kmsg.ConfigResourceType, 
 			}
 		}
 		return h.meta.SetBrokerConfigs(ctx, name, configs, validateOnly)
+	case resourceGroup:
+		return h.setGroupConfigs(ctx, name, configs, validateOnly)
 	default:
 		return fmt.Errorf("%w: unsupported resource type %d", cluster.ErrInvalidRequest, typ)
 	}
@@ -77,6 +79,8 @@ func (h *Handlers) currentConfigs(typ kmsg.ConfigResourceType, name string) (map
 		return t.Configs, nil
 	case resourceBroker:
 		return im.BrokerConfigs[name], nil
+	case resourceGroup:
+		return im.GroupConfigs[name], nil
 	default:
 		return nil, fmt.Errorf("%w: unsupported resource type %d", cluster.ErrInvalidRequest, typ)
 	}

@@ -29,6 +29,9 @@ func (h *Handlers) registerConsumerGroupHeartbeat(reg *protocol.Registry) {
 func (h *Handlers) consumerGroupHeartbeat(_ context.Context, req *protocol.Request) (kmsg.Response, error) {
 	r := req.Body.(*kmsg.ConsumerGroupHeartbeatRequest)
 	resp := r.ResponseKind().(*kmsg.ConsumerGroupHeartbeatResponse)
+	if h.refuseShareGroupConsumer(r.Group, resp) {
+		return resp, nil
+	}
 	c := h.coordinator()
 	if c == nil {
 		resp.ErrorCode = errorCode(group.ErrCoordinatorNotAvailable)

@@ -23,12 +23,15 @@ func (h *Handlers) deleteGroups(ctx context.Context, req *protocol.Request) (kms
 	r := req.Body.(*kmsg.DeleteGroupsRequest)
 	resp := r.ResponseKind().(*kmsg.DeleteGroupsResponse)
 	errs := make([]error, len(r.Groups))
+	classic, idx := h.deleteShareGroups(ctx, r.Groups, errs)
 	if c := h.coordinator(); c == nil {
-		for i := range errs {
+		for _, i := range idx {
 			errs[i] = group.ErrCoordinatorNotAvailable
 		}
-	} else {
-		errs = c.DeleteGroups(ctx, r.Groups)
+	} else if len(classic) > 0 {
+		for k, err := range c.DeleteGroups(ctx, classic) {
+			errs[idx[k]] = err
+		}
 	}
 	for i, id := range r.Groups {
 		rg := kmsg.NewDeleteGroupsResponseGroup()

@@ -27,6 +27,7 @@ const (
 	resourceTopic        = 2
 	resourceBroker       = 4
 	resourceBrokerLogger = 8
+	resourceGroup        = 32
 )
 
 func (h *Handlers) registerDescribeConfigs(reg *protocol.Registry) {
@@ -52,6 +53,8 @@ func (h *Handlers) describeConfigs(_ context.Context, req *protocol.Request) (km
 			values = cluster.EffectiveTopicConfigs(im, t, h.cfg.NodeID, h.meta.BrokerDefaults())
 		case resourceBroker:
 			values, err = h.brokerConfigs(im, res.ResourceName)
+		case resourceGroup:
+			values = h.groupConfigValues(im, res.ResourceName)
 		default:
 			err = fmt.Errorf("%w: unsupported resource type %d", cluster.ErrInvalidRequest, res.ResourceType)
 		}

@@ -11,6 +11,7 @@ import (
 	"github.com/gokafka/gokafka/idempotent"
 	"github.com/gokafka/gokafka/protocol"
 	"github.com/gokafka/gokafka/replication"
+	"github.com/gokafka/gokafka/share"
 	"github.com/gokafka/gokafka/txn"
 )
 
@@ -37,6 +38,11 @@ type Handlers struct {
 	// txn is the transaction coordinator, set by SetTxnCoordinator before
 	// serving starts; nil answers COORDINATOR_NOT_AVAILABLE.
 	txn *txn.Coordinator
+	// shareCoord, shareMgr and shareCfg serve share groups, set by
+	// SetShare before serving starts (share_groups.go).
+	shareCoord *share.Coordinator
+	shareMgr   *share.Manager
+	shareCfg   share.Config
 }
 
 // producerIDSource is the metadata's producer-id block allocation.
@@ -79,6 +85,7 @@ func Register(reg *protocol.Registry, cfg Config, meta cluster.Metadata, replica
 		h.registerDescribeProducers,
 		h.registerDescribeTransactions,
 		h.registerListTransactions,
+		h.registerShare,
 	} {
 		r(reg)
 	}

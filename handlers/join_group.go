@@ -27,6 +27,9 @@ func (h *Handlers) registerJoinGroup(reg *protocol.Registry) {
 func (h *Handlers) joinGroup(ctx context.Context, req *protocol.Request) (kmsg.Response, error) {
 	r := req.Body.(*kmsg.JoinGroupRequest)
 	resp := r.ResponseKind().(*kmsg.JoinGroupResponse)
+	if h.refuseShareGroupJoin(r.Group, resp) {
+		return resp, nil
+	}
 	var res group.JoinResult
 	if c := h.coordinator(); c == nil {
 		res = group.JoinResult{Err: group.ErrCoordinatorNotAvailable, MemberID: r.MemberID, Generation: -1}

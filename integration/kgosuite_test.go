@@ -17,15 +17,14 @@ import (
 
 // expectedKgoSkips are the franz-go suite tests allowed to skip against
 // gokafka, each for a reason that is not a gokafka fault to fix here:
-// SCRAM and OAuth need credentials the suite is not given; share groups
-// (KIP-932) are not served by gokafka;
+// SCRAM and OAuth need credentials the suite is not given;
 // TestIssueProduceBrokerTooOldFailsRecords skips against any broker whose
 // ApiVersions lists Produce v0-v2. Kafka 4.x lists them on its broker
 // listeners although it no longer serves them (KAFKA-18659): librdkafka
 // before 2.8 compresses nothing for a broker that does not list them.
 // gokafka lists them for the same reason, so that test skips here as it
 // does against Kafka itself.
-var expectedKgoSkips = regexp.MustCompile(`SCRAM|OAuth|Share|ProduceBrokerTooOld`)
+var expectedKgoSkips = regexp.MustCompile(`SCRAM|OAuth|ProduceBrokerTooOld`)
 
 // TestFranzGoSuite runs franz-go's own pkg/kgo integration suite, from the
 // module cache at the version go.mod requires, against a three-node
@@ -66,6 +65,11 @@ func TestFranzGoSuite(t *testing.T) {
 		Test   string
 		Output string
 	}
+	verbose := os.Getenv("GOKAFKA_KGO_VERBOSE") != ""
+	outputCap := 16 << 10
+	if verbose {
+		outputCap = 64 << 20
+	}
 	results := map[string]string{}
 	// subResults are the subtests' outcomes: a parent passes with a
 	// skipped subtest (TestGroupSimple/848 skips when the broker does not
@@ -92,7 +96,7 @@ func TestFranzGoSuite(t *testing.T) {
 			if outputs[ev.Test] == nil {
 				outputs[ev.Test] = &strings.Builder{}
 			}
-			if outputs[ev.Test].Len() < 16<<10 {
+			if outputs[ev.Test].Len() < outputCap {
 				outputs[ev.Test].WriteString(ev.Output)
 			}
 		}
@@ -129,6 +133,13 @@ func TestFranzGoSuite(t *testing.T) {
 	}
 	for _, name := range failed {
 		t.Errorf("%s failed:\n%s", name, outputs[name])
+	}
+	if verbose {
+		// Shows the end of what the tests that passed logged, e.g. the
+		// counts a long test reports, while working on one area.
+		for _, name := range passed {
+			t.Logf("%s passed:\n%s", name, tail(outputs[name].String(), 8000))
+		}
 	}
 	for _, name := range skipped {
 		if !expectedKgoSkips.MatchString(name) {

@@ -16,6 +16,7 @@ import (
 	"github.com/gokafka/gokafka/partition"
 	"github.com/gokafka/gokafka/protocol"
 	"github.com/gokafka/gokafka/replication"
+	"github.com/gokafka/gokafka/share"
 	"github.com/gokafka/gokafka/txn"
 )
 
@@ -97,6 +98,13 @@ var properties = []property{
 	{"group.consumer.session.timeout.ms", "45000", "A member of a consumer-protocol group (KIP-848) that does not heartbeat for this long is removed."},
 	{"group.consumer.heartbeat.interval.ms", "5000", "How often members of a consumer-protocol group are told to heartbeat."},
 	{"group.consumer.max.size", "2147483647", "Most members a consumer-protocol group may have."},
+	{"group.share.session.timeout.ms", "45000", "A share-group member that sends no heartbeat for this long leaves its group."},
+	{"group.share.heartbeat.interval.ms", "5000", "How often share-group members are told to heartbeat."},
+	{"group.share.record.lock.duration.ms", "30000", "How long a share consumer holds acquired records before they become available again."},
+	{"group.share.delivery.count.limit", "5", "A record delivered this many times to share consumers is archived instead of redelivered."},
+	{"group.share.partition.max.record.locks", "2000", "Most in-flight records a share partition holds."},
+	{"group.share.max.size", "200", "Most members a share group may have."},
+	{"group.share.checkpoint.interval.ms", "5000", "How often a partition leader writes its share groups' start offsets to the metadata quorum (gokafka's own; a new leader resumes there)."},
 	{"transaction.state.log.num.partitions", "50", "Partitions of __transaction_state when it is created."},
 	{"transaction.state.log.replication.factor", "3", "Replicas of __transaction_state; created with fewer if fewer brokers are live."},
 	{"transaction.state.log.min.isr", "2", "min.insync.replicas of __transaction_state, capped at its replication factor."},
@@ -316,6 +324,15 @@ func (s *settings) brokerConfig() (broker.Config, error) {
 			ConsumerHeartbeatInterval:     ms(s.positive("group.consumer.heartbeat.interval.ms")),
 			ConsumerMaxSize:               int(min(s.positive("group.consumer.max.size"), math.MaxInt32)),
 		},
+		Share: share.Config{
+			SessionTimeout:          ms(s.positive("group.share.session.timeout.ms")),
+			HeartbeatInterval:       ms(s.positive("group.share.heartbeat.interval.ms")),
+			RecordLockDuration:      ms(s.positive("group.share.record.lock.duration.ms")),
+			DeliveryCountLimit:      int(min(s.positive("group.share.delivery.count.limit"), math.MaxInt16)),
+			PartitionMaxRecordLocks: int(min(s.positive("group.share.partition.max.record.locks"), math.MaxInt32)),
+			MaxGroupSize:            int(min(s.positive("group.share.max.size"), math.MaxInt32)),
+			CheckpointInterval:      ms(s.positive("group.share.checkpoint.interval.ms")),
+		},
 	}
 	for _, r := range s.list("process.roles") {
 		if r != "broker" && r != "controller" {
@@ -333,6 +350,9 @@ func (s *settings) brokerConfig() (broker.Config, error) {
 		s.errs = append(s.errs, err.Error())
 	}
 	if err := cfg.Txn.Validate(); err != nil {
+		s.errs = append(s.errs, err.Error())
+	}
+	if err := cfg.Share.Validate(); err != nil {
 		s.errs = append(s.errs, err.Error())
 	}
 	if len(s.errs) > 0 {

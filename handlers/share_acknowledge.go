@@ -1,0 +1,102 @@
+package handlers
+
+// ShareAcknowledge (key 79), v1-v2.
+//
+// Acknowledges records a member acquired through ShareFetch on this
+// broker, in its open share session: epoch 0 is INVALID_SHARE_SESSION_EPOCH
+// (acknowledging needs a session), a positive epoch must be the session's
+// next one, and -1 also closes the session, releasing what the member
+// still holds here. Types: 0 gap, 1 accept, 2 release, 3 reject, and with
+// v2's IsRenewAck 4 renew (KIP-1222), which extends the acquisition lock.
+// Each partition's batches are validated as a whole before any applies:
+// offsets ascending, one type or one per offset, every offset acquired by
+// this member (INVALID_RECORD_STATE otherwise). v2 reports the group's
+// acquisition lock duration.
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/gokafka/gokafka/cluster"
+	"github.com/gokafka/gokafka/protocol"
+	"github.com/gokafka/gokafka/share"
+)
+
+func (h *Handlers) registerShareAcknowledge(reg *protocol.Registry) {
+	reg.Register(79, 1, 2, h.shareAcknowledge)
+}
+
+func (h *Handlers) shareAcknowledge(_ context.Context, req *protocol.Request) (kmsg.Response, error) {
+	r := req.Body.(*kmsg.ShareAcknowledgeRequest)
+	resp := r.ResponseKind().(*kmsg.ShareAcknowledgeResponse)
+	if !h.shareReady() {
+		resp.ErrorCode = shareErrorCode(share.ErrCoordinatorUnavailable)
+		return resp, nil
+	}
+	var groupID, memberID string
+	if r.GroupID != nil {
+		groupID = *r.GroupID
+	}
+	if r.MemberID != nil {
+		memberID = *r.MemberID
+	}
+	if req.Version >= 2 {
+		resp.AcquisitionLockTimeoutMillis = h.shareMgr.LockDurationMs(groupID)
+	}
+	ar := share.AckRequest{Group: groupID, Member: memberID, SessionEpoch: r.ShareSessionEpoch, Renew: req.Version >= 2 && r.IsRenewAck}
+	for _, t := range r.Topics {
+		for _, p := range t.Partitions {
+			a := share.PartitionAcks{TP: share.TP{ID: cluster.TopicID(t.TopicID), Partition: p.Partition}}
+			for _, b := range p.AcknowledgementBatches {
+				a.Batches = append(a.Batches, share.AckBatch{First: b.FirstOffset, Last: b.LastOffset, Types: b.AcknowledgeTypes})
+			}
+			ar.Acks = append(ar.Acks, a)
+		}
+	}
+	results, err := h.shareMgr.Acknowledge(ar)
+	if err != nil {
+		resp.ErrorCode = shareErrorCode(err)
+		resp.ErrorMessage = errorMessage(err)
+		return resp, nil
+	}
+	im := h.meta.Image()
+	idx := map[cluster.TopicID]int{}
+	notLeader := false
+	for _, res := range results {
+		i, ok := idx[res.TP.ID]
+		if !ok {
+			i = len(resp.Topics)
+			idx[res.TP.ID] = i
+			rt := kmsg.NewShareAcknowledgeResponseTopic()
+			rt.TopicID = res.TP.ID
+			resp.Topics = append(resp.Topics, rt)
+		}
+		rp := kmsg.NewShareAcknowledgeResponseTopicPartition()
+		rp.Partition = res.TP.Partition
+		rp.ErrorCode = shareErrorCode(res.AckErr)
+		rp.ErrorMessage = errorMessage(res.AckErr)
+		rp.CurrentLeader.LeaderID, rp.CurrentLeader.LeaderEpoch = -1, -1
+		if res.AckErr != nil {
+			if name, ok := im.IDs[res.TP.ID]; ok {
+				if pi := im.Partition(name, res.TP.Partition); pi != nil {
+					rp.CurrentLeader.LeaderID, rp.CurrentLeader.LeaderEpoch = pi.Leader, pi.LeaderEpoch
+				}
+			} else {
+				rp.ErrorCode = kerr.UnknownTopicID.Code
+			}
+			notLeader = notLeader || rp.ErrorCode == kerr.NotLeaderForPartition.Code
+		}
+		resp.Topics[i].Partitions = append(resp.Topics[i].Partitions, rp)
+	}
+	if notLeader {
+		for _, id := range im.BrokerIDs() {
+			b := im.Brokers[id]
+			ne := kmsg.NewShareAcknowledgeResponseNodeEndpoint()
+			ne.NodeID, ne.Host, ne.Port, ne.Rack = b.NodeID, b.Host, b.Port, b.Rack
+			resp.NodeEndpoints = append(resp.NodeEndpoints, ne)
+		}
+	}
+	return resp, nil
+}

@@ -1,0 +1,152 @@
+package handlers
+
+// ShareFetch (key 78), v1-v2 (v0 was Kafka 4.0's early access).
+//
+// Sent to a partition's leader by a share-group member: it acquires
+// records for the member (AcquiredRecords: offset ranges with their
+// delivery counts, locked for the group's share.record.lock.duration.ms,
+// reported as AcquisitionLockTimeoutMillis) and returns the record batches
+// holding them; the client drops the records outside the ranges and
+// acknowledges those offsets as gaps. Acknowledgements of earlier
+// deliveries ride along per partition (AcknowledgeErrorCode).
+//
+// Share sessions (KIP-932): epoch 0 opens one for (group, member) on this
+// broker with the request's partitions (acknowledgements there are
+// INVALID_REQUEST); a positive epoch must be the session's next one
+// (INVALID_SHARE_SESSION_EPOCH; SHARE_SESSION_NOT_FOUND without a
+// session) and adds the request's partitions and removes the forgotten
+// ones; -1 applies the acknowledgements, releases what the member still
+// holds here and closes the session. A closed connection closes its
+// sessions the same way.
+//
+// When nothing can be acquired the request parks until a partition's high
+// watermark moves, records are released, or MaxWaitMillis passes. MaxRecords
+// bounds the records acquired (500 when unset); BatchSize splits the
+// acquired ranges (v2's ShareAcquireMode 0, batch-optimized; mode 1 is
+// served the same way). v2's IsRenewAck (KIP-1222) carries only
+// acknowledgements, which may be AckRenew (4): the locks are extended and
+// nothing is fetched; the fetch fields must then be zero.
+
+import (
+	"context"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/gokafka/gokafka/cluster"
+	"github.com/gokafka/gokafka/protocol"
+	"github.com/gokafka/gokafka/share"
+)
+
+func (h *Handlers) registerShareFetch(reg *protocol.Registry) {
+	reg.Register(78, 1, 2, h.shareFetch)
+}
+
+func (h *Handlers) shareFetch(ctx context.Context, req *protocol.Request) (kmsg.Response, error) {
+	r := req.Body.(*kmsg.ShareFetchRequest)
+	resp := r.ResponseKind().(*kmsg.ShareFetchResponse)
+	if !h.shareReady() {
+		resp.ErrorCode = shareErrorCode(share.ErrCoordinatorUnavailable)
+		return resp, nil
+	}
+	var groupID, memberID string
+	if r.GroupID != nil {
+		groupID = *r.GroupID
+	}
+	if r.MemberID != nil {
+		memberID = *r.MemberID
+	}
+	resp.AcquisitionLockTimeoutMillis = h.shareMgr.LockDurationMs(groupID)
+	renew := req.Version >= 2 && r.IsRenewAck
+	if renew && (r.MaxBytes != 0 || r.MinBytes != 0 || r.MaxRecords != 0 || r.MaxWaitMillis != 0) {
+		resp.ErrorCode = kerr.InvalidRequest.Code
+		return resp, nil
+	}
+	fr := share.FetchRequest{
+		Group: groupID, Member: memberID, SessionEpoch: r.ShareSessionEpoch,
+		Conn:    ctx,
+		MaxWait: time.Duration(r.MaxWaitMillis) * time.Millisecond, MinBytes: r.MinBytes, MaxBytes: r.MaxBytes,
+		MaxRecords: int(r.MaxRecords), Renew: renew, AllowRenew: renew,
+	}
+	if r.ShareAcquireMode == 0 {
+		fr.BatchSize = int(r.BatchSize)
+	}
+	for _, t := range r.Topics {
+		for _, p := range t.Partitions {
+			tp := share.TP{ID: cluster.TopicID(t.TopicID), Partition: p.Partition}
+			if renew && len(p.AcknowledgementBatches) == 0 {
+				resp.ErrorCode = kerr.InvalidRequest.Code
+				return resp, nil
+			}
+			if !renew {
+				fr.Partitions = append(fr.Partitions, tp)
+			}
+			if len(p.AcknowledgementBatches) > 0 {
+				a := share.PartitionAcks{TP: tp}
+				for _, b := range p.AcknowledgementBatches {
+					a.Batches = append(a.Batches, share.AckBatch{First: b.FirstOffset, Last: b.LastOffset, Types: b.AcknowledgeTypes})
+				}
+				fr.Acks = append(fr.Acks, a)
+			}
+		}
+	}
+	for _, t := range r.ForgottenTopicsData {
+		for _, p := range t.Partitions {
+			fr.Forget = append(fr.Forget, share.TP{ID: cluster.TopicID(t.TopicID), Partition: p})
+		}
+	}
+	results, err := h.shareMgr.Fetch(ctx, fr)
+	if err != nil {
+		resp.ErrorCode = shareErrorCode(err)
+		resp.ErrorMessage = errorMessage(err)
+		return resp, nil
+	}
+	im := h.meta.Image()
+	idx := map[cluster.TopicID]int{}
+	notLeader := false
+	for _, res := range results {
+		i, ok := idx[res.TP.ID]
+		if !ok {
+			i = len(resp.Topics)
+			idx[res.TP.ID] = i
+			rt := kmsg.NewShareFetchResponseTopic()
+			rt.TopicID = res.TP.ID
+			resp.Topics = append(resp.Topics, rt)
+		}
+		rp := kmsg.NewShareFetchResponseTopicPartition()
+		rp.Partition = res.TP.Partition
+		rp.ErrorCode = shareErrorCode(res.Err)
+		rp.AcknowledgeErrorCode = shareErrorCode(res.AckErr)
+		rp.CurrentLeader.LeaderID, rp.CurrentLeader.LeaderEpoch = -1, -1
+		if res.Err != nil || res.AckErr != nil {
+			if name, ok := im.IDs[res.TP.ID]; ok {
+				if pi := im.Partition(name, res.TP.Partition); pi != nil {
+					rp.CurrentLeader.LeaderID, rp.CurrentLeader.LeaderEpoch = pi.Leader, pi.LeaderEpoch
+				}
+			} else if res.Err != nil {
+				rp.ErrorCode = kerr.UnknownTopicID.Code
+			}
+			notLeader = notLeader || rp.ErrorCode == kerr.NotLeaderForPartition.Code
+		}
+		rp.Records = res.Records
+		if rp.Records == nil {
+			rp.Records = []byte{}
+		}
+		for _, a := range res.Acquired {
+			ar := kmsg.NewShareFetchResponseTopicPartitionAcquiredRecord()
+			ar.FirstOffset, ar.LastOffset, ar.DeliveryCount = a.First, a.Last, a.DeliveryCount
+			rp.AcquiredRecords = append(rp.AcquiredRecords, ar)
+		}
+		resp.Topics[i].Partitions = append(resp.Topics[i].Partitions, rp)
+	}
+	if notLeader {
+		for _, id := range im.BrokerIDs() {
+			b := im.Brokers[id]
+			ne := kmsg.NewShareFetchResponseNodeEndpoint()
+			ne.NodeID, ne.Host, ne.Port, ne.Rack = b.NodeID, b.Host, b.Port, b.Rack
+			resp.NodeEndpoints = append(resp.NodeEndpoints, ne)
+		}
+	}
+	return resp, nil
+}

@@ -1,0 +1,181 @@
+package handlers
+
+// DescribeShareGroupOffsets (key 90) v0-v1, AlterShareGroupOffsets (91) v0
+// and DeleteShareGroupOffsets (92) v0, served by the group's coordinator
+// (NOT_COORDINATOR elsewhere).
+//
+// Describe reports each partition's share-partition start offset: the
+// live value where this broker leads the partition, else the start offset
+// its leader last checkpointed to the metadata (group.share.checkpoint.
+// interval.ms behind at most); -1 for a partition the group never
+// consumed. v1 adds the lag (-1 when unknown). Null topics describe every
+// partition the group has state for.
+//
+// Alter and Delete need an empty group (NON_EMPTY_GROUP otherwise). Alter
+// sets start offsets; Delete removes a topic's share state, so the next
+// consumption starts by share.auto.offset.reset. Both go through the
+// metadata quorum and leaders rebuild their share partitions from it.
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/gokafka/gokafka/protocol"
+	"github.com/gokafka/gokafka/share"
+)
+
+func (h *Handlers) registerShareGroupOffsets(reg *protocol.Registry) {
+	reg.Register(90, 0, 1, h.describeShareGroupOffsets)
+	reg.Register(91, 0, 0, h.alterShareGroupOffsets)
+	reg.Register(92, 0, 0, h.deleteShareGroupOffsets)
+}
+
+func (h *Handlers) describeShareGroupOffsets(_ context.Context, req *protocol.Request) (kmsg.Response, error) {
+	r := req.Body.(*kmsg.DescribeShareGroupOffsetsRequest)
+	resp := r.ResponseKind().(*kmsg.DescribeShareGroupOffsetsResponse)
+	im := h.meta.Image()
+	for _, g := range r.Groups {
+		rg := kmsg.NewDescribeShareGroupOffsetsResponseGroup()
+		rg.GroupID = g.GroupID
+		var err error
+		if !h.shareReady() {
+			err = share.ErrCoordinatorUnavailable
+		} else {
+			err = h.shareCoord.Owns(g.GroupID)
+		}
+		if err != nil {
+			rg.ErrorCode, rg.ErrorMessage = shareErrorCode(err), errorMessage(err)
+			resp.Groups = append(resp.Groups, rg)
+			continue
+		}
+		var want map[string][]int32
+		if g.Topics != nil {
+			want = map[string][]int32{}
+			for _, t := range g.Topics {
+				want[t.Topic] = append(want[t.Topic], t.Partitions...)
+			}
+		}
+		byTopic := map[string]int{}
+		for _, oi := range h.shareMgr.Offsets(g.GroupID, want) {
+			i, ok := byTopic[oi.Topic]
+			if !ok {
+				i = len(rg.Topics)
+				byTopic[oi.Topic] = i
+				rt := kmsg.NewDescribeShareGroupOffsetsResponseGroupTopic()
+				rt.Topic = oi.Topic
+				if ti := im.Topic(oi.Topic); ti != nil {
+					rt.TopicID = ti.ID
+				}
+				rg.Topics = append(rg.Topics, rt)
+			}
+			rp := kmsg.NewDescribeShareGroupOffsetsResponseGroupTopicPartition()
+			rp.Partition, rp.StartOffset, rp.LeaderEpoch, rp.Lag = oi.Partition, oi.StartOffset, oi.LeaderEpoch, oi.Lag
+			if im.Partition(oi.Topic, oi.Partition) == nil {
+				rp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+				rp.StartOffset, rp.LeaderEpoch, rp.Lag = -1, -1, -1
+			}
+			rg.Topics[i].Partitions = append(rg.Topics[i].Partitions, rp)
+		}
+		resp.Groups = append(resp.Groups, rg)
+	}
+	return resp, nil
+}
+
+func (h *Handlers) alterShareGroupOffsets(ctx context.Context, req *protocol.Request) (kmsg.Response, error) {
+	r := req.Body.(*kmsg.AlterShareGroupOffsetsRequest)
+	resp := r.ResponseKind().(*kmsg.AlterShareGroupOffsetsResponse)
+	var err error
+	if !h.shareReady() {
+		err = share.ErrCoordinatorUnavailable
+	} else {
+		err = h.shareCoord.RequireEmpty(r.GroupID)
+	}
+	if err != nil {
+		resp.ErrorCode, resp.ErrorMessage = shareErrorCode(err), errorMessage(err)
+		return resp, nil
+	}
+	im := h.meta.Image()
+	offsets := map[string]map[int32]int64{}
+	partErr := map[string]map[int32]error{}
+	for _, t := range r.Topics {
+		partErr[t.Topic] = map[int32]error{}
+		for _, p := range t.Partitions {
+			switch {
+			case im.Partition(t.Topic, p.Partition) == nil:
+				partErr[t.Topic][p.Partition] = kerr.UnknownTopicOrPartition
+			case p.StartOffset < 0:
+				partErr[t.Topic][p.Partition] = fmt.Errorf("%w: negative start offset", share.ErrInvalidRequest)
+			default:
+				if offsets[t.Topic] == nil {
+					offsets[t.Topic] = map[int32]int64{}
+				}
+				offsets[t.Topic][p.Partition] = p.StartOffset
+			}
+		}
+	}
+	var werr error
+	if len(offsets) > 0 {
+		werr = h.shareMgr.Reset(ctx, r.GroupID, offsets, nil)
+	}
+	for _, t := range r.Topics {
+		rt := kmsg.NewAlterShareGroupOffsetsResponseTopic()
+		rt.Topic = t.Topic
+		if ti := im.Topic(t.Topic); ti != nil {
+			rt.TopicID = ti.ID
+		}
+		for _, p := range t.Partitions {
+			rp := kmsg.NewAlterShareGroupOffsetsResponseTopicPartition()
+			rp.Partition = p.Partition
+			e := partErr[t.Topic][p.Partition]
+			if e == nil {
+				e = werr
+			}
+			rp.ErrorCode, rp.ErrorMessage = shareErrorCode(e), errorMessage(e)
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return resp, nil
+}
+
+func (h *Handlers) deleteShareGroupOffsets(ctx context.Context, req *protocol.Request) (kmsg.Response, error) {
+	r := req.Body.(*kmsg.DeleteShareGroupOffsetsRequest)
+	resp := r.ResponseKind().(*kmsg.DeleteShareGroupOffsetsResponse)
+	var err error
+	if !h.shareReady() {
+		err = share.ErrCoordinatorUnavailable
+	} else {
+		err = h.shareCoord.RequireEmpty(r.GroupID)
+	}
+	if err != nil {
+		resp.ErrorCode, resp.ErrorMessage = shareErrorCode(err), errorMessage(err)
+		return resp, nil
+	}
+	im := h.meta.Image()
+	var topics []string
+	for _, t := range r.Topics {
+		if im.Topic(t.Topic) != nil {
+			topics = append(topics, t.Topic)
+		}
+	}
+	var werr error
+	if len(topics) > 0 {
+		werr = h.shareMgr.Reset(ctx, r.GroupID, nil, topics)
+	}
+	for _, t := range r.Topics {
+		rt := kmsg.NewDeleteShareGroupOffsetsResponseTopic()
+		rt.Topic = t.Topic
+		e := werr
+		if ti := im.Topic(t.Topic); ti != nil {
+			rt.TopicID = ti.ID
+		} else {
+			e = kerr.UnknownTopicOrPartition
+		}
+		rt.ErrorCode, rt.ErrorMessage = shareErrorCode(e), errorMessage(e)
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return resp, nil
+}

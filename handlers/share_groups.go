@@ -1,0 +1,208 @@
+package handlers
+
+// Share groups (KIP-932, Kafka 4.2 level): ShareGroupHeartbeat (76),
+// ShareGroupDescribe (77), ShareFetch (78), ShareAcknowledge (79),
+// DescribeShareGroupOffsets (90), AlterShareGroupOffsets (91),
+// DeleteShareGroupOffsets (92), plus the inter-broker
+// WriteShareGroupState (85) and DeleteShareGroupState (86) that gokafka
+// nodes use to forward share offset changes to the active controller.
+// The coordinator and the partition side live in share/; each API has its
+// own share_*.go file. This file holds the wiring, the error mapping and
+// the hooks the group APIs (ListGroups, DeleteGroups) and the GROUP config
+// resource call.
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/gokafka/gokafka/cluster"
+	"github.com/gokafka/gokafka/group"
+	"github.com/gokafka/gokafka/protocol"
+	"github.com/gokafka/gokafka/share"
+)
+
+// SetShare gives the handlers the share coordinator and partition manager.
+// The broker calls it once, before it starts serving; without it the share
+// APIs answer COORDINATOR_NOT_AVAILABLE.
+func (h *Handlers) SetShare(c *share.Coordinator, m *share.Manager, cfg share.Config) {
+	h.shareCoord, h.shareMgr, h.shareCfg = c, m, cfg
+}
+
+func (h *Handlers) registerShare(reg *protocol.Registry) {
+	for _, r := range []func(*protocol.Registry){
+		h.registerShareGroupHeartbeat,
+		h.registerShareGroupDescribe,
+		h.registerShareFetch,
+		h.registerShareAcknowledge,
+		h.registerShareGroupOffsets,
+		h.registerShareState,
+	} {
+		r(reg)
+	}
+}
+
+var shareErrors = []struct {
+	err  error
+	code *kerr.Error
+}{
+	{share.ErrNotCoordinator, kerr.NotCoordinator},
+	{share.ErrCoordinatorUnavailable, kerr.CoordinatorNotAvailable},
+	{share.ErrUnknownMember, kerr.UnknownMemberID},
+	{share.ErrFencedMemberEpoch, kerr.FencedMemberEpoch},
+	{share.ErrGroupNotFound, kerr.GroupIDNotFound},
+	{share.ErrNonEmptyGroup, kerr.NonEmptyGroup},
+	{share.ErrInvalidRequest, kerr.InvalidRequest},
+	{share.ErrInvalidRecordState, kerr.InvalidRecordState},
+	{share.ErrSessionNotFound, kerr.ShareSessionNotFound},
+	{share.ErrInvalidSessionEpoch, kerr.InvalidShareSessionEpoch},
+	{share.ErrNotLeader, kerr.NotLeaderForPartition},
+	{share.ErrUnknownTopic, kerr.UnknownTopicOrPartition},
+	{share.ErrGroupMaxSize, kerr.GroupMaxSizeReached},
+}
+
+// shareErrorCode maps share's sentinels, then everything else as
+// errorCode does.
+func shareErrorCode(err error) int16 {
+	if err == nil {
+		return 0
+	}
+	for _, e := range shareErrors {
+		if errors.Is(err, e.err) {
+			return e.code.Code
+		}
+	}
+	return errorCode(err)
+}
+
+// shareReady reports whether the share side is wired.
+func (h *Handlers) shareReady() bool { return h.shareCoord != nil && h.shareMgr != nil }
+
+// shareListGroups is ListGroups' hook: the share groups this broker
+// coordinates, filtered by state names (case-insensitive, empty: all).
+func (h *Handlers) shareListGroups(states []string) []share.Listing {
+	if !h.shareReady() {
+		return nil
+	}
+	var out []share.Listing
+	for _, l := range h.shareCoord.List() {
+		if len(states) == 0 || slices.ContainsFunc(states, func(s string) bool { return strings.EqualFold(s, l.State) }) {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// shareDeleteGroup is DeleteGroups' hook. handled is false for ids that
+// are not share groups, which the classic coordinator then answers.
+func (h *Handlers) shareDeleteGroup(ctx context.Context, id string) (handled bool, err error) {
+	if !h.shareReady() {
+		return false, nil
+	}
+	known, _ := h.shareCoord.Known(id)
+	if !known && !h.shareMgr.HasState(id) {
+		return false, nil
+	}
+	if err := h.shareCoord.Delete(id); err != nil {
+		return true, err
+	}
+	return true, h.shareMgr.DeleteGroup(ctx, id)
+}
+
+// groupConfigValues lists a GROUP resource's configs for DescribeConfigs:
+// every group config with the group's override or the broker's value.
+func (h *Handlers) groupConfigValues(im *cluster.Image, groupID string) []cluster.ConfigValue {
+	brokerValue := map[string]string{
+		"share.record.lock.duration.ms": strconv.FormatInt(h.shareCfg.RecordLockDuration.Milliseconds(), 10),
+		"share.delivery.count.limit":    strconv.Itoa(h.shareCfg.DeliveryCountLimit),
+		"share.session.timeout.ms":      strconv.FormatInt(h.shareCfg.SessionTimeout.Milliseconds(), 10),
+		"share.heartbeat.interval.ms":   strconv.FormatInt(h.shareCfg.HeartbeatInterval.Milliseconds(), 10),
+	}
+	var out []cluster.ConfigValue
+	for _, d := range cluster.GroupConfigDefs() {
+		cv := cluster.ConfigValue{Name: d.Name, Value: d.Default, Source: cluster.SourceDefault, Type: d.Type}
+		if v, ok := brokerValue[d.Name]; ok && h.shareReady() {
+			cv.Value = v
+		}
+		if v, ok := im.GroupConfigs[groupID][d.Name]; ok {
+			cv.Value, cv.Source = v, cluster.ConfigSource(8) // GROUP_CONFIG
+		}
+		out = append(out, cv)
+	}
+	return out
+}
+
+// setGroupConfigs is the GROUP resource's AlterConfigs and
+// IncrementalAlterConfigs hook.
+func (h *Handlers) setGroupConfigs(ctx context.Context, groupID string, configs map[string]string, validateOnly bool) error {
+	type groupConfigSetter interface {
+		SetGroupConfigs(ctx context.Context, group string, configs map[string]string, validateOnly bool) error
+	}
+	s, ok := h.meta.(groupConfigSetter)
+	if !ok {
+		return kerr.InvalidRequest
+	}
+	return s.SetGroupConfigs(ctx, groupID, configs, validateOnly)
+}
+
+// deleteShareGroups is DeleteGroups' hook: it answers the share groups
+// among ids into errs and returns the others, with their indexes, for the
+// classic coordinator.
+func (h *Handlers) deleteShareGroups(ctx context.Context, ids []string, errs []error) (classic []string, idx []int) {
+	for i, id := range ids {
+		if handled, err := h.shareDeleteGroup(ctx, id); handled {
+			errs[i] = err
+			continue
+		}
+		classic = append(classic, id)
+		idx = append(idx, i)
+	}
+	return classic, idx
+}
+
+// refuseShareGroupJoin is JoinGroup's hook: a share group's id cannot be
+// joined as a classic group (GROUP_ID_NOT_FOUND, as Kafka answers).
+func (h *Handlers) refuseShareGroupJoin(id string, resp *kmsg.JoinGroupResponse) bool {
+	if !h.shareReady() {
+		return false
+	}
+	if known, _ := h.shareCoord.Known(id); !known {
+		return false
+	}
+	resp.ErrorCode, resp.Generation = kerr.GroupIDNotFound.Code, -1
+	return true
+}
+
+// isClassicGroup reports whether the classic coordinator has a group of
+// that id (with members or committed offsets).
+func (h *Handlers) isClassicGroup(id string) bool {
+	c := h.coordinator()
+	if c == nil {
+		return false
+	}
+	if s, err := c.DescribeGroup(id); err == nil && s.State != group.StateDead {
+		return true
+	}
+	// A consumer-protocol group (KIP-848) answers DescribeGroup as Dead.
+	_, _, err := c.DescribeConsumerGroup(id)
+	return err == nil
+}
+
+// refuseShareGroupConsumer answers a ConsumerGroupHeartbeat for a share
+// group's id with GROUP_ID_NOT_FOUND, as Kafka does for a group id of
+// another type.
+func (h *Handlers) refuseShareGroupConsumer(id string, resp *kmsg.ConsumerGroupHeartbeatResponse) bool {
+	if !h.shareReady() {
+		return false
+	}
+	if known, _ := h.shareCoord.Known(id); !known {
+		return false
+	}
+	resp.ErrorCode = kerr.GroupIDNotFound.Code
+	return true
+}

@@ -1,0 +1,849 @@
+package share
+
+// The partition side of share groups: on each partition leader, the
+// share-partition states of the groups consuming it, the share sessions
+// of the members fetching from this broker, ShareFetch's acquisition and
+// long-poll, acknowledgements, lock expiry and start-offset checkpoints.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/gokafka/gokafka/cluster"
+	"github.com/gokafka/gokafka/idempotent"
+	"github.com/gokafka/gokafka/partition"
+	"github.com/gokafka/gokafka/replication"
+)
+
+// Replicas is what the manager needs of the replica manager.
+type Replicas interface {
+	// Leader returns the leader epoch of tp if this broker leads it.
+	Leader(tp partition.TopicPartition) (epoch int32, ok bool)
+	Fetch(ctx context.Context, fp replication.FetchParams) []replication.FetchResult
+	ListOffset(tp partition.TopicPartition, ts int64, currentEpoch int32, readCommitted bool) (offset, timestamp int64, leaderEpoch int32, err error)
+	HWMoved(tp partition.TopicPartition) <-chan struct{}
+}
+
+// ReplicaSource adapts the replica manager to Replicas.
+func ReplicaSource(m *replication.Manager) Replicas { return replicaSource{m} }
+
+type replicaSource struct{ *replication.Manager }
+
+func (r replicaSource) Leader(tp partition.TopicPartition) (int32, bool) {
+	p := r.Get(tp)
+	if p == nil || !p.IsLeader() {
+		return -1, false
+	}
+	return p.LeaderEpoch(), true
+}
+
+// StateWriter writes share offsets through the metadata quorum; the
+// cluster controller implements it.
+type StateWriter interface {
+	UpdateShareState(ctx context.Context, ch cluster.ShareChange) error
+}
+
+// TP names a partition as share requests do: by topic id.
+type TP struct {
+	ID        cluster.TopicID
+	Partition int32
+}
+
+type stateKey struct {
+	group, topic string
+	partition    int32
+}
+
+type sessionKey struct{ group, member string }
+
+// session is a share session (KIP-932's ShareSession): the partitions a
+// member fetches from this broker and the epoch its next request carries.
+type session struct {
+	epoch int32
+	parts map[TP]struct{}
+}
+
+// Manager holds this broker's share partitions and share sessions.
+type Manager struct {
+	cfg    Config
+	meta   cluster.Metadata
+	reps   Replicas
+	writer StateWriter // nil: no checkpoints
+	logger zerolog.Logger
+	now    func() time.Time
+
+	mu struct {
+		sync.Mutex
+		parts    map[stateKey]*Partition
+		sessions map[sessionKey]*session
+		// avail is closed and replaced when records become available
+		// again (released, lock expired), waking parked fetches.
+		avail chan struct{}
+	}
+	stop chan struct{}
+	wg   sync.WaitGroup
+}
+
+// ManagerOption configures a Manager.
+type ManagerOption func(*Manager)
+
+// WithClock replaces the manager's clock (tests).
+func WithClock(now func() time.Time) ManagerOption { return func(m *Manager) { m.now = now } }
+
+// NewManager starts the manager and its sweeper (lock expiry, dropping
+// partitions no longer led here, checkpoints).
+func NewManager(cfg Config, meta cluster.Metadata, reps Replicas, logger zerolog.Logger, opts ...ManagerOption) *Manager {
+	m := &Manager{cfg: cfg, meta: meta, reps: reps, logger: logger, now: time.Now, stop: make(chan struct{})}
+	for _, o := range opts {
+		o(m)
+	}
+	if w, ok := meta.(StateWriter); ok {
+		m.writer = w
+	}
+	m.mu.parts = map[stateKey]*Partition{}
+	m.mu.sessions = map[sessionKey]*session{}
+	m.mu.avail = make(chan struct{})
+	m.wg.Add(1)
+	go m.sweep()
+	return m
+}
+
+// Close stops the sweeper.
+func (m *Manager) Close() {
+	close(m.stop)
+	m.wg.Wait()
+}
+
+func (m *Manager) nowMs() int64 { return m.now().UnixMilli() }
+
+// groupConfig returns a group config: the group's override or the
+// broker's value.
+func groupConfig(im *cluster.Image, group, name string) (string, bool) {
+	v, ok := im.GroupConfigs[group][name]
+	return v, ok
+}
+
+func (m *Manager) limits(im *cluster.Image, group string) Limits {
+	lim := Limits{
+		LockMs:        m.cfg.RecordLockDuration.Milliseconds(),
+		DeliveryLimit: int16(m.cfg.DeliveryCountLimit),
+		MaxInFlight:   int64(m.cfg.PartitionMaxRecordLocks),
+	}
+	if v, ok := groupConfig(im, group, "share.record.lock.duration.ms"); ok {
+		if n, err := strconv.ParseInt(v, 10, 64); err == nil && n > 0 {
+			lim.LockMs = n
+		}
+	}
+	if v, ok := groupConfig(im, group, "share.delivery.count.limit"); ok {
+		if n, err := strconv.ParseInt(v, 10, 16); err == nil && n > 0 {
+			lim.DeliveryLimit = int16(n)
+		}
+	}
+	return lim
+}
+
+func readCommitted(im *cluster.Image, group string) bool {
+	v, _ := groupConfig(im, group, "share.isolation.level")
+	return v == "read_committed"
+}
+
+// LockDurationMs is the acquisition lock duration of a group, as
+// ShareFetch and ShareAcknowledge report it.
+func (m *Manager) LockDurationMs(group string) int32 {
+	return int32(m.limits(m.meta.Image(), group).LockMs)
+}
+
+// leaderOf returns the local leader epoch of tp or ErrNotLeader.
+func (m *Manager) leaderOf(tp partition.TopicPartition) (int32, error) {
+	e, ok := m.reps.Leader(tp)
+	if !ok {
+		return -1, ErrNotLeader
+	}
+	return e, nil
+}
+
+// stateLocked returns the share partition of group on tp, building it when
+// there is none or it was built under another leader or group epoch: from
+// the checkpointed start offset if there is one, else by
+// share.auto.offset.reset.
+func (m *Manager) stateLocked(im *cluster.Image, group string, tp partition.TopicPartition, leaderEpoch int32) (*Partition, error) {
+	k := stateKey{group, tp.Topic, tp.Partition}
+	gepoch := im.ShareEpoch(group)
+	ti := im.Topic(tp.Topic)
+	if ti == nil {
+		return nil, ErrUnknownTopic
+	}
+	if st := m.mu.parts[k]; st != nil && st.TopicID == ti.ID && st.LeaderEpoch == leaderEpoch && st.GroupEpoch == gepoch {
+		return st, nil
+	}
+	hw, _, _, err := m.reps.ListOffset(tp, -1, -1, false)
+	if err != nil {
+		return nil, err
+	}
+	logStart, _, _, err := m.reps.ListOffset(tp, -2, -1, false)
+	if err != nil {
+		return nil, err
+	}
+	start := hw
+	if off, _, ok := im.ShareOffset(group, tp.Topic, tp.Partition); ok {
+		start = off
+	} else {
+		reset, _ := groupConfig(im, group, "share.auto.offset.reset")
+		switch {
+		case reset == "earliest":
+			start = logStart
+		case strings.HasPrefix(reset, "by_duration:"):
+			if d, err := cluster.ParseISODuration(strings.TrimPrefix(reset, "by_duration:")); err == nil {
+				off, _, _, err := m.reps.ListOffset(tp, m.now().Add(-d).UnixMilli(), -1, false)
+				if err == nil && off >= 0 {
+					start = off
+				}
+			}
+		}
+	}
+	start = min(max(start, logStart), hw)
+	st := NewPartition(start)
+	st.TopicID, st.LeaderEpoch, st.GroupEpoch = ti.ID, leaderEpoch, gepoch
+	m.mu.parts[k] = st
+	return st, nil
+}
+
+// wakeLocked wakes parked fetches: records became available.
+func (m *Manager) wakeLocked() {
+	close(m.mu.avail)
+	m.mu.avail = make(chan struct{})
+}
+
+// PartitionAcks are one partition's acknowledgements.
+type PartitionAcks struct {
+	TP      TP
+	Batches []AckBatch
+}
+
+// FetchRequest is a ShareFetch, kmsg-free.
+type FetchRequest struct {
+	Group, Member string
+	SessionEpoch  int32
+	// Conn is the connection's context: its end closes the session and
+	// releases the member's records, as Kafka does on disconnect.
+	Conn       context.Context
+	Partitions []TP
+	Forget     []TP
+	Acks       []PartitionAcks
+	MaxWait    time.Duration
+	MinBytes   int32
+	MaxBytes   int32
+	MaxRecords int
+	BatchSize  int
+	// Renew: acknowledgements only, AckRenew allowed, no fetching.
+	Renew      bool
+	AllowRenew bool
+}
+
+// PartitionResult is one partition of a ShareFetch or ShareAcknowledge
+// answer.
+type PartitionResult struct {
+	TP       TP
+	Err      error
+	AckErr   error
+	Records  []byte
+	Acquired []AcquiredRange
+}
+
+// Fetch serves a ShareFetch.
+func (m *Manager) Fetch(ctx context.Context, req FetchRequest) ([]PartitionResult, error) {
+	if req.Member == "" || len(req.Member) > 36 || req.Group == "" {
+		return nil, ErrInvalidRequest
+	}
+	im := m.meta.Image()
+	sk := sessionKey{req.Group, req.Member}
+	results := map[TP]*PartitionResult{}
+	var order []TP
+	result := func(tp TP) *PartitionResult {
+		r := results[tp]
+		if r == nil {
+			r = &PartitionResult{TP: tp}
+			results[tp] = r
+			order = append(order, tp)
+		}
+		return r
+	}
+
+	m.mu.Lock()
+	s := m.mu.sessions[sk]
+	switch {
+	case req.SessionEpoch == 0:
+		if len(req.Acks) > 0 {
+			m.mu.Unlock()
+			return nil, ErrInvalidRequest
+		}
+		s = &session{epoch: 1, parts: map[TP]struct{}{}}
+		m.mu.sessions[sk] = s
+		if req.Conn != nil {
+			context.AfterFunc(req.Conn, func() { m.closeSession(sk, s) })
+		}
+	case req.SessionEpoch == -1:
+		if s == nil {
+			m.mu.Unlock()
+			return nil, ErrSessionNotFound
+		}
+		for _, a := range req.Acks {
+			result(a.TP).AckErr = m.ackLocked(im, req.Group, req.Member, a, false)
+		}
+		m.releaseSessionLocked(im, sk, s)
+		delete(m.mu.sessions, sk)
+		m.mu.Unlock()
+		return collect(order, results), nil
+	default:
+		if s == nil {
+			m.mu.Unlock()
+			return nil, ErrSessionNotFound
+		}
+		if s.epoch != req.SessionEpoch {
+			m.mu.Unlock()
+			return nil, ErrInvalidSessionEpoch
+		}
+		s.epoch++
+		if s.epoch <= 0 {
+			s.epoch = 1
+		}
+	}
+	for _, tp := range req.Partitions {
+		if _, ok := s.parts[tp]; !ok {
+			s.parts[tp] = struct{}{}
+			result(tp)
+		}
+	}
+	for _, tp := range req.Forget {
+		delete(s.parts, tp)
+	}
+	for _, a := range req.Acks {
+		result(a.TP).AckErr = m.ackLocked(im, req.Group, req.Member, a, req.AllowRenew && req.Renew)
+	}
+	targets := make([]TP, 0, len(s.parts))
+	for tp := range s.parts {
+		targets = append(targets, tp)
+	}
+	epoch := s.epoch
+	m.mu.Unlock()
+	if req.Renew {
+		return collect(order, results), nil
+	}
+
+	slices.SortFunc(targets, func(a, b TP) int {
+		if c := slices.Compare(a.ID[:], b.ID[:]); c != 0 {
+			return c
+		}
+		return int(a.Partition - b.Partition)
+	})
+	if n := len(targets); n > 1 {
+		// Start at a different partition each time, so that one busy
+		// partition does not take the whole record budget every time.
+		k := int(epoch) % n
+		targets = append(targets[k:], targets[:k]...)
+	}
+	maxRecords := req.MaxRecords
+	if maxRecords <= 0 {
+		maxRecords = 500
+	}
+	var deadline <-chan time.Time
+	if req.MaxWait > 0 {
+		t := time.NewTimer(req.MaxWait)
+		defer t.Stop()
+		deadline = t.C
+	}
+	for {
+		// Take the wake-up channels before acquiring, so that a change
+		// between the attempt and the wait is not missed.
+		m.mu.Lock()
+		waits := []<-chan struct{}{m.mu.avail}
+		m.mu.Unlock()
+		for _, tp := range targets {
+			if name, ok := im.IDs[tp.ID]; ok {
+				if c := m.reps.HWMoved(partition.TopicPartition{Topic: name, Partition: tp.Partition}); c != nil {
+					waits = append(waits, c)
+				}
+			}
+		}
+		got, failed, budget, remaining := 0, false, int64(req.MaxBytes), maxRecords
+		if budget <= 0 {
+			budget = 1<<31 - 1
+		}
+		for _, tp := range targets {
+			r := result(tp)
+			if remaining <= 0 || budget <= 0 {
+				continue
+			}
+			recs, ranges, err := m.acquire(ctx, im, req.Group, req.Member, tp, remaining, int32(min(budget, 1<<31-1)))
+			r.Err = err
+			failed = failed || err != nil
+			if len(ranges) > 0 {
+				r.Records, r.Acquired = recs, splitRanges(ranges, req.BatchSize)
+				for _, a := range ranges {
+					got += int(a.Last - a.First + 1)
+					remaining -= int(a.Last - a.First + 1)
+				}
+				budget -= int64(len(recs))
+			}
+		}
+		// An error (a partition led elsewhere now) is answered at once, so
+		// that the client can move the partition to its new leader.
+		if got > 0 || failed || deadline == nil || len(targets) == 0 {
+			return collect(order, results), nil
+		}
+		if !waitAny(ctx, deadline, waits) {
+			return collect(order, results), nil
+		}
+		im = m.meta.Image()
+	}
+}
+
+func collect(order []TP, results map[TP]*PartitionResult) []PartitionResult {
+	out := make([]PartitionResult, 0, len(order))
+	for _, tp := range order {
+		out = append(out, *results[tp])
+	}
+	return out
+}
+
+// splitRanges cuts acquired ranges into runs of at most size records
+// (ShareFetch's BatchSize, KIP-1206's batch-optimized mode).
+func splitRanges(rs []AcquiredRange, size int) []AcquiredRange {
+	if size <= 0 {
+		return rs
+	}
+	var out []AcquiredRange
+	for _, r := range rs {
+		for f := r.First; f <= r.Last; f += int64(size) {
+			out = append(out, AcquiredRange{First: f, Last: min(f+int64(size)-1, r.Last), DeliveryCount: r.DeliveryCount})
+		}
+	}
+	return out
+}
+
+// acquire reads tp from its first available offset and acquires what it
+// read for member. It returns the record batches that hold the acquired
+// offsets.
+func (m *Manager) acquire(ctx context.Context, im *cluster.Image, group, member string, id TP, maxRecords int, maxBytes int32) ([]byte, []AcquiredRange, error) {
+	name, ok := im.IDs[id.ID]
+	if !ok {
+		return nil, nil, ErrUnknownTopic
+	}
+	tp := partition.TopicPartition{Topic: name, Partition: id.Partition}
+	leaderEpoch, err := m.leaderOf(tp)
+	if err != nil {
+		return nil, nil, err
+	}
+	rc := readCommitted(im, group)
+	lim := m.limits(im, group)
+	for attempt := 0; attempt < 2; attempt++ {
+		m.mu.Lock()
+		st, err := m.stateLocked(im, group, tp, leaderEpoch)
+		if err != nil {
+			m.mu.Unlock()
+			return nil, nil, err
+		}
+		off := st.FetchOffset()
+		m.mu.Unlock()
+
+		res := m.reps.Fetch(ctx, replication.FetchParams{
+			MaxBytes:      maxBytes,
+			ReadCommitted: rc,
+			Partitions: []replication.FetchPartition{{
+				TP: tp, Offset: off, MaxBytes: maxBytes, CurrentLeaderEpoch: -1, LogStartOffset: -1,
+			}},
+		})[0]
+		if res.Err != nil {
+			if errors.Is(res.Err, partition.ErrOffsetOutOfRange) && res.LogStartOffset > off {
+				m.mu.Lock()
+				st.SkipTo(res.LogStartOffset)
+				m.mu.Unlock()
+				continue
+			}
+			return nil, nil, res.Err
+		}
+		limit := res.HighWatermark
+		if rc {
+			limit = res.LastStableOffset
+		}
+		spans, bounds := spansOf(res.Records, res.AbortedTransactions, rc)
+		m.mu.Lock()
+		ranges := st.Acquire(member, m.nowMs(), spans, limit, maxRecords, lim)
+		m.mu.Unlock()
+		if len(ranges) == 0 {
+			return nil, nil, nil
+		}
+		first, last := ranges[0].First, ranges[len(ranges)-1].Last
+		lo, hi := -1, 0
+		for i, s := range spans {
+			if s.Last < first || s.First > last {
+				continue
+			}
+			if lo < 0 {
+				lo = bounds[i]
+			}
+			hi = bounds[i+1]
+		}
+		if lo < 0 {
+			return nil, nil, nil
+		}
+		return res.Records[lo:hi], ranges, nil
+	}
+	return nil, nil, nil
+}
+
+// spansOf walks the record batches read and returns their offset spans
+// and the byte offset of each batch (bounds[i] starts spans[i],
+// bounds[len] is the end). Control batches are skipped; under
+// read_committed so are batches of aborted transactions.
+func spansOf(b []byte, aborted []idempotent.TxnRange, rc bool) ([]Span, []int) {
+	var spans []Span
+	bounds := []int{0}
+	abortedPIDs := map[int64]bool{}
+	ai := 0
+	pos := 0
+	for pos < len(b) {
+		h, err := partition.ParseBatchHeader(b[pos:])
+		if err != nil || pos+h.Size() > len(b) {
+			break
+		}
+		skip := h.IsControl()
+		if rc {
+			for ai < len(aborted) && aborted[ai].FirstOffset <= h.BaseOffset {
+				abortedPIDs[aborted[ai].ProducerID] = true
+				ai++
+			}
+			if h.IsControl() {
+				if !replication.ControlType(b[pos : pos+h.Size()]) {
+					delete(abortedPIDs, h.ProducerID)
+				}
+			} else if h.IsTransactional() && abortedPIDs[h.ProducerID] {
+				skip = true
+			}
+		}
+		spans = append(spans, Span{First: h.BaseOffset, Last: h.LastOffset(), Skip: skip})
+		pos += h.Size()
+		bounds = append(bounds, pos)
+	}
+	return spans, bounds
+}
+
+// ackLocked applies one partition's acknowledgements.
+func (m *Manager) ackLocked(im *cluster.Image, group, member string, a PartitionAcks, allowRenew bool) error {
+	name, ok := im.IDs[a.TP.ID]
+	if !ok {
+		return ErrUnknownTopic
+	}
+	tp := partition.TopicPartition{Topic: name, Partition: a.TP.Partition}
+	leaderEpoch, err := m.leaderOf(tp)
+	if err != nil {
+		return err
+	}
+	st := m.mu.parts[stateKey{group, name, a.TP.Partition}]
+	if st == nil || st.TopicID != a.TP.ID || st.LeaderEpoch != leaderEpoch || st.GroupEpoch != im.ShareEpoch(group) {
+		return ErrInvalidRecordState
+	}
+	released, err := st.Acknowledge(member, m.nowMs(), a.Batches, allowRenew, m.limits(im, group))
+	if released {
+		m.wakeLocked()
+	}
+	return err
+}
+
+// AckRequest is a ShareAcknowledge, kmsg-free.
+type AckRequest struct {
+	Group, Member string
+	SessionEpoch  int32
+	Acks          []PartitionAcks
+	Renew         bool
+}
+
+// Acknowledge serves a ShareAcknowledge: it needs an open session (epoch
+// -1 also closes it, releasing the member's remaining records).
+func (m *Manager) Acknowledge(req AckRequest) ([]PartitionResult, error) {
+	if req.Member == "" || len(req.Member) > 36 || req.Group == "" {
+		return nil, ErrInvalidRequest
+	}
+	im := m.meta.Image()
+	sk := sessionKey{req.Group, req.Member}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s := m.mu.sessions[sk]
+	switch {
+	case req.SessionEpoch == 0:
+		return nil, ErrInvalidSessionEpoch
+	case s == nil:
+		return nil, ErrSessionNotFound
+	case req.SessionEpoch > 0 && s.epoch != req.SessionEpoch:
+		return nil, ErrInvalidSessionEpoch
+	}
+	out := make([]PartitionResult, 0, len(req.Acks))
+	for _, a := range req.Acks {
+		out = append(out, PartitionResult{TP: a.TP, AckErr: m.ackLocked(im, req.Group, req.Member, a, req.Renew)})
+	}
+	if req.SessionEpoch == -1 {
+		m.releaseSessionLocked(im, sk, s)
+		delete(m.mu.sessions, sk)
+	} else {
+		s.epoch++
+		if s.epoch <= 0 {
+			s.epoch = 1
+		}
+	}
+	return out, nil
+}
+
+// releaseSessionLocked releases what the session's member holds on the
+// session's partitions.
+func (m *Manager) releaseSessionLocked(im *cluster.Image, sk sessionKey, s *session) {
+	lim := m.limits(im, sk.group)
+	woke := false
+	for tp := range s.parts {
+		name, ok := im.IDs[tp.ID]
+		if !ok {
+			continue
+		}
+		if st := m.mu.parts[stateKey{sk.group, name, tp.Partition}]; st != nil && st.ReleaseMember(sk.member, lim) {
+			woke = true
+		}
+	}
+	if woke {
+		m.wakeLocked()
+	}
+}
+
+// closeSession runs when the connection that opened s ends.
+func (m *Manager) closeSession(sk sessionKey, s *session) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.mu.sessions[sk] != s {
+		return
+	}
+	delete(m.mu.sessions, sk)
+	m.releaseSessionLocked(m.meta.Image(), sk, s)
+}
+
+// waitAny waits for one of waits to close (true), or the deadline or ctx
+// (false).
+func waitAny(ctx context.Context, deadline <-chan time.Time, waits []<-chan struct{}) bool {
+	woken := make(chan struct{}, 1)
+	stop := make(chan struct{})
+	defer close(stop)
+	for _, w := range waits[1:] {
+		go func(w <-chan struct{}) {
+			select {
+			case <-w:
+				select {
+				case woken <- struct{}{}:
+				default:
+				}
+			case <-stop:
+			}
+		}(w)
+	}
+	select {
+	case <-waits[0]:
+		return true
+	case <-woken:
+		return true
+	case <-deadline:
+	case <-ctx.Done():
+	}
+	return false
+}
+
+// sweepInterval is how often lock expiry is checked.
+const sweepInterval = 250 * time.Millisecond
+
+func (m *Manager) sweep() {
+	defer m.wg.Done()
+	t := time.NewTicker(sweepInterval)
+	defer t.Stop()
+	lastCheckpoint := m.now()
+	for {
+		select {
+		case <-m.stop:
+			return
+		case <-t.C:
+		}
+		m.expire()
+		if m.now().Sub(lastCheckpoint) >= m.cfg.CheckpointInterval {
+			lastCheckpoint = m.now()
+			m.checkpoint()
+		}
+	}
+}
+
+// expire releases expired locks and drops the share partitions of
+// partitions this broker no longer leads.
+func (m *Manager) expire() {
+	im := m.meta.Image()
+	now := m.nowMs()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	woke := false
+	for k, st := range m.mu.parts {
+		tp := partition.TopicPartition{Topic: k.topic, Partition: k.partition}
+		if e, err := m.leaderOf(tp); err != nil || e != st.LeaderEpoch {
+			delete(m.mu.parts, k)
+			continue
+		}
+		if st.Expire(now, m.limits(im, k.group)) {
+			woke = true
+		}
+	}
+	if woke {
+		m.wakeLocked()
+	}
+}
+
+// checkpoint writes the start offsets that moved to the metadata quorum,
+// one change per group.
+func (m *Manager) checkpoint() {
+	if m.writer == nil {
+		return
+	}
+	type cp struct {
+		epoch   int32
+		offsets map[string]map[int32]int64
+		parts   []*Partition
+	}
+	byGroup := map[string]*cp{}
+	m.mu.Lock()
+	for k, st := range m.mu.parts {
+		if !st.Dirty {
+			continue
+		}
+		c := byGroup[k.group]
+		if c == nil {
+			c = &cp{epoch: st.GroupEpoch, offsets: map[string]map[int32]int64{}}
+			byGroup[k.group] = c
+		}
+		if st.GroupEpoch != c.epoch {
+			continue
+		}
+		if c.offsets[k.topic] == nil {
+			c.offsets[k.topic] = map[int32]int64{}
+		}
+		c.offsets[k.topic][k.partition] = st.StartOffset()
+		c.parts = append(c.parts, st)
+		st.Dirty = false
+	}
+	m.mu.Unlock()
+	for group, c := range byGroup {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		err := m.writer.UpdateShareState(ctx, cluster.ShareChange{Group: group, Epoch: c.epoch, Offsets: c.offsets})
+		cancel()
+		if err != nil {
+			m.logger.Warn().Err(err).Str("group", group).Msg("share offsets checkpoint failed")
+			m.mu.Lock()
+			for _, st := range c.parts {
+				st.Dirty = true
+			}
+			m.mu.Unlock()
+		}
+	}
+}
+
+// OffsetInfo describes one share partition for DescribeShareGroupOffsets.
+type OffsetInfo struct {
+	Topic       string
+	Partition   int32
+	StartOffset int64
+	LeaderEpoch int32
+	Lag         int64
+}
+
+// Offsets describes group's share partitions: the live state for those
+// led here, the checkpoint otherwise. topics nil means every partition the
+// group has state for.
+func (m *Manager) Offsets(group string, topics map[string][]int32) []OffsetInfo {
+	im := m.meta.Image()
+	if topics == nil {
+		topics = map[string][]int32{}
+		if sg := im.ShareGroups[group]; sg != nil {
+			for t, ps := range sg.Offsets {
+				for p := range ps {
+					topics[t] = append(topics[t], p)
+				}
+			}
+		}
+		m.mu.Lock()
+		for k := range m.mu.parts {
+			if k.group == group && !slices.Contains(topics[k.topic], k.partition) {
+				topics[k.topic] = append(topics[k.topic], k.partition)
+			}
+		}
+		m.mu.Unlock()
+	}
+	var out []OffsetInfo
+	for t, ps := range topics {
+		for _, p := range ps {
+			oi := OffsetInfo{Topic: t, Partition: p, StartOffset: -1, LeaderEpoch: -1, Lag: -1}
+			if pi := im.Partition(t, p); pi != nil {
+				oi.LeaderEpoch = pi.LeaderEpoch
+			}
+			tp := partition.TopicPartition{Topic: t, Partition: p}
+			hw, _, _, hwErr := m.reps.ListOffset(tp, -1, -1, false)
+			m.mu.Lock()
+			st := m.mu.parts[stateKey{group, t, p}]
+			if ti := im.Topic(t); st != nil && ti != nil && st.TopicID == ti.ID && st.GroupEpoch == im.ShareEpoch(group) {
+				oi.StartOffset = st.StartOffset()
+				if hwErr == nil {
+					oi.Lag = st.Lag(hw)
+				}
+			}
+			m.mu.Unlock()
+			if oi.StartOffset < 0 {
+				if off, _, ok := im.ShareOffset(group, t, p); ok {
+					oi.StartOffset = off
+					if hwErr == nil {
+						oi.Lag = max(hw-off, 0)
+					}
+				}
+			}
+			out = append(out, oi)
+		}
+	}
+	slices.SortFunc(out, func(a, b OffsetInfo) int {
+		if c := strings.Compare(a.Topic, b.Topic); c != 0 {
+			return c
+		}
+		return int(a.Partition - b.Partition)
+	})
+	return out
+}
+
+// Reset sets (offsets) or deletes (deleteTopics) group's start offsets
+// through the quorum; leaders rebuild their share partitions from them.
+func (m *Manager) Reset(ctx context.Context, group string, offsets map[string]map[int32]int64, deleteTopics []string) error {
+	if m.writer == nil {
+		return fmt.Errorf("%w: share offsets cannot be written here", ErrCoordinatorUnavailable)
+	}
+	return m.writer.UpdateShareState(ctx, cluster.ShareChange{Group: group, Reset: true, Offsets: offsets, DeleteTopics: deleteTopics})
+}
+
+// DeleteGroup forgets group's start offsets everywhere.
+func (m *Manager) DeleteGroup(ctx context.Context, group string) error {
+	if m.writer == nil {
+		return nil
+	}
+	if m.meta.Image().ShareGroups[group] == nil {
+		return nil
+	}
+	return m.writer.UpdateShareState(ctx, cluster.ShareChange{Group: group, DeleteGroup: true})
+}
+
+// HasState reports whether group has share offsets anywhere.
+func (m *Manager) HasState(group string) bool {
+	sg := m.meta.Image().ShareGroups[group]
+	return sg != nil && len(sg.Offsets) > 0
+}
