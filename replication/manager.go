@@ -875,7 +875,7 @@ func (m *Manager) Fetch(ctx context.Context, fp FetchParams) []FetchResult {
 		if timer == nil {
 			timer = time.NewTimer(fp.MaxWait)
 		}
-		if !waitAny(ctx, timer.C, waits) {
+		if !WaitAny(ctx, timer.C, waits) {
 			res, _, _ = m.readAll(fp, false)
 			return res
 		}
@@ -890,41 +890,6 @@ func CloseRegions(res []FetchResult) {
 			res[i].Region = nil
 		}
 	}
-}
-
-// waitAny waits for one of waits to close (true) or the timer or ctx (false).
-func waitAny(ctx context.Context, timer <-chan time.Time, waits []<-chan struct{}) bool {
-	if len(waits) == 1 {
-		select {
-		case <-waits[0]:
-			return true
-		case <-timer:
-		case <-ctx.Done():
-		}
-		return false
-	}
-	woken := make(chan struct{}, 1)
-	stop := make(chan struct{})
-	defer close(stop)
-	for _, w := range waits {
-		go func(w <-chan struct{}) {
-			select {
-			case <-w:
-				select {
-				case woken <- struct{}{}:
-				default:
-				}
-			case <-stop:
-			}
-		}(w)
-	}
-	select {
-	case <-woken:
-		return true
-	case <-timer:
-	case <-ctx.Done():
-	}
-	return false
 }
 
 // readAll reads every partition once. record is true for the first read of

@@ -399,7 +399,7 @@ func (m *Manager) Fetch(ctx context.Context, req FetchRequest) ([]PartitionResul
 		if got > 0 || failed || deadline == nil || len(targets) == 0 {
 			return collect(order, results), nil
 		}
-		if !waitAny(ctx, deadline, waits) {
+		if !replication.WaitAny(ctx, deadline, waits) {
 			return collect(order, results), nil
 		}
 		im = m.meta.Image()
@@ -629,35 +629,6 @@ func (m *Manager) closeSession(sk sessionKey, s *session) {
 	}
 	delete(m.mu.sessions, sk)
 	m.releaseSessionLocked(m.meta.Image(), sk, s)
-}
-
-// waitAny waits for one of waits to close (true), or the deadline or ctx
-// (false).
-func waitAny(ctx context.Context, deadline <-chan time.Time, waits []<-chan struct{}) bool {
-	woken := make(chan struct{}, 1)
-	stop := make(chan struct{})
-	defer close(stop)
-	for _, w := range waits[1:] {
-		go func(w <-chan struct{}) {
-			select {
-			case <-w:
-				select {
-				case woken <- struct{}{}:
-				default:
-				}
-			case <-stop:
-			}
-		}(w)
-	}
-	select {
-	case <-waits[0]:
-		return true
-	case <-woken:
-		return true
-	case <-deadline:
-	case <-ctx.Done():
-	}
-	return false
 }
 
 // sweepInterval is how often lock expiry is checked.
