@@ -16,7 +16,6 @@ package handlers
 import (
 	"context"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/gokafka/gokafka/cluster"
@@ -35,13 +34,7 @@ func (h *Handlers) shareAcknowledge(_ context.Context, req *protocol.Request) (k
 		resp.ErrorCode = shareErrorCode(share.ErrCoordinatorUnavailable)
 		return resp, nil
 	}
-	var groupID, memberID string
-	if r.GroupID != nil {
-		groupID = *r.GroupID
-	}
-	if r.MemberID != nil {
-		memberID = *r.MemberID
-	}
+	groupID, memberID := shareIDs(r.GroupID, r.MemberID)
 	if req.Version >= 2 {
 		resp.AcquisitionLockTimeoutMillis = h.shareMgr.LockDurationMs(groupID)
 	}
@@ -62,41 +55,28 @@ func (h *Handlers) shareAcknowledge(_ context.Context, req *protocol.Request) (k
 		return resp, nil
 	}
 	im := h.meta.Image()
-	idx := map[cluster.TopicID]int{}
-	notLeader := false
-	for _, res := range results {
-		i, ok := idx[res.TP.ID]
-		if !ok {
-			i = len(resp.Topics)
-			idx[res.TP.ID] = i
+	topics, notLeader := shareResponseTopics(im, results,
+		func(res share.PartitionResult) error { return res.AckErr },
+		func(id [16]byte) kmsg.ShareAcknowledgeResponseTopic {
 			rt := kmsg.NewShareAcknowledgeResponseTopic()
-			rt.TopicID = res.TP.ID
-			resp.Topics = append(resp.Topics, rt)
-		}
-		rp := kmsg.NewShareAcknowledgeResponseTopicPartition()
-		rp.Partition = res.TP.Partition
-		rp.ErrorCode = shareErrorCode(res.AckErr)
-		rp.ErrorMessage = errorMessage(res.AckErr)
-		rp.CurrentLeader.LeaderID, rp.CurrentLeader.LeaderEpoch = -1, -1
-		if res.AckErr != nil {
-			if name, ok := im.IDs[res.TP.ID]; ok {
-				if pi := im.Partition(name, res.TP.Partition); pi != nil {
-					rp.CurrentLeader.LeaderID, rp.CurrentLeader.LeaderEpoch = pi.Leader, pi.LeaderEpoch
-				}
-			} else {
-				rp.ErrorCode = kerr.UnknownTopicID.Code
-			}
-			notLeader = notLeader || rp.ErrorCode == kerr.NotLeaderForPartition.Code
-		}
-		resp.Topics[i].Partitions = append(resp.Topics[i].Partitions, rp)
-	}
+			rt.TopicID = id
+			return rt
+		},
+		func(rt *kmsg.ShareAcknowledgeResponseTopic, res share.PartitionResult, st sharePartitionStatus) {
+			rp := kmsg.NewShareAcknowledgeResponseTopicPartition()
+			rp.Partition = res.TP.Partition
+			rp.ErrorCode = st.ErrorCode
+			rp.ErrorMessage = errorMessage(res.AckErr)
+			rp.CurrentLeader.LeaderID, rp.CurrentLeader.LeaderEpoch = st.LeaderID, st.LeaderEpoch
+			rt.Partitions = append(rt.Partitions, rp)
+		})
+	resp.Topics = topics
 	if notLeader {
-		for _, id := range im.BrokerIDs() {
-			b := im.Brokers[id]
+		resp.NodeEndpoints = shareNodeEndpoints(im, func(b cluster.BrokerInfo) kmsg.ShareAcknowledgeResponseNodeEndpoint {
 			ne := kmsg.NewShareAcknowledgeResponseNodeEndpoint()
 			ne.NodeID, ne.Host, ne.Port, ne.Rack = b.NodeID, b.Host, b.Port, b.Rack
-			resp.NodeEndpoints = append(resp.NodeEndpoints, ne)
-		}
+			return ne
+		})
 	}
 	return resp, nil
 }

@@ -50,13 +50,7 @@ func (h *Handlers) shareFetch(ctx context.Context, req *protocol.Request) (kmsg.
 		resp.ErrorCode = shareErrorCode(share.ErrCoordinatorUnavailable)
 		return resp, nil
 	}
-	var groupID, memberID string
-	if r.GroupID != nil {
-		groupID = *r.GroupID
-	}
-	if r.MemberID != nil {
-		memberID = *r.MemberID
-	}
+	groupID, memberID := shareIDs(r.GroupID, r.MemberID)
 	resp.AcquisitionLockTimeoutMillis = h.shareMgr.LockDurationMs(groupID)
 	renew := req.Version >= 2 && r.IsRenewAck
 	if renew && (r.MaxBytes != 0 || r.MinBytes != 0 || r.MaxRecords != 0 || r.MaxWaitMillis != 0) {
@@ -103,50 +97,37 @@ func (h *Handlers) shareFetch(ctx context.Context, req *protocol.Request) (kmsg.
 		return resp, nil
 	}
 	im := h.meta.Image()
-	idx := map[cluster.TopicID]int{}
-	notLeader := false
-	for _, res := range results {
-		i, ok := idx[res.TP.ID]
-		if !ok {
-			i = len(resp.Topics)
-			idx[res.TP.ID] = i
+	topics, notLeader := shareResponseTopics(im, results,
+		func(res share.PartitionResult) error { return res.Err },
+		func(id [16]byte) kmsg.ShareFetchResponseTopic {
 			rt := kmsg.NewShareFetchResponseTopic()
-			rt.TopicID = res.TP.ID
-			resp.Topics = append(resp.Topics, rt)
-		}
-		rp := kmsg.NewShareFetchResponseTopicPartition()
-		rp.Partition = res.TP.Partition
-		rp.ErrorCode = shareErrorCode(res.Err)
-		rp.AcknowledgeErrorCode = shareErrorCode(res.AckErr)
-		rp.CurrentLeader.LeaderID, rp.CurrentLeader.LeaderEpoch = -1, -1
-		if res.Err != nil || res.AckErr != nil {
-			if name, ok := im.IDs[res.TP.ID]; ok {
-				if pi := im.Partition(name, res.TP.Partition); pi != nil {
-					rp.CurrentLeader.LeaderID, rp.CurrentLeader.LeaderEpoch = pi.Leader, pi.LeaderEpoch
-				}
-			} else if res.Err != nil {
-				rp.ErrorCode = kerr.UnknownTopicID.Code
+			rt.TopicID = id
+			return rt
+		},
+		func(rt *kmsg.ShareFetchResponseTopic, res share.PartitionResult, st sharePartitionStatus) {
+			rp := kmsg.NewShareFetchResponseTopicPartition()
+			rp.Partition = res.TP.Partition
+			rp.ErrorCode = st.ErrorCode
+			rp.AcknowledgeErrorCode = shareErrorCode(res.AckErr)
+			rp.CurrentLeader.LeaderID, rp.CurrentLeader.LeaderEpoch = st.LeaderID, st.LeaderEpoch
+			rp.Records = res.Records
+			if rp.Records == nil {
+				rp.Records = []byte{}
 			}
-			notLeader = notLeader || rp.ErrorCode == kerr.NotLeaderForPartition.Code
-		}
-		rp.Records = res.Records
-		if rp.Records == nil {
-			rp.Records = []byte{}
-		}
-		for _, a := range res.Acquired {
-			ar := kmsg.NewShareFetchResponseTopicPartitionAcquiredRecord()
-			ar.FirstOffset, ar.LastOffset, ar.DeliveryCount = a.First, a.Last, a.DeliveryCount
-			rp.AcquiredRecords = append(rp.AcquiredRecords, ar)
-		}
-		resp.Topics[i].Partitions = append(resp.Topics[i].Partitions, rp)
-	}
+			for _, a := range res.Acquired {
+				ar := kmsg.NewShareFetchResponseTopicPartitionAcquiredRecord()
+				ar.FirstOffset, ar.LastOffset, ar.DeliveryCount = a.First, a.Last, a.DeliveryCount
+				rp.AcquiredRecords = append(rp.AcquiredRecords, ar)
+			}
+			rt.Partitions = append(rt.Partitions, rp)
+		})
+	resp.Topics = topics
 	if notLeader {
-		for _, id := range im.BrokerIDs() {
-			b := im.Brokers[id]
+		resp.NodeEndpoints = shareNodeEndpoints(im, func(b cluster.BrokerInfo) kmsg.ShareFetchResponseNodeEndpoint {
 			ne := kmsg.NewShareFetchResponseNodeEndpoint()
 			ne.NodeID, ne.Host, ne.Port, ne.Rack = b.NodeID, b.Host, b.Port, b.Rack
-			resp.NodeEndpoints = append(resp.NodeEndpoints, ne)
-		}
+			return ne
+		})
 	}
 	return resp, nil
 }

@@ -83,6 +83,78 @@ func shareErrorCode(err error) int16 {
 // shareReady reports whether the share side is wired.
 func (h *Handlers) shareReady() bool { return h.shareCoord != nil && h.shareMgr != nil }
 
+// shareIDs returns a ShareFetch or ShareAcknowledge request's group and
+// member ids, "" for a null one.
+func shareIDs(groupID, memberID *string) (group, member string) {
+	if groupID != nil {
+		group = *groupID
+	}
+	if memberID != nil {
+		member = *memberID
+	}
+	return group, member
+}
+
+// sharePartitionStatus is what ShareFetch and ShareAcknowledge both report
+// of a partition: its error code and its current leader (-1, -1 unless the
+// partition failed and its topic is known).
+type sharePartitionStatus struct {
+	ErrorCode             int16
+	LeaderID, LeaderEpoch int32
+}
+
+// shareResponseTopics builds the topics of a ShareFetch or ShareAcknowledge
+// response from results: one entry a topic (newTopic), in the order of
+// their first partition, and one a partition (addPartition, given the
+// partition's topic entry and status). errOf picks the error a partition's
+// ErrorCode reports: the fetch error for ShareFetch, the acknowledgement
+// error for ShareAcknowledge. A partition with that error or an
+// acknowledgement error gets its current leader, or UNKNOWN_TOPIC_ID when
+// its topic is gone and errOf's error is set. notLeader reports whether a
+// partition is answered NOT_LEADER_OR_FOLLOWER: the response then carries
+// the node endpoints (shareNodeEndpoints).
+func shareResponseTopics[T any](
+	im *cluster.Image,
+	results []share.PartitionResult,
+	errOf func(share.PartitionResult) error,
+	newTopic func(id [16]byte) T,
+	addPartition func(t *T, res share.PartitionResult, st sharePartitionStatus),
+) (topics []T, notLeader bool) {
+	idx := map[cluster.TopicID]int{}
+	for _, res := range results {
+		i, ok := idx[res.TP.ID]
+		if !ok {
+			i = len(topics)
+			idx[res.TP.ID] = i
+			topics = append(topics, newTopic(res.TP.ID))
+		}
+		err := errOf(res)
+		st := sharePartitionStatus{ErrorCode: shareErrorCode(err), LeaderID: -1, LeaderEpoch: -1}
+		if err != nil || res.AckErr != nil {
+			if name, ok := im.IDs[res.TP.ID]; ok {
+				if pi := im.Partition(name, res.TP.Partition); pi != nil {
+					st.LeaderID, st.LeaderEpoch = pi.Leader, pi.LeaderEpoch
+				}
+			} else if err != nil {
+				st.ErrorCode = kerr.UnknownTopicID.Code
+			}
+			notLeader = notLeader || st.ErrorCode == kerr.NotLeaderForPartition.Code
+		}
+		addPartition(&topics[i], res, st)
+	}
+	return topics, notLeader
+}
+
+// shareNodeEndpoints lists every broker, by node id, as the NodeEndpoints
+// of a ShareFetch or ShareAcknowledge response (newEndpoint makes one).
+func shareNodeEndpoints[E any](im *cluster.Image, newEndpoint func(b cluster.BrokerInfo) E) []E {
+	var out []E
+	for _, id := range im.BrokerIDs() {
+		out = append(out, newEndpoint(im.Brokers[id]))
+	}
+	return out
+}
+
 // shareListGroups is ListGroups' hook: the share groups this broker
 // coordinates, filtered by state names (case-insensitive, empty: all).
 func (h *Handlers) shareListGroups(states []string) []share.Listing {
