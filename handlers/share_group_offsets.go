@@ -23,6 +23,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/gokafka/gokafka/cluster"
 	"github.com/gokafka/gokafka/protocol"
 	"github.com/gokafka/gokafka/share"
 )
@@ -40,13 +41,7 @@ func (h *Handlers) describeShareGroupOffsets(_ context.Context, req *protocol.Re
 	for _, g := range r.Groups {
 		rg := kmsg.NewDescribeShareGroupOffsetsResponseGroup()
 		rg.GroupID = g.GroupID
-		var err error
-		if !h.shareReady() {
-			err = share.ErrCoordinatorUnavailable
-		} else {
-			err = h.shareCoord.Owns(g.GroupID)
-		}
-		if err != nil {
+		if err := h.shareOffsetsGroupErr(g.GroupID, false); err != nil {
 			rg.ErrorCode, rg.ErrorMessage = shareErrorCode(err), errorMessage(err)
 			resp.Groups = append(resp.Groups, rg)
 			continue
@@ -65,10 +60,7 @@ func (h *Handlers) describeShareGroupOffsets(_ context.Context, req *protocol.Re
 				i = len(rg.Topics)
 				byTopic[oi.Topic] = i
 				rt := kmsg.NewDescribeShareGroupOffsetsResponseGroupTopic()
-				rt.Topic = oi.Topic
-				if ti := im.Topic(oi.Topic); ti != nil {
-					rt.TopicID = ti.ID
-				}
+				rt.Topic, rt.TopicID = oi.Topic, shareTopicID(im, oi.Topic)
 				rg.Topics = append(rg.Topics, rt)
 			}
 			rp := kmsg.NewDescribeShareGroupOffsetsResponseGroupTopicPartition()
@@ -87,13 +79,7 @@ func (h *Handlers) describeShareGroupOffsets(_ context.Context, req *protocol.Re
 func (h *Handlers) alterShareGroupOffsets(ctx context.Context, req *protocol.Request) (kmsg.Response, error) {
 	r := req.Body.(*kmsg.AlterShareGroupOffsetsRequest)
 	resp := r.ResponseKind().(*kmsg.AlterShareGroupOffsetsResponse)
-	var err error
-	if !h.shareReady() {
-		err = share.ErrCoordinatorUnavailable
-	} else {
-		err = h.shareCoord.RequireEmpty(r.GroupID)
-	}
-	if err != nil {
+	if err := h.shareOffsetsGroupErr(r.GroupID, true); err != nil {
 		resp.ErrorCode, resp.ErrorMessage = shareErrorCode(err), errorMessage(err)
 		return resp, nil
 	}
@@ -122,10 +108,7 @@ func (h *Handlers) alterShareGroupOffsets(ctx context.Context, req *protocol.Req
 	}
 	for _, t := range r.Topics {
 		rt := kmsg.NewAlterShareGroupOffsetsResponseTopic()
-		rt.Topic = t.Topic
-		if ti := im.Topic(t.Topic); ti != nil {
-			rt.TopicID = ti.ID
-		}
+		rt.Topic, rt.TopicID = t.Topic, shareTopicID(im, t.Topic)
 		for _, p := range t.Partitions {
 			rp := kmsg.NewAlterShareGroupOffsetsResponseTopicPartition()
 			rp.Partition = p.Partition
@@ -144,13 +127,7 @@ func (h *Handlers) alterShareGroupOffsets(ctx context.Context, req *protocol.Req
 func (h *Handlers) deleteShareGroupOffsets(ctx context.Context, req *protocol.Request) (kmsg.Response, error) {
 	r := req.Body.(*kmsg.DeleteShareGroupOffsetsRequest)
 	resp := r.ResponseKind().(*kmsg.DeleteShareGroupOffsetsResponse)
-	var err error
-	if !h.shareReady() {
-		err = share.ErrCoordinatorUnavailable
-	} else {
-		err = h.shareCoord.RequireEmpty(r.GroupID)
-	}
-	if err != nil {
+	if err := h.shareOffsetsGroupErr(r.GroupID, true); err != nil {
 		resp.ErrorCode, resp.ErrorMessage = shareErrorCode(err), errorMessage(err)
 		return resp, nil
 	}
@@ -178,4 +155,28 @@ func (h *Handlers) deleteShareGroupOffsets(ctx context.Context, req *protocol.Re
 		resp.Topics = append(resp.Topics, rt)
 	}
 	return resp, nil
+}
+
+// shareOffsetsGroupErr checks the group of a Describe, Alter or
+// DeleteShareGroupOffsets: COORDINATOR_NOT_AVAILABLE while the share side
+// is not wired, NOT_COORDINATOR where another broker coordinates it, and
+// with requireEmpty (Alter, Delete) NON_EMPTY_GROUP while it has members.
+func (h *Handlers) shareOffsetsGroupErr(groupID string, requireEmpty bool) error {
+	switch {
+	case !h.shareReady():
+		return share.ErrCoordinatorUnavailable
+	case requireEmpty:
+		return h.shareCoord.RequireEmpty(groupID)
+	default:
+		return h.shareCoord.Owns(groupID)
+	}
+}
+
+// shareTopicID is a topic's id for a share offsets response, zero for a
+// topic that does not exist.
+func shareTopicID(im *cluster.Image, topic string) [16]byte {
+	if ti := im.Topic(topic); ti != nil {
+		return ti.ID
+	}
+	return [16]byte{}
 }
