@@ -30,24 +30,19 @@ type Coordinator struct {
 	mu     sync.Mutex
 	groups map[string]*Group
 
-	stop chan struct{}
-	wg   sync.WaitGroup
+	expiry *loop
 }
 
 // NewCoordinator starts the coordinator and its session-expiry loop.
 func NewCoordinator(cfg Config, nodeID int32, meta cluster.Metadata, logger zerolog.Logger) *Coordinator {
 	c := &Coordinator{cfg: cfg, nodeID: nodeID, meta: meta, logger: logger, now: time.Now,
-		groups: map[string]*Group{}, stop: make(chan struct{})}
-	c.wg.Add(1)
-	go c.expireLoop()
+		groups: map[string]*Group{}}
+	c.expiry = startLoop(time.Second, c.expire)
 	return c
 }
 
 // Close stops the expiry loop.
-func (c *Coordinator) Close() {
-	close(c.stop)
-	c.wg.Wait()
-}
+func (c *Coordinator) Close() { c.expiry.Close() }
 
 // owns checks that this broker coordinates groupID.
 func (c *Coordinator) owns(im *cluster.Image, groupID string) error {
@@ -202,30 +197,22 @@ func (c *Coordinator) RequireEmpty(groupID string) error {
 	return nil
 }
 
-func (c *Coordinator) expireLoop() {
-	defer c.wg.Done()
-	t := time.NewTicker(time.Second)
-	defer t.Stop()
-	for {
-		select {
-		case <-c.stop:
-			return
-		case <-t.C:
+// expire drops the members whose sessions expired, and the groups this
+// broker no longer coordinates.
+func (c *Coordinator) expire() {
+	im := c.meta.Image()
+	now := c.now().UnixMilli()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for id, g := range c.groups {
+		if c.owns(im, id) != nil {
+			// Coordination moved away: the new coordinator starts
+			// without these members, who join it again.
+			delete(c.groups, id)
+			continue
 		}
-		im := c.meta.Image()
-		now := c.now().UnixMilli()
-		c.mu.Lock()
-		for id, g := range c.groups {
-			if c.owns(im, id) != nil {
-				// Coordination moved away: the new coordinator starts
-				// without these members, who join it again.
-				delete(c.groups, id)
-				continue
-			}
-			for _, m := range g.Expire(now) {
-				c.logger.Info().Str("group", id).Str("member", m).Msg("share group member session expired")
-			}
+		for _, m := range g.Expire(now) {
+			c.logger.Info().Str("group", id).Str("member", m).Msg("share group member session expired")
 		}
-		c.mu.Unlock()
 	}
 }

@@ -88,8 +88,7 @@ type Manager struct {
 		// again (released, lock expired), waking parked fetches.
 		avail chan struct{}
 	}
-	stop chan struct{}
-	wg   sync.WaitGroup
+	sweeper *loop
 }
 
 // ManagerOption configures a Manager.
@@ -101,7 +100,7 @@ func WithClock(now func() time.Time) ManagerOption { return func(m *Manager) { m
 // NewManager starts the manager and its sweeper (lock expiry, dropping
 // partitions no longer led here, checkpoints).
 func NewManager(cfg Config, meta cluster.Metadata, reps Replicas, logger zerolog.Logger, opts ...ManagerOption) *Manager {
-	m := &Manager{cfg: cfg, meta: meta, reps: reps, logger: logger, now: time.Now, stop: make(chan struct{})}
+	m := &Manager{cfg: cfg, meta: meta, reps: reps, logger: logger, now: time.Now}
 	for _, o := range opts {
 		o(m)
 	}
@@ -111,16 +110,19 @@ func NewManager(cfg Config, meta cluster.Metadata, reps Replicas, logger zerolog
 	m.mu.parts = map[stateKey]*Partition{}
 	m.mu.sessions = map[sessionKey]*session{}
 	m.mu.avail = make(chan struct{})
-	m.wg.Add(1)
-	go m.sweep()
+	lastCheckpoint := m.now()
+	m.sweeper = startLoop(sweepInterval, func() {
+		m.expire()
+		if m.now().Sub(lastCheckpoint) >= m.cfg.CheckpointInterval {
+			lastCheckpoint = m.now()
+			m.checkpoint()
+		}
+	})
 	return m
 }
 
 // Close stops the sweeper.
-func (m *Manager) Close() {
-	close(m.stop)
-	m.wg.Wait()
-}
+func (m *Manager) Close() { m.sweeper.Close() }
 
 func (m *Manager) nowMs() int64 { return m.now().UnixMilli() }
 
@@ -631,27 +633,9 @@ func (m *Manager) closeSession(sk sessionKey, s *session) {
 	m.releaseSessionLocked(m.meta.Image(), sk, s)
 }
 
-// sweepInterval is how often lock expiry is checked.
+// sweepInterval is how often lock expiry is checked, and whether a
+// checkpoint is due.
 const sweepInterval = 250 * time.Millisecond
-
-func (m *Manager) sweep() {
-	defer m.wg.Done()
-	t := time.NewTicker(sweepInterval)
-	defer t.Stop()
-	lastCheckpoint := m.now()
-	for {
-		select {
-		case <-m.stop:
-			return
-		case <-t.C:
-		}
-		m.expire()
-		if m.now().Sub(lastCheckpoint) >= m.cfg.CheckpointInterval {
-			lastCheckpoint = m.now()
-			m.checkpoint()
-		}
-	}
-}
 
 // expire releases expired locks and drops the share partitions of
 // partitions this broker no longer leads.
