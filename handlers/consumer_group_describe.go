@@ -12,7 +12,6 @@ package handlers
 import (
 	"bytes"
 	"context"
-	"math"
 	"slices"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -50,10 +49,7 @@ func (h *Handlers) consumerGroupDescribe(_ context.Context, req *protocol.Reques
 	for _, id := range r.Groups {
 		rg := kmsg.NewConsumerGroupDescribeResponseGroup()
 		rg.Group = id
-		rg.AuthorizedOperations = math.MinInt32
-		if r.IncludeAuthorizedOperations {
-			rg.AuthorizedOperations = groupOperations
-		}
+		rg.AuthorizedOperations = groupAuthorizedOperations(r.IncludeAuthorizedOperations)
 		if c == nil {
 			rg.ErrorCode = errorCode(group.ErrCoordinatorNotAvailable)
 			resp.Groups = append(resp.Groups, rg)

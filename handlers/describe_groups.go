@@ -22,6 +22,17 @@ import (
 // DELETE (6) and DESCRIBE (8).
 const groupOperations = 1<<3 | 1<<6 | 1<<8
 
+// groupAuthorizedOperations is a described group's AuthorizedOperations:
+// groupOperations when the request asks for them, else INT32_MIN (not
+// asked), as DescribeGroups, ConsumerGroupDescribe and ShareGroupDescribe
+// all answer.
+func groupAuthorizedOperations(include bool) int32 {
+	if include {
+		return groupOperations
+	}
+	return math.MinInt32
+}
+
 func (h *Handlers) registerDescribeGroups(reg *protocol.Registry) {
 	reg.Register(15, 0, 5, h.describeGroups)
 }
@@ -33,10 +44,7 @@ func (h *Handlers) describeGroups(_ context.Context, req *protocol.Request) (kms
 	for _, id := range r.Groups {
 		rg := kmsg.NewDescribeGroupsResponseGroup()
 		rg.Group = id
-		rg.AuthorizedOperations = math.MinInt32
-		if r.IncludeAuthorizedOperations {
-			rg.AuthorizedOperations = groupOperations
-		}
+		rg.AuthorizedOperations = groupAuthorizedOperations(r.IncludeAuthorizedOperations)
 		if c == nil {
 			rg.ErrorCode = errorCode(group.ErrCoordinatorNotAvailable)
 			resp.Groups = append(resp.Groups, rg)

@@ -10,7 +10,6 @@ package handlers
 
 import (
 	"context"
-	"math"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -29,10 +28,7 @@ func (h *Handlers) shareGroupDescribe(_ context.Context, req *protocol.Request) 
 	for _, id := range r.GroupIDs {
 		rg := kmsg.NewShareGroupDescribeResponseGroup()
 		rg.GroupID = id
-		rg.AuthorizedOperations = math.MinInt32
-		if r.IncludeAuthorizedOperations {
-			rg.AuthorizedOperations = groupOperations
-		}
+		rg.AuthorizedOperations = groupAuthorizedOperations(r.IncludeAuthorizedOperations)
 		if !h.shareReady() {
 			rg.ErrorCode = shareErrorCode(share.ErrCoordinatorUnavailable)
 			resp.Groups = append(resp.Groups, rg)
