@@ -287,18 +287,33 @@ func runProduce(ctx context.Context, c *loadConfig) (*result, error) {
 	return r, nil
 }
 
-// partitionBounds lists each partition's start and end offsets. Right after
-// a topic is created a node may not know yet that it leads a partition, so
-// retriable errors are retried for a while, as clients do.
-func partitionBounds(ctx context.Context, cl *kgo.Client, topic string) (map[int32][2]int64, error) {
+// partitionBounds lists each partition's start and end offsets of the
+// config's topic, through a client of its own. Right after a topic is
+// created a node may not know yet that it leads a partition, so retriable
+// errors are retried for a while, as clients do.
+func (c *loadConfig) partitionBounds(ctx context.Context) (map[int32][2]int64, error) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.brokers...))
+	if err != nil {
+		return nil, err
+	}
+	defer cl.Close()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		b, err := listBounds(ctx, cl, topic)
+		b, err := listBounds(ctx, cl, c.topic)
 		if err == nil || !kerr.IsRetriable(err) || time.Now().After(deadline) || ctx.Err() != nil {
 			return b, err
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// partitionConsumer is a client that reads the config's topic, without a
+// group, each partition from its offset in offsets.
+func (c *loadConfig) partitionConsumer(offsets map[int32]kgo.Offset, opts ...kgo.Opt) (*kgo.Client, error) {
+	return kgo.NewClient(append([]kgo.Opt{
+		kgo.SeedBrokers(c.brokers...),
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{c.topic: offsets}),
+	}, opts...)...)
 }
 
 func listBounds(ctx context.Context, cl *kgo.Client, topic string) (map[int32][2]int64, error) {
@@ -332,12 +347,7 @@ func listBounds(ctx context.Context, cl *kgo.Client, topic string) (map[int32][2
 // read up to the end offsets captured when it started, or maxBytes /
 // maxRecords if one is set and reached first.
 func runConsume(ctx context.Context, c *loadConfig) (*result, error) {
-	probe, err := kgo.NewClient(kgo.SeedBrokers(c.brokers...))
-	if err != nil {
-		return nil, err
-	}
-	bounds, err := partitionBounds(ctx, probe, c.topic)
-	probe.Close()
+	bounds, err := c.partitionBounds(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -349,10 +359,7 @@ func runConsume(ctx context.Context, c *loadConfig) (*result, error) {
 			remaining[p] = b[1]
 		}
 	}
-	cl, err := kgo.NewClient(
-		kgo.SeedBrokers(c.brokers...),
-		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{c.topic: offsets}),
-	)
+	cl, err := c.partitionConsumer(offsets)
 	if err != nil {
 		return nil, err
 	}
@@ -401,12 +408,7 @@ func runEndToEnd(ctx context.Context, c *loadConfig) (*result, error) {
 		return nil, fmt.Errorf("end-to-end records need at least 8 bytes, got %d", c.recordSize)
 	}
 	base := time.Now()
-	probe, err := kgo.NewClient(kgo.SeedBrokers(c.brokers...))
-	if err != nil {
-		return nil, err
-	}
-	bounds, err := partitionBounds(ctx, probe, c.topic)
-	probe.Close()
+	bounds, err := c.partitionBounds(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -414,11 +416,7 @@ func runEndToEnd(ctx context.Context, c *loadConfig) (*result, error) {
 	for p, b := range bounds {
 		offsets[p] = kgo.NewOffset().At(b[1])
 	}
-	cons, err := kgo.NewClient(
-		kgo.SeedBrokers(c.brokers...),
-		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{c.topic: offsets}),
-		kgo.FetchMaxWait(500*time.Millisecond),
-	)
+	cons, err := c.partitionConsumer(offsets, kgo.FetchMaxWait(500*time.Millisecond))
 	if err != nil {
 		return nil, err
 	}
