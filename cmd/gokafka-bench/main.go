@@ -41,6 +41,7 @@ type options struct {
 	consumeBytes int64
 	rssAfter     time.Duration
 	kfakePersist bool
+	dropCaches   bool
 	keepLogs     bool
 	logLevel     string
 	jsonPath     string
@@ -87,6 +88,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	consumeBytes := fs.String("consume-bytes", "1GiB", "s4: bytes written beforehand and read back (suffixes KiB, MiB, GiB, KB, MB, GB)")
 	fs.DurationVar(&o.rssAfter, "rss-after", 3*time.Second, "s6: read the servers' RSS this long after their start")
 	fs.BoolVar(&o.kfakePersist, "kfake-persist", true, "give kfake a data directory so it writes its segments to disk as gokafka does")
+	fs.BoolVar(&o.dropCaches, "drop-caches", false, "before each round, sync and drop the kernel's page cache (needs root): with the cache full of other files every write first reclaims a page, which on small VMs costs several times the copy itself and varies with what ran before")
 	fs.BoolVar(&o.keepLogs, "keep-logs", false, "keep the servers' temp dirs (data and logs) instead of removing them")
 	fs.StringVar(&o.logLevel, "gokafka-log-level", "warn", "log.level of the gokafka servers (their logs are in the temp dirs; see -keep-logs)")
 	fs.StringVar(&o.jsonPath, "json", "", "also write the scenario results to this JSON file")

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"os"
 	"os/exec"
 	"syscall"
 )
@@ -11,4 +12,11 @@ import (
 // exits, which this program never does.
 func dieWithParent(cmd *exec.Cmd) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+}
+
+// dropPageCache writes back dirty pages and drops the clean page cache,
+// so that every round starts with free memory to write into.
+func dropPageCache() error {
+	syscall.Sync()
+	return os.WriteFile("/proc/sys/vm/drop_caches", []byte("1"), 0)
 }

@@ -2,8 +2,13 @@
 
 package main
 
-import "os/exec"
+import (
+	"errors"
+	"os/exec"
+)
 
 // dieWithParent does nothing where there is no parent-death signal; the
 // CPU and memory readings need Linux's /proc anyway.
 func dieWithParent(*exec.Cmd) {}
+
+func dropPageCache() error { return errors.New("only on Linux") }

@@ -215,6 +215,11 @@ func brief(ms []metric) string {
 
 // round runs one scenario once against a fresh server of system.
 func (r *runner) round(ctx context.Context, sc scenario, system string) (metrics []metric, err error) {
+	if r.opts.dropCaches {
+		if err := dropPageCache(); err != nil {
+			return nil, fmt.Errorf("-drop-caches: %w", err)
+		}
+	}
 	srv, err := startServer(serverSpec{
 		system:       system,
 		nodes:        sc.Nodes,
