@@ -53,6 +53,59 @@ func stableWith(g kmsg.ConsumerGroupDescribeResponseGroup, n int, partitions int
 	return nil
 }
 
+// group848 is the setting of a consumer-protocol group test: a cluster,
+// a topic with a producer, and what the test's members read (seen, by
+// topic/value, guarded by mu).
+type group848 struct {
+	t    *testing.T
+	c    *cluster
+	ctx  context.Context
+	prod *kgo.Client
+	mu   sync.Mutex
+	seen map[string]int
+}
+
+// newGroup848 starts a cluster, creates topic and produces its records 0
+// to first-1.
+func newGroup848(t *testing.T, topic string, partitions int32, first int) *group848 {
+	t.Helper()
+	f := &group848{t: t, c: startCluster(t, nil), seen: map[string]int{}}
+	f.c.createTopic(t, topic, partitions, nil)
+	f.ctx = testCtx(t, 3*time.Minute)
+	f.prod = f.c.client(t, kgo.DefaultProduceTopic(topic))
+	f.produce(0, first)
+	return f
+}
+
+// produce produces records from to to-1 (key k<i>, value v<i> zero-padded
+// to five digits) and waits for them to be acknowledged.
+func (f *group848) produce(from, to int) {
+	f.t.Helper()
+	for i := from; i < to; i++ {
+		f.prod.Produce(f.ctx, &kgo.Record{Key: fmt.Appendf(nil, "k%d", i), Value: fmt.Appendf(nil, "v%05d", i)}, func(_ *kgo.Record, err error) {
+			if err != nil {
+				f.t.Errorf("produce: %v", err)
+			}
+		})
+	}
+	if err := f.prod.Flush(f.ctx); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+// read is a check for eventually: nil once the members have read at
+// least n distinct records.
+func (f *group848) read(n int) func() error {
+	return func() error {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		if len(f.seen) < n {
+			return fmt.Errorf("read %d of %d distinct records", len(f.seen), n)
+		}
+		return nil
+	}
+}
+
 // consumer848 is a kgo group member using the consumer protocol that
 // records what it reads and commits after every poll.
 type consumer848 struct {
@@ -101,39 +154,12 @@ func (cc *consumer848) stop() {
 // from the committed offsets, the group is listed and described as a
 // consumer group, and a classic JoinGroup for it is refused.
 func TestConsumerProtocolGroup(t *testing.T) {
-	c := startCluster(t, nil)
 	const topic, group, partitions, total = "g848", "g848-group", 6, 600
-	c.createTopic(t, topic, partitions, nil)
-	ctx := testCtx(t, 3*time.Minute)
-	prod := c.client(t, kgo.DefaultProduceTopic(topic))
-	produce := func(from, to int) {
-		t.Helper()
-		for i := from; i < to; i++ {
-			prod.Produce(ctx, &kgo.Record{Key: fmt.Appendf(nil, "k%d", i), Value: fmt.Appendf(nil, "v%05d", i)}, func(_ *kgo.Record, err error) {
-				if err != nil {
-					t.Errorf("produce: %v", err)
-				}
-			})
-		}
-		if err := prod.Flush(ctx); err != nil {
-			t.Fatal(err)
-		}
-	}
-	produce(0, total/2)
-
-	var mu sync.Mutex
-	seen := map[string]int{}
-	readAll := func(n int) error {
-		mu.Lock()
-		defer mu.Unlock()
-		if len(seen) < n {
-			return fmt.Errorf("read %d of %d distinct records", len(seen), n)
-		}
-		return nil
-	}
+	f := newGroup848(t, topic, partitions, total/2)
+	c, ctx, mu, seen := f.c, f.ctx, &f.mu, f.seen
 	adm := c.client(t)
 
-	a := startConsumer848(t, c, group, &mu, seen, kgo.ConsumeTopics(topic))
+	a := startConsumer848(t, c, group, mu, seen, kgo.ConsumeTopics(topic))
 	eventually(t, 60*time.Second, func() error {
 		g, err := describe848(ctx, adm, group)
 		if err != nil {
@@ -142,7 +168,7 @@ func TestConsumerProtocolGroup(t *testing.T) {
 		return stableWith(g, 1, partitions)
 	})
 
-	b := startConsumer848(t, c, group, &mu, seen, kgo.ConsumeTopics(topic))
+	b := startConsumer848(t, c, group, mu, seen, kgo.ConsumeTopics(topic))
 	eventually(t, 60*time.Second, func() error {
 		g, err := describe848(ctx, adm, group)
 		if err != nil {
@@ -158,8 +184,8 @@ func TestConsumerProtocolGroup(t *testing.T) {
 		}
 		return nil
 	})
-	produce(total/2, total)
-	eventually(t, 60*time.Second, func() error { return readAll(total) })
+	f.produce(total/2, total)
+	eventually(t, 60*time.Second, f.read(total))
 
 	// Listed as a consumer group; the classic APIs do not serve it.
 	lreq := kmsg.NewPtrListGroupsRequest()
@@ -229,7 +255,7 @@ func TestConsumerProtocolGroup(t *testing.T) {
 	})
 
 	// A new member resumes from there: it reads only what comes next.
-	produce(total, total+60)
+	f.produce(total, total+60)
 	mu.Lock()
 	before := len(seen)
 	clear(seen)
@@ -237,8 +263,8 @@ func TestConsumerProtocolGroup(t *testing.T) {
 	if before != total {
 		t.Fatalf("read %d distinct records, want %d", before, total)
 	}
-	resumed := startConsumer848(t, c, group, &mu, seen, kgo.ConsumeTopics(topic))
-	eventually(t, 60*time.Second, func() error { return readAll(60) })
+	resumed := startConsumer848(t, c, group, mu, seen, kgo.ConsumeTopics(topic))
+	eventually(t, 60*time.Second, f.read(60))
 	resumed.stop()
 	mu.Lock()
 	var keys []string
@@ -323,47 +349,18 @@ func TestConsumerProtocolRegexSubscription(t *testing.T) {
 // they are unknown and rejoin; they must carry on, read every record, end
 // up Stable with every partition assigned once, and commit to the end.
 func TestConsumerProtocolCoordinatorFailover(t *testing.T) {
-	c := startCluster(t, nil)
 	const topic, group, partitions, total = "g848-failover", "g848-failover-group", 3, 900
-	c.createTopic(t, topic, partitions, nil)
-	ctx := testCtx(t, 3*time.Minute)
-	prod := c.client(t, kgo.DefaultProduceTopic(topic))
-	produce := func(from, to int) {
-		t.Helper()
-		for i := from; i < to; i++ {
-			prod.Produce(ctx, &kgo.Record{Key: fmt.Appendf(nil, "k%d", i), Value: fmt.Appendf(nil, "v%05d", i)}, func(_ *kgo.Record, err error) {
-				if err != nil {
-					t.Errorf("produce: %v", err)
-				}
-			})
-		}
-		if err := prod.Flush(ctx); err != nil {
-			t.Fatal(err)
-		}
-	}
-	produce(0, total/2)
-
-	var mu sync.Mutex
-	seen := map[string]int{}
-	read := func(n int) func() error {
-		return func() error {
-			mu.Lock()
-			defer mu.Unlock()
-			if len(seen) < n {
-				return fmt.Errorf("read %d of %d distinct records", len(seen), n)
-			}
-			return nil
-		}
-	}
+	f := newGroup848(t, topic, partitions, total/2)
+	c, ctx, mu, seen := f.c, f.ctx, &f.mu, f.seen
 	// kgo's consumer-protocol heartbeat keeps its cached coordinator
 	// across dial errors (a member with partitions drops it when a commit
 	// fails to dial); it looks the coordinator up again once the dead
 	// broker leaves its metadata, which an idle member refreshes only every
 	// metadata.max.age (5 minutes by default).
 	refresh := kgo.MetadataMaxAge(2 * time.Second)
-	a := startConsumer848(t, c, group, &mu, seen, kgo.ConsumeTopics(topic), refresh)
-	b := startConsumer848(t, c, group, &mu, seen, kgo.ConsumeTopics(topic), refresh)
-	eventually(t, 60*time.Second, read(total/2))
+	a := startConsumer848(t, c, group, mu, seen, kgo.ConsumeTopics(topic), refresh)
+	b := startConsumer848(t, c, group, mu, seen, kgo.ConsumeTopics(topic), refresh)
+	eventually(t, 60*time.Second, f.read(total/2))
 
 	adm := c.admin(t)
 	r := adm.FindGroupCoordinators(ctx, group)[group]
@@ -372,9 +369,9 @@ func TestConsumerProtocolCoordinatorFailover(t *testing.T) {
 	}
 	t.Logf("killing coordinator %d", r.NodeID)
 	c.node(r.NodeID).Kill()
-	produce(total/2, total)
+	f.produce(total/2, total)
 
-	eventually(t, 90*time.Second, read(total))
+	eventually(t, 90*time.Second, f.read(total))
 	// A client caches a group's coordinator and does not look again after
 	// dial errors; ask for the probe's only once another node coordinates.
 	eventually(t, 60*time.Second, func() error {
