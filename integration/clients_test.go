@@ -1076,6 +1076,7 @@ func TestClientCompatibility(t *testing.T) {
 		}
 	})
 
+	testReport(t, ccRenderTable(m, families))
 	readme := filepath.Join("..", "README.md")
 	if os.Getenv("GOKAFKA_UPDATE_README") != "" {
 		ccUpdateReadme(t, m, families, readme)

@@ -8,6 +8,7 @@
 //	GOKAFKA_TEST_SHOW_LOGS=1           print the broker log tail for passing tests too
 //	GOKAFKA_TEST_LOG_LEVEL=debug       the brokers' log.level (default info)
 //	GOKAFKA_TEST_CLIENT_LOGS=debug     franz-go client logs on stderr (debug, info, warn)
+//	GOKAFKA_TEST_REPORT=/path/file     append the kgo suite's counts and the client table there
 //
 // GOKAFKA_* variables of the calling shell are not passed to the brokers.
 package integration
@@ -512,6 +513,26 @@ func showConfigs(m map[string]*string) map[string]string {
 		}
 	}
 	return out
+}
+
+// testReport appends text to the file GOKAFKA_TEST_REPORT names, if set:
+// .ci/run prints that file after the test command, so that CI's log shows
+// results that go test keeps to itself for passing tests (the kgo suite's
+// counts, the client compatibility table).
+func testReport(t testing.TB, text string) {
+	path := os.Getenv("GOKAFKA_TEST_REPORT")
+	if path == "" {
+		return
+	}
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		t.Errorf("test report: %v", err)
+		return
+	}
+	defer f.Close()
+	if _, err := fmt.Fprintf(f, "== %s\n%s\n\n", t.Name(), strings.TrimRight(text, "\n")); err != nil {
+		t.Errorf("test report: %v", err)
+	}
 }
 
 func envOr(name, def string) string {

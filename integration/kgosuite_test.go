@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -114,8 +115,10 @@ func TestFranzGoSuite(t *testing.T) {
 	}
 	sort.Strings(skipped)
 	sort.Strings(failed)
-	t.Logf("franz-go pkg/kgo suite against 3 gokafka nodes: %d passed, %d skipped, %d failed", len(passed), len(skipped), len(failed))
+	summary := fmt.Sprintf("franz-go pkg/kgo suite against 3 gokafka nodes: %d passed, %d skipped, %d failed", len(passed), len(skipped), len(failed))
+	t.Log(summary)
 	t.Logf("skipped: %s", strings.Join(skipped, ", "))
+	testReport(t, summary+"\nskipped: "+strings.Join(skipped, ", ")+"\nfailed: "+strings.Join(failed, ", "))
 	subCounts := map[string]int{}
 	var subSkipped []string
 	for name, res := range subResults {
