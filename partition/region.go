@@ -69,10 +69,17 @@ func scanBatches(f dupFile, pos, end int64, first BatchHeader, maxBytes int32, m
 	var winAt int64 // file position of win[0]
 	next := int64(-1)
 	p := int64(0) // bytes of whole batches found so far
+	// After a batch larger than the window, read only the next header:
+	// the window would hold nothing else of use.
+	headerOnly := false
 	for p < limit {
 		at := pos + p
 		if at < winAt || at+BatchHeaderSize > winAt+int64(len(win)) {
-			n, err := f.ReadAt((*bp)[:min(int64(scanWindow), limit-p)], at)
+			want := min(int64(scanWindow), limit-p)
+			if headerOnly {
+				want = min(BatchHeaderSize, limit-p)
+			}
+			n, err := f.ReadAt((*bp)[:want], at)
 			if n < BatchHeaderSize && err != nil && err != io.EOF {
 				return nil, nil, -1, fmt.Errorf("read batch header at %d: %w", at, err)
 			}
@@ -96,6 +103,7 @@ func scanBatches(f dupFile, pos, end int64, first BatchHeader, maxBytes int32, m
 		}
 		next = base + int64(int32(binary.BigEndian.Uint32(h[offLastOffsetDelta:]))) + 1
 		p += size
+		headerOnly = size > scanWindow
 	}
 	if p == 0 {
 		return nil, nil, -1, nil
