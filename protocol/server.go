@@ -312,7 +312,8 @@ func (c *conn) readFailed(err error) {
 }
 
 // serve decodes and handles one frame. It returns the encoded response
-// (nil when none is due) and false when the connection must close.
+// (an empty frame when none is due) and false when the connection must
+// close. Nothing of in is referenced once it returns (see putRequestBuf).
 func (c *conn) serve(in []byte) (out frame, ok bool) {
 	h, err := parseHeaderPrefix(in)
 	if err != nil {
