@@ -313,7 +313,7 @@ func (c *conn) readFailed(err error) {
 
 // serve decodes and handles one frame. It returns the encoded response
 // (an empty frame when none is due) and false when the connection must
-// close. Nothing of in is referenced once it returns (see putRequestBuf).
+// close. Nothing keeps a Produce frame once it returns (see putRequestBuf).
 func (c *conn) serve(in []byte) (out frame, ok bool) {
 	h, err := parseHeaderPrefix(in)
 	if err != nil {
