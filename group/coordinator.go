@@ -616,43 +616,14 @@ func (c *Coordinator) LeaveGroup(groupID string, members []LeaveMember) (error, 
 // group's __consumer_offsets partition. The topic is created on the first
 // call, with min(offsets.topic.replication.factor, live brokers) replicas.
 func (c *Coordinator) Coordinator(ctx context.Context, groupID string) (cluster.BrokerInfo, error) {
-	im := c.meta.Image()
-	t := im.Topic(OffsetsTopic)
-	if t == nil {
-		live := 0
-		for _, b := range im.Brokers {
-			if !b.Fenced {
-				live++
-			}
-		}
-		rf := min(int(c.cfg.OffsetsTopicReplicationFactor), live)
-		if rf < 1 {
-			return cluster.BrokerInfo{}, ErrCoordinatorNotAvailable
-		}
-		compact, seg, prod := "compact", strconv.FormatInt(c.cfg.OffsetsTopicSegmentBytes, 10), "producer"
-		errs := c.meta.CreateTopics(ctx, []cluster.TopicSpec{{
-			Name: OffsetsTopic, NumPartitions: c.cfg.OffsetsTopicNumPartitions, ReplicationFactor: int16(rf),
-			Configs: map[string]*string{"cleanup.policy": &compact, "segment.bytes": &seg, "compression.type": &prod},
-		}}, false)
-		if err := errs[0]; err != nil && !errors.Is(err, cluster.ErrTopicExists) {
-			c.logger.Warn().Err(err).Msg("creating the offsets topic failed")
-			return cluster.BrokerInfo{}, fmt.Errorf("%w: creating %s: %v", ErrCoordinatorNotAvailable, OffsetsTopic, err)
-		}
-		c.logger.Info().Int32("partitions", c.cfg.OffsetsTopicNumPartitions).Int("replication_factor", rf).Msg("created the offsets topic")
-		im = c.meta.Image()
-		if t = im.Topic(OffsetsTopic); t == nil {
-			return cluster.BrokerInfo{}, ErrCoordinatorNotAvailable
-		}
-	}
-	if len(t.Partitions) == 0 {
-		return cluster.BrokerInfo{}, ErrCoordinatorNotAvailable
-	}
-	p := t.Partitions[partitionFor(groupID, int32(len(t.Partitions)))]
-	b, ok := im.Brokers[p.Leader]
-	if p.Leader < 0 || !ok || b.Fenced {
-		return cluster.BrokerInfo{}, ErrCoordinatorNotAvailable
-	}
-	return b, nil
+	return CoordinatorFor(ctx, c.meta, InternalTopic{
+		Name: OffsetsTopic, NumPartitions: c.cfg.OffsetsTopicNumPartitions,
+		ReplicationFactor: c.cfg.OffsetsTopicReplicationFactor,
+		Configs: map[string]string{
+			"cleanup.policy": "compact", "compression.type": "producer",
+			"segment.bytes": strconv.FormatInt(c.cfg.OffsetsTopicSegmentBytes, 10),
+		},
+	}, groupID, c.logger)
 }
 
 // PartitionFor returns the __consumer_offsets partition of a group given

@@ -560,48 +560,15 @@ func (c *Coordinator) Coordinator(ctx context.Context, id string) (cluster.Broke
 	if id == "" {
 		return cluster.BrokerInfo{}, fmt.Errorf("%w: empty transactional id", ErrInvalidRequest)
 	}
-	im := c.meta.Image()
-	t := im.Topic(StateTopic)
-	if t == nil {
-		live := 0
-		for _, b := range im.Brokers {
-			if !b.Fenced {
-				live++
-			}
-		}
-		rf := min(int(c.cfg.ReplicationFactor), live)
-		if rf < 1 {
-			return cluster.BrokerInfo{}, ErrCoordinatorNotAvailable
-		}
-		compact, seg := "compact", strconv.FormatInt(c.cfg.SegmentBytes, 10)
-		minISR := strconv.Itoa(min(int(c.cfg.MinISR), rf))
-		unclean, comp := "false", "uncompressed"
-		errs := c.meta.CreateTopics(ctx, []cluster.TopicSpec{{
-			Name: StateTopic, NumPartitions: c.cfg.NumPartitions, ReplicationFactor: int16(rf),
-			Configs: map[string]*string{
-				"cleanup.policy": &compact, "segment.bytes": &seg, "min.insync.replicas": &minISR,
-				"unclean.leader.election.enable": &unclean, "compression.type": &comp,
-			},
-		}}, false)
-		if err := errs[0]; err != nil && !errors.Is(err, cluster.ErrTopicExists) {
-			c.logger.Warn().Err(err).Msg("creating the transaction state topic failed")
-			return cluster.BrokerInfo{}, fmt.Errorf("%w: creating %s: %v", ErrCoordinatorNotAvailable, StateTopic, err)
-		}
-		c.logger.Info().Int32("partitions", c.cfg.NumPartitions).Int("replication_factor", rf).Msg("created the transaction state topic")
-		im = c.meta.Image()
-		if t = im.Topic(StateTopic); t == nil {
-			return cluster.BrokerInfo{}, ErrCoordinatorNotAvailable
-		}
-	}
-	if len(t.Partitions) == 0 {
-		return cluster.BrokerInfo{}, ErrCoordinatorNotAvailable
-	}
-	p := t.Partitions[partitionFor(id, int32(len(t.Partitions)))]
-	b, ok := im.Brokers[p.Leader]
-	if p.Leader < 0 || !ok || b.Fenced {
-		return cluster.BrokerInfo{}, ErrCoordinatorNotAvailable
-	}
-	return b, nil
+	return group.CoordinatorFor(ctx, c.meta, group.InternalTopic{
+		Name: StateTopic, NumPartitions: c.cfg.NumPartitions,
+		ReplicationFactor: c.cfg.ReplicationFactor, MinISR: c.cfg.MinISR,
+		Configs: map[string]string{
+			"cleanup.policy": "compact", "compression.type": "uncompressed",
+			"unclean.leader.election.enable": "false",
+			"segment.bytes":                  strconv.FormatInt(c.cfg.SegmentBytes, 10),
+		},
+	}, id, c.logger)
 }
 
 // Description is a transaction as DescribeTransactions reports it.

@@ -1,11 +1,17 @@
 package txn
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/gokafka/gokafka/group"
+)
 
 // Errors the handlers map to Kafka codes; each is the Kafka error of the
 // same name.
 var (
-	ErrCoordinatorNotAvailable  = errors.New("coordinator not available")
+	// ErrCoordinatorNotAvailable is group's: both coordinators find their
+	// broker with group.CoordinatorFor.
+	ErrCoordinatorNotAvailable  = group.ErrCoordinatorNotAvailable
 	ErrNotCoordinator           = errors.New("not coordinator")
 	ErrCoordinatorLoading       = errors.New("coordinator load in progress")
 	ErrConcurrentTransactions   = errors.New("concurrent transactions")
