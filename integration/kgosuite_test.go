@@ -22,7 +22,8 @@ import (
 // TestIssueProduceBrokerTooOldFailsRecords skips against any broker whose
 // ApiVersions lists Produce v0-v2. Kafka 4.x lists them on its broker
 // listeners although it no longer serves them (KAFKA-18659): librdkafka
-// before 2.8 compresses nothing for a broker that does not list them.
+// releases without the fix for librdkafka issue 4956 (Debian's 2.0.2
+// among them) compress nothing for a broker that does not list them.
 // gokafka lists them for the same reason, so that test skips here as it
 // does against Kafka itself.
 var expectedKgoSkips = regexp.MustCompile(`SCRAM|OAuth|ProduceBrokerTooOld`)
