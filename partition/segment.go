@@ -58,6 +58,9 @@ type segment struct {
 	rollBaseTs      int64
 	created         time.Time
 	bytesSinceIndex int64
+	// unclean is set when a failed append could not be cut back from the
+	// files; see repairLocked.
+	unclean bool
 }
 
 func createSegment(fs FS, dir string, base int64, now time.Time) (*segment, error) {
@@ -70,7 +73,16 @@ func createSegment(fs FS, dir string, base int64, now time.Time) (*segment, erro
 			}
 		}
 	}
-	return openSegment(fs, dir, base, now)
+	s, err := openSegment(fs, dir, base, now)
+	if err != nil {
+		// Leave no half-created segment (a .log without its indexes, say)
+		// for the next open to mistake for the active one.
+		for _, suf := range []string{logSuffix, indexSuffix, timeIndexSuffix} {
+			_ = fs.Remove(stem + suf)
+		}
+		return nil, err
+	}
+	return s, nil
 }
 
 func openSegment(fs FS, dir string, base int64, now time.Time) (*segment, error) {
@@ -132,21 +144,47 @@ func (s *segment) indexFull(cfg Config) bool {
 }
 
 // appendLocked writes whole batches (already carrying their final offsets)
-// at the end of the segment and extends the indexes. On a write error the
-// file is cut back so the segment stays a sequence of whole batches.
+// at the end of the segment and extends the indexes. It is all or nothing:
+// if the log write or either index write fails, the files are cut back and
+// the in-memory state restored, so that a retry writes the same offsets
+// once and the segment never runs ahead of the log end offset.
 func (s *segment) appendLocked(data []byte, hdrs []BatchHeader, cfg Config) error {
-	start := s.size
-	if n, err := s.log.Write(data); err != nil || n != len(data) {
-		if terr := s.log.Truncate(start); terr != nil {
-			return fmt.Errorf("append failed (%v) and could not be undone: %w", err, terr)
+	if s.unclean {
+		if err := s.repairLocked(); err != nil {
+			return fmt.Errorf("undoing an earlier failed append: %w", err)
 		}
-		if err == nil {
-			err = io.ErrShortWrite
-		}
-		return err
 	}
-	s.size += int64(len(data))
-	return s.indexBatchesLocked(start, hdrs, cfg)
+	saved := *s
+	idxLen, tidxLen := len(s.idx.buf), len(s.tidx.buf)
+	start := s.size
+	n, err := s.log.Write(data)
+	if err == nil && n != len(data) {
+		err = io.ErrShortWrite
+	}
+	if err == nil {
+		s.size += int64(len(data))
+		if err = s.indexBatchesLocked(start, hdrs, cfg); err == nil {
+			return nil
+		}
+	}
+	// Undo: the in-memory state is the truth, the files are cut back to it.
+	*s = saved
+	s.idx.buf = s.idx.buf[:idxLen:idxLen]
+	s.tidx.buf = s.tidx.buf[:tidxLen:tidxLen]
+	if rerr := s.repairLocked(); rerr != nil {
+		return fmt.Errorf("append failed (%w) and could not be undone yet: %v", err, rerr)
+	}
+	return err
+}
+
+// repairLocked cuts the segment's files back to the in-memory state after a
+// failed append. While it has not succeeded the segment is unclean: the
+// next append (or roll) retries it first, so that nothing is ever written
+// after bytes that were never acknowledged.
+func (s *segment) repairLocked() error {
+	err := errors.Join(s.log.Truncate(s.size), s.idx.f.Truncate(int64(len(s.idx.buf))), s.tidx.f.Truncate(int64(len(s.tidx.buf))))
+	s.unclean = err != nil
+	return err
 }
 
 // indexBatchesLocked updates the in-memory state and the indexes for whole
