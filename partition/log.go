@@ -73,6 +73,9 @@ type Log struct {
 	// ckMu serialises writes of leader-epoch-checkpoint so that the newest
 	// snapshot is the one left on disk.
 	ckMu sync.Mutex
+	// afterTruncate, if set (by the Manager, before the log is shared),
+	// runs at the end of syncTruncation to rewrite the root checkpoints.
+	afterTruncate func() error
 	// fl is the group-commit state; see flushTo.
 	fl struct {
 		sync.Mutex
@@ -90,10 +93,14 @@ type Log struct {
 		leo, hw, logStart, recoveryPoint int64
 		epochs                           epochCache
 		lastFlush                        time.Time
-		// newSegments is set when segment files were created since the
-		// directory was last synced.
+		// newSegments is set when segment files were created (or, by a
+		// truncation, removed) since the directory was last synced.
 		newSegments bool
-		closed      bool
+		// truncPending is set from a truncation until it is durable (see
+		// syncTruncation); cut holds the segments whose files it cut.
+		truncPending bool
+		cut          []*segment
+		closed       bool
 	}
 }
 
@@ -293,6 +300,11 @@ func (l *Log) load(opts OpenOptions) error {
 			return err
 		}
 	}
+	// Producer snapshots above the log end describe batches lost to a
+	// crash or to a truncation interrupted before it removed them.
+	if err := l.removeProducerSnapshotsAboveLocked(l.mu.leo); err != nil {
+		return err
+	}
 	l.mu.hw = min(max(opts.HighWatermark, l.mu.logStart), l.mu.leo)
 	if opts.CleanShutdown {
 		l.mu.recoveryPoint = l.mu.leo
@@ -331,6 +343,14 @@ func (l *Log) load(opts OpenOptions) error {
 			return err
 		}
 		l.mu.epochs.dirty = false
+	}
+	if l.mu.truncPending {
+		// Removed snapshots or a fresh start at the log start (clean
+		// shutdown; recovery above already synced everything otherwise).
+		if err := syncFiles(l.fs, l.dir, l.mu.newSegments, l.mu.cut); err != nil {
+			return err
+		}
+		l.mu.truncPending, l.mu.newSegments, l.mu.cut = false, false, nil
 	}
 	l.logger.Debug().Int64("logStartOffset", l.mu.logStart).Int64("logEndOffset", l.mu.leo).
 		Int64("recoveryPoint", l.mu.recoveryPoint).Int("segments", len(l.mu.segs)).Bool("clean", opts.CleanShutdown).Msg("log loaded")
@@ -610,21 +630,20 @@ func (l *Log) maybeRollLocked(cfg Config, size, incomingMaxTs, first, last int64
 }
 
 // rollLocked makes a new empty active segment at base. An empty active
-// segment is replaced rather than kept.
+// segment is replaced rather than kept. The new segment is created before
+// anything of the old one goes, so a failure (EMFILE, ENOSPC) leaves the
+// log as it was, never without a segment.
 func (l *Log) rollLocked(base int64, now time.Time) error {
 	old := l.active()
-	if old.size == 0 {
-		if old.base == base {
-			return nil
+	if old.size == 0 && old.base == base {
+		return nil
+	}
+	if old.unclean {
+		if err := old.repairLocked(); err != nil {
+			return fmt.Errorf("undoing an earlier failed append: %w", err)
 		}
-		// The empty segment's names go now; its handles are closed once no
-		// reader can hold a snapshot of it (see retireLocked).
-		if err := old.removeFiles(l.fs); err != nil {
-			return err
-		}
-		l.mu.segs = l.mu.segs[:len(l.mu.segs)-1]
-		l.retireLocked(old)
-	} else {
+	}
+	if old.size > 0 {
 		if base < old.next {
 			return fmt.Errorf("roll at %d below the active segment's end %d", base, old.next)
 		}
@@ -635,6 +654,17 @@ func (l *Log) rollLocked(base int64, now time.Time) error {
 	s, err := createSegment(l.fs, l.dir, base, now)
 	if err != nil {
 		return err
+	}
+	if old.size == 0 {
+		// The empty segment's names go now; its handles are closed once no
+		// reader can hold a snapshot of it (see retireLocked). If a name
+		// cannot be removed, the empty file left behind holds no data and
+		// a later open treats it as a gap before its successor.
+		if err := old.removeFiles(l.fs); err != nil {
+			l.logger.Warn().Err(err).Int64("segment", old.base).Msg("removing replaced empty segment")
+		}
+		l.mu.segs = l.mu.segs[:len(l.mu.segs)-1]
+		l.retireLocked(old)
 	}
 	l.mu.segs = append(l.mu.segs, s)
 	l.mu.newSegments = true
@@ -960,17 +990,22 @@ func (l *Log) EpochEntries() [][2]int64 {
 
 // TruncateTo removes every batch at or after offset (a follower diverged
 // from its leader). A batch that straddles offset is removed whole, so the
-// LEO may end below offset. HW, recovery point and epoch cache follow.
+// LEO may end below offset. HW, recovery point, epoch cache and producer
+// snapshots above the new end follow. The truncation is durable when
+// TruncateTo returns (see syncTruncation): a follower fetches past the
+// truncation point only after it, so a crash cannot bring the divergent
+// batches back under data fetched since. A call that truncates nothing
+// still completes an earlier truncation that failed to become durable.
 func (l *Log) TruncateTo(offset int64) error {
 	l.lifeMu.Lock()
-	defer l.lifeMu.Unlock()
 	l.mu.Lock()
 	err := l.truncateToLocked(offset)
 	l.mu.Unlock()
+	l.lifeMu.Unlock()
 	if err != nil {
 		return err
 	}
-	return l.writeEpochCheckpoint()
+	return l.syncTruncation()
 }
 
 func (l *Log) truncateToLocked(offset int64) error {
@@ -987,41 +1022,61 @@ func (l *Log) truncateToLocked(offset int64) error {
 		return l.truncateFullyLocked(offset)
 	}
 	l.logger.Info().Int64("offset", offset).Int64("logEndOffset", l.mu.leo).Msg("truncating log")
+	// From here on the files change: whatever happens, the directory and
+	// the cut segment must be synced before the truncation counts as done.
+	l.mu.truncPending = true
 	// Whole segments at or after offset go (one whose base == offset is
 	// emptied and kept if it is the first); then the new last one is cut.
+	// The list is shortened first, so that a failed removal leaves it
+	// consistent (the files left behind are all above the new end, where
+	// recovery after a crash drops them: see load).
 	keep := len(l.mu.segs)
 	for keep > 1 && l.mu.segs[keep-1].base >= offset {
 		keep--
 	}
-	for _, s := range l.mu.segs[keep:] {
+	dead := l.mu.segs[keep:]
+	l.mu.segs = l.mu.segs[:keep]
+	if len(dead) > 0 {
+		l.mu.newSegments = true
+	}
+	var errs []error
+	for _, s := range dead {
 		if err := s.close(); err != nil {
 			l.logger.Warn().Err(err).Msg("closing truncated segment")
 		}
-		if err := s.removeFiles(l.fs); err != nil {
-			return err
-		}
+		errs = append(errs, s.removeFiles(l.fs))
 	}
-	l.mu.segs = l.mu.segs[:keep]
 	last := l.active()
+	l.noteCutLocked(last)
 	if _, err := last.truncateToLocked(offset); err != nil {
-		return err
+		// The LEO follows what the list now holds, even if the cut failed.
+		errs = append(errs, err)
 	}
-	l.mu.leo = last.next
-	if l.mu.leo < last.base {
-		l.mu.leo = last.base
-	}
+	l.mu.leo = max(last.next, last.base)
 	l.mu.hw = min(l.mu.hw, l.mu.leo)
 	l.mu.recoveryPoint = min(l.mu.recoveryPoint, l.mu.leo)
 	l.mu.logStart = min(l.mu.logStart, l.mu.leo)
 	l.mu.epochs.truncateFromEnd(l.mu.leo)
-	return nil
+	errs = append(errs, l.removeProducerSnapshotsAboveLocked(l.mu.leo))
+	return errors.Join(errs...)
+}
+
+// noteCutLocked records that s's files were cut and must be synced before
+// the truncation is durable.
+func (l *Log) noteCutLocked(s *segment) {
+	for _, c := range l.mu.cut {
+		if c == s {
+			return
+		}
+	}
+	l.mu.cut = append(l.mu.cut, s)
 }
 
 // TruncateFullyAndStartAt deletes every segment and starts an empty log at
-// offset (a follower far behind a leader whose log start passed it).
+// offset (a follower far behind a leader whose log start passed it). Like
+// TruncateTo, it is durable when it returns.
 func (l *Log) TruncateFullyAndStartAt(offset int64) error {
 	l.lifeMu.Lock()
-	defer l.lifeMu.Unlock()
 	l.mu.Lock()
 	var err error
 	if l.mu.closed {
@@ -1030,34 +1085,133 @@ func (l *Log) TruncateFullyAndStartAt(offset int64) error {
 		err = l.truncateFullyLocked(offset)
 	}
 	l.mu.Unlock()
+	l.lifeMu.Unlock()
 	if err != nil {
 		return err
 	}
-	return l.writeEpochCheckpoint()
+	return l.syncTruncation()
 }
 
+// truncateFullyLocked replaces every segment by an empty one at offset. The
+// new segment exists before any old one goes, so a failure to create it
+// (EMFILE, ENOSPC) leaves the log unchanged rather than without segments;
+// a segment already based at offset is emptied and kept instead.
 func (l *Log) truncateFullyLocked(offset int64) error {
 	if offset < 0 {
 		return fmt.Errorf("%w: start at %d", ErrOffsetOutOfRange, offset)
 	}
 	l.logger.Info().Int64("offset", offset).Msg("truncating log fully")
+	var ns *segment
 	for _, s := range l.mu.segs {
-		if err := s.close(); err != nil {
-			l.logger.Warn().Err(err).Msg("closing truncated segment")
+		if s.base == offset {
+			ns = s
 		}
-		if err := s.removeFiles(l.fs); err != nil {
+	}
+	if ns != nil {
+		l.mu.truncPending = true
+		l.noteCutLocked(ns)
+		if _, err := ns.truncateToLocked(offset); err != nil {
 			return err
 		}
+		ns.unclean = false
+		ns.created = l.now()
+	} else {
+		s, err := createSegment(l.fs, l.dir, offset, l.now())
+		if err != nil {
+			return err
+		}
+		ns = s
+		l.mu.truncPending = true
 	}
-	l.mu.segs = nil
-	s, err := createSegment(l.fs, l.dir, offset, l.now())
-	if err != nil {
-		return err
-	}
-	l.mu.segs = []*segment{s}
+	old := l.mu.segs
+	l.mu.segs = []*segment{ns}
+	l.mu.cut = []*segment{ns}
 	l.mu.newSegments = true
 	l.mu.leo, l.mu.hw, l.mu.logStart, l.mu.recoveryPoint = offset, offset, offset, offset
 	l.mu.epochs.clear()
+	var errs []error
+	for _, s := range old {
+		if s == ns {
+			continue
+		}
+		if err := s.close(); err != nil {
+			l.logger.Warn().Err(err).Msg("closing truncated segment")
+		}
+		errs = append(errs, s.removeFiles(l.fs))
+	}
+	// Kafka's truncateFullyAndStartAt drops every producer snapshot too.
+	errs = append(errs, l.removeProducerSnapshotsAboveLocked(-1))
+	return errors.Join(errs...)
+}
+
+// syncTruncation makes the last truncation durable: the partition
+// directory (removed segments and snapshots, a created segment), the files
+// of the segment that was cut, the leader-epoch checkpoint, and then the
+// root checkpoints through afterTruncate, so that the recovery point on
+// disk is not above the new end either. Until all of that succeeded the
+// truncation stays pending and the next TruncateTo or
+// TruncateFullyAndStartAt call retries it.
+func (l *Log) syncTruncation() error {
+	if err := l.writeEpochCheckpoint(); err != nil {
+		return err
+	}
+	l.lifeMu.RLock()
+	l.mu.Lock()
+	if l.mu.closed {
+		l.mu.Unlock()
+		l.lifeMu.RUnlock()
+		return ErrLogClosed
+	}
+	if !l.mu.truncPending {
+		l.mu.Unlock()
+		l.lifeMu.RUnlock()
+		return nil
+	}
+	l.mu.truncPending = false
+	// Only segments still in the list: the others' files are gone.
+	var segs []*segment
+	for _, c := range l.mu.cut {
+		for _, s := range l.mu.segs {
+			if s == c {
+				segs = append(segs, s)
+			}
+		}
+	}
+	l.mu.cut = nil
+	dirSync := l.mu.newSegments
+	l.mu.newSegments = false
+	l.mu.Unlock()
+	err := syncFiles(l.fs, l.dir, dirSync, segs)
+	l.lifeMu.RUnlock()
+	if err == nil && l.afterTruncate != nil {
+		err = l.afterTruncate()
+	}
+	if err != nil {
+		l.mu.Lock()
+		l.mu.truncPending = true
+		l.mu.newSegments = l.mu.newSegments || dirSync
+		for _, s := range segs {
+			l.noteCutLocked(s)
+		}
+		l.mu.Unlock()
+		l.logger.Error().Err(err).Msg("making truncation durable failed")
+		return fmt.Errorf("sync truncation of %s: %w", l.tp, err)
+	}
+	return nil
+}
+
+// syncFiles fsyncs dir (if dirSync) and the three files of each segment.
+func syncFiles(fs FS, dir string, dirSync bool, segs []*segment) error {
+	if dirSync {
+		if err := fs.SyncDir(dir); err != nil {
+			return err
+		}
+	}
+	for _, s := range segs {
+		if err := errors.Join(s.log.Sync(), s.idx.f.Sync(), s.tidx.f.Sync()); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 

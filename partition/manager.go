@@ -97,7 +97,7 @@ func OpenManager(fs FS, cfg ManagerConfig, configFor func(topic string) Config, 
 		opts OpenOptions
 	}
 	var jobs []job
-	var markers []string
+	var markers, staleDirs []string
 	for _, dir := range cfg.Dirs {
 		existed, _, err := fs.Stat(dir)
 		if err != nil {
@@ -128,6 +128,9 @@ func OpenManager(fs FS, cfg ManagerConfig, configFor func(topic string) Config, 
 		names, err := fs.ReadDir(dir)
 		if err != nil {
 			return nil, err
+		}
+		if hasStaleEntries(names, rp, hw, ls) {
+			staleDirs = append(staleDirs, dir)
 		}
 		for _, n := range names {
 			p := filepath.Join(dir, n)
@@ -183,6 +186,7 @@ func OpenManager(fs FS, cfg ManagerConfig, configFor func(topic string) Config, 
 				errs = append(errs, err)
 				return
 			}
+			m.attach(l, j.dir)
 			m.mu.logs[j.tp] = l
 		}()
 	}
@@ -192,6 +196,17 @@ func OpenManager(fs FS, cfg ManagerConfig, configFor func(topic string) Config, 
 			_ = l.Close()
 		}
 		return nil, err
+	}
+	// Entries of partitions whose directory is gone (deleted just before a
+	// crash) go before any log is created: a new log of the same name must
+	// not inherit them after the next crash.
+	for _, dir := range staleDirs {
+		if err := m.writeDirCheckpoints(dir); err != nil {
+			for _, l := range m.mu.logs {
+				_ = l.Close()
+			}
+			return nil, err
+		}
 	}
 	// The marker goes only once every log is loaded; from here on the logs
 	// may change, and a crash must be seen as unclean.
@@ -206,6 +221,31 @@ func OpenManager(fs FS, cfg ManagerConfig, configFor func(topic string) Config, 
 	logger.Info().Int("partitions", len(jobs)).Bool("clean", len(markers) == len(cfg.Dirs)).
 		Dur("took", time.Since(start)).Msg("logs loaded")
 	return m, nil
+}
+
+// hasStaleEntries reports whether a root checkpoint of a log dir names a
+// partition that has no directory there.
+func hasStaleEntries(names []string, cps ...map[TopicPartition]int64) bool {
+	present := map[TopicPartition]bool{}
+	for _, n := range names {
+		if tp, ok := parsePartitionDir(n); ok {
+			present[tp] = true
+		}
+	}
+	for _, cp := range cps {
+		for tp := range cp {
+			if !present[tp] {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// attach hooks a log opened in dir to the root checkpoints of dir, before
+// the log is shared: a truncation rewrites them (see Log.syncTruncation).
+func (m *Manager) attach(l *Log, dir string) {
+	l.afterTruncate = func() error { return m.writeDirCheckpoints(dir) }
 }
 
 // MetadataTopic is the reserved name of the cluster metadata log, whose
@@ -315,6 +355,7 @@ func (m *Manager) GetOrCreate(tp TopicPartition) (*Log, error) {
 		m.mu.Lock()
 		delete(m.mu.creating, tp)
 		if err == nil {
+			m.attach(l, dir)
 			m.mu.logs[tp] = l
 			m.mu.dirs[tp] = dir
 		}
@@ -324,17 +365,22 @@ func (m *Manager) GetOrCreate(tp TopicPartition) (*Log, error) {
 	}
 }
 
-// Delete closes the log of tp and removes its directory.
+// Delete closes the log of tp, removes its directory and rewrites the root
+// checkpoints of its log dir without it (as Kafka's LogManager.asyncDelete
+// does): a topic recreated under the same name must not inherit this log's
+// log start, recovery point or HW after a crash.
 func (m *Manager) Delete(tp TopicPartition) error {
 	m.mu.Lock()
 	l := m.mu.logs[tp]
+	dir := m.mu.dirs[tp]
 	delete(m.mu.logs, tp)
 	delete(m.mu.dirs, tp)
 	m.mu.Unlock()
 	if l == nil {
 		return nil
 	}
-	return l.Delete()
+	err := l.Delete()
+	return errors.Join(err, m.writeDirCheckpoints(dir))
 }
 
 // Partitions lists the partitions this broker holds, sorted.
@@ -439,10 +485,27 @@ func (m *Manager) WriteCheckpoints() error {
 	return m.writeCheckpoints(m.snapshot())
 }
 
-func (m *Manager) writeCheckpoints(logs []logInDir) error {
+// writeDirCheckpoints writes the root checkpoints of one log dir.
+func (m *Manager) writeDirCheckpoints(dir string) error {
+	m.ckMu.Lock()
+	defer m.ckMu.Unlock()
+	var logs []logInDir
+	for _, e := range m.snapshot() {
+		if e.dir == dir {
+			logs = append(logs, e)
+		}
+	}
+	return m.writeCheckpoints(logs, dir)
+}
+
+func (m *Manager) writeCheckpoints(logs []logInDir, only ...string) error {
 	type cps struct{ rp, hw, ls map[TopicPartition]int64 }
 	byDir := map[string]*cps{}
-	for _, d := range m.cfg.Dirs {
+	dirs := m.cfg.Dirs
+	if len(only) > 0 {
+		dirs = only
+	}
+	for _, d := range dirs {
 		byDir[d] = &cps{rp: map[TopicPartition]int64{}, hw: map[TopicPartition]int64{}, ls: map[TopicPartition]int64{}}
 	}
 	for _, e := range logs {
@@ -474,7 +537,17 @@ func (m *Manager) Close() error {
 		return nil
 	}
 	m.mu.closed = true
+	// A log being created now would be missed by the snapshot below and
+	// left open after the clean-shutdown marker is written; no creation
+	// starts once closed is set, so waiting for these is enough.
+	var creating []*sync.WaitGroup
+	for _, wg := range m.mu.creating {
+		creating = append(creating, wg)
+	}
 	m.mu.Unlock()
+	for _, wg := range creating {
+		wg.Wait()
+	}
 	close(m.stop)
 	m.done.Wait()
 

@@ -1,6 +1,7 @@
 package partition
 
 import (
+	"errors"
 	"fmt"
 	"path/filepath"
 	"sort"
@@ -13,8 +14,22 @@ import (
 const producerSnapshotSuffix = ".snapshot"
 
 // WriteProducerSnapshot stores data as the producer state up to end
-// (atomically, fsynced) and removes older snapshots.
+// (atomically, fsynced) and removes older snapshots. A snapshot above the
+// LEO is refused: it could only describe batches a truncation has just
+// removed. The write holds lifeMu shared, so a truncation either precedes
+// it (and the check refuses it) or waits for it (and removes it).
 func (l *Log) WriteProducerSnapshot(end int64, data []byte) error {
+	l.lifeMu.RLock()
+	defer l.lifeMu.RUnlock()
+	l.mu.Lock()
+	closed, leo := l.mu.closed, l.mu.leo
+	l.mu.Unlock()
+	if closed {
+		return ErrLogClosed
+	}
+	if end > leo {
+		return fmt.Errorf("%w: producer snapshot at %d above log end offset %d", ErrOffsetOutOfRange, end, leo)
+	}
 	name := filepath.Join(l.dir, segmentName(end)+producerSnapshotSuffix)
 	if err := writeFileAtomic(l.fs, name, data); err != nil {
 		return fmt.Errorf("write producer snapshot: %w", err)
@@ -31,6 +46,28 @@ func (l *Log) WriteProducerSnapshot(end int64, data []byte) error {
 		}
 	}
 	return nil
+}
+
+// removeProducerSnapshotsAboveLocked deletes the snapshots whose end offset
+// is above end (every one when end < 0), as Kafka does on truncation and
+// on load: they describe batches that are no longer in the log, and would
+// be trusted once the log grows past their offset again. The caller makes
+// the removal durable (see syncTruncation).
+func (l *Log) removeProducerSnapshotsAboveLocked(end int64) error {
+	ends, err := l.producerSnapshots()
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, e := range ends {
+		if e <= end {
+			continue
+		}
+		l.logger.Info().Int64("snapshot", e).Int64("logEndOffset", end).Msg("removing producer snapshot above the log end")
+		errs = append(errs, l.fs.Remove(filepath.Join(l.dir, segmentName(e)+producerSnapshotSuffix)))
+		l.mu.newSegments, l.mu.truncPending = true, true
+	}
+	return errors.Join(errs...)
 }
 
 // LatestProducerSnapshot returns the newest producer snapshot whose end
