@@ -22,6 +22,7 @@
 //	    <20-digit base offset>.index               8-byte entries: relative offset, position (uint32 BE)
 //	    <20-digit base offset>.timeindex           12-byte entries: timestamp int64, relative offset uint32
 //	    leader-epoch-checkpoint                    "0\n<n>\n<epoch> <start offset>\n..."
+//	    <20-digit end offset>.snapshot             producer state up to that offset (idempotent's format)
 //	<log.dir>/<topic>-<partition>.<id>-delete/     a deleted partition, removed at startup
 //
 // Appends rewrite only baseOffset and partitionLeaderEpoch, which the CRC
@@ -59,7 +60,22 @@
 // segments are deleted, indexes are rebuilt and the epoch cache is refilled
 // from the batches. Segments below that, and all segments after a clean
 // shutdown, only get an index sanity check and a scan of the tail after the
-// last index entry; one failing it is recovered the same way.
+// last index entry; one failing it is recovered the same way. Producer
+// snapshots above the recovered end are deleted.
+//
+// An append is all or nothing: if the log or an index write fails, the
+// segment's files are cut back to its in-memory state (and, should that
+// fail too, cut back before the next write). A roll or full truncation
+// creates the new segment before removing old ones, so a failure leaves the
+// log unchanged and never without a segment.
+//
+// Truncation (TruncateTo, TruncateFullyAndStartAt) is durable when it
+// returns, so that a follower never fetches past a truncation a power loss
+// could undo: producer snapshots above the new end are deleted, then the
+// directory, the cut segment and the leader-epoch checkpoint are synced and
+// the Manager rewrites the root checkpoints, whose recovery point must not
+// stay above the new end. Deleting a log rewrites them too, so that a log
+// recreated under the same name never inherits its offsets.
 //
 // # Concurrency
 //
@@ -90,4 +106,8 @@
 //
 // The Manager runs one background goroutine (Start) for retention,
 // flush.ms and the root checkpoints, and opens logs in parallel at startup.
+// Its locks: ckMu (one root checkpoint write at a time) → mu → a Log's mu,
+// taken by checkpoint writes, including the one at the end of a truncation,
+// which runs with no lock of that Log held. Close waits for logs being
+// created before it closes them and writes the clean-shutdown marker.
 package partition
