@@ -100,7 +100,10 @@ type Log struct {
 		// syncTruncation); cut holds the segments whose files it cut.
 		truncPending bool
 		cut          []*segment
-		closed       bool
+		// dead holds segments a truncation dropped whose files could not
+		// be removed yet.
+		dead   []*segment
+		closed bool
 	}
 }
 
@@ -657,11 +660,13 @@ func (l *Log) rollLocked(base int64, now time.Time) error {
 	}
 	if old.size == 0 {
 		// The empty segment's names go now; its handles are closed once no
-		// reader can hold a snapshot of it (see retireLocked). If a name
-		// cannot be removed, the empty file left behind holds no data and
-		// a later open treats it as a gap before its successor.
+		// reader can hold a snapshot of it (see retireLocked). It must not
+		// stay behind the new one: recovery would take it for a segment
+		// that lost its tail and delete everything after it.
 		if err := old.removeFiles(l.fs); err != nil {
-			l.logger.Warn().Err(err).Int64("segment", old.base).Msg("removing replaced empty segment")
+			_ = s.close()
+			_ = s.removeFiles(l.fs)
+			return err
 		}
 		l.mu.segs = l.mu.segs[:len(l.mu.segs)-1]
 		l.retireLocked(old)
@@ -1028,8 +1033,8 @@ func (l *Log) truncateToLocked(offset int64) error {
 	// Whole segments at or after offset go (one whose base == offset is
 	// emptied and kept if it is the first); then the new last one is cut.
 	// The list is shortened first, so that a failed removal leaves it
-	// consistent (the files left behind are all above the new end, where
-	// recovery after a crash drops them: see load).
+	// consistent; the files left behind are removed by syncTruncation
+	// before the truncation counts as done.
 	keep := len(l.mu.segs)
 	for keep > 1 && l.mu.segs[keep-1].base >= offset {
 		keep--
@@ -1044,7 +1049,7 @@ func (l *Log) truncateToLocked(offset int64) error {
 		if err := s.close(); err != nil {
 			l.logger.Warn().Err(err).Msg("closing truncated segment")
 		}
-		errs = append(errs, s.removeFiles(l.fs))
+		errs = append(errs, l.removeDeadLocked(s))
 	}
 	last := l.active()
 	l.noteCutLocked(last)
@@ -1059,6 +1064,17 @@ func (l *Log) truncateToLocked(offset int64) error {
 	l.mu.epochs.truncateFromEnd(l.mu.leo)
 	errs = append(errs, l.removeProducerSnapshotsAboveLocked(l.mu.leo))
 	return errors.Join(errs...)
+}
+
+// removeDeadLocked removes the files of a segment a truncation dropped
+// from the list; if that fails, syncTruncation retries it, since files
+// left above the new end would come back as data at the next open.
+func (l *Log) removeDeadLocked(s *segment) error {
+	err := s.removeFiles(l.fs)
+	if err != nil {
+		l.mu.dead = append(l.mu.dead, s)
+	}
+	return err
 }
 
 // noteCutLocked records that s's files were cut and must be synced before
@@ -1137,7 +1153,7 @@ func (l *Log) truncateFullyLocked(offset int64) error {
 		if err := s.close(); err != nil {
 			l.logger.Warn().Err(err).Msg("closing truncated segment")
 		}
-		errs = append(errs, s.removeFiles(l.fs))
+		errs = append(errs, l.removeDeadLocked(s))
 	}
 	// Kafka's truncateFullyAndStartAt drops every producer snapshot too.
 	errs = append(errs, l.removeProducerSnapshotsAboveLocked(-1))
@@ -1166,6 +1182,14 @@ func (l *Log) syncTruncation() error {
 		l.mu.Unlock()
 		l.lifeMu.RUnlock()
 		return nil
+	}
+	for len(l.mu.dead) > 0 {
+		if err := l.mu.dead[0].removeFiles(l.fs); err != nil {
+			l.mu.Unlock()
+			l.lifeMu.RUnlock()
+			return fmt.Errorf("sync truncation of %s: %w", l.tp, err)
+		}
+		l.mu.dead = l.mu.dead[1:]
 	}
 	l.mu.truncPending = false
 	// Only segments still in the list: the others' files are gone.

@@ -374,6 +374,39 @@ func TestRollFailureNeverLeavesLogWithoutSegment(t *testing.T) {
 	}
 }
 
+func TestRollKeepsEmptySegmentItCannotRemove(t *testing.T) {
+	mem := NewMemFS()
+	var fail atomic.Bool
+	efs := &ErrorFS{FS: mem, Inject: func(op, name string) error {
+		if op == "remove" && fail.Load() && strings.Contains(name, segmentName(0)) {
+			return syscall.EIO
+		}
+		return nil
+	}}
+	l := openTestLog(t, efs, smallConfig(), OpenOptions{CleanShutdown: true})
+	b := simpleBatch(t, 5, 1000, 10)
+	setBaseOffsetAndEpoch(b, 100, 3)
+	fail.Store(true)
+	if _, err := l.AppendAsFollower(append([]byte(nil), b...)); err == nil {
+		t.Fatal("roll replaced an empty segment it could not remove")
+	}
+	fail.Store(false)
+	if _, err := l.AppendAsFollower(append([]byte(nil), b...)); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	// An empty segment left below the new one would be taken for one that
+	// lost its tail, and recovery would delete the segments after it.
+	l2 := openTestLog(t, mem.CrashClone(), smallConfig(), OpenOptions{RecoveryPoint: 0})
+	defer l2.Close()
+	if l2.LogEndOffset() != 105 || l2.NumSegments() != 1 {
+		t.Fatalf("after crash: LEO %d, %d segments", l2.LogEndOffset(), l2.NumSegments())
+	}
+	_ = l.Close()
+}
+
 func TestTruncateFullyFailureNeverLeavesLogWithoutSegment(t *testing.T) {
 	mem := NewMemFS()
 	var fail atomic.Bool
@@ -511,6 +544,51 @@ func TestFollowerTruncationIsDurable(t *testing.T) {
 		defer m2.Close()
 		checkBatches(t, m2.Get(tp), 4, 10)
 	})
+}
+
+func TestTruncationRetriesSegmentRemovalThatFailed(t *testing.T) {
+	small := smallConfig()
+	small.SegmentBytes = 600
+	mem := NewMemFS()
+	var fail atomic.Bool
+	efs := &ErrorFS{FS: mem, Inject: func(op, name string) error {
+		if op == "remove" && fail.Load() && strings.HasSuffix(name, logSuffix) {
+			return syscall.EIO
+		}
+		return nil
+	}}
+	mcfg := ManagerConfig{Dirs: []string{"/d1"}, NodeID: 1, ClusterID: "c1", Defaults: small}
+	m, err := OpenManager(efs, mcfg, nil, testLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	tp := TopicPartition{Topic: "t", Partition: 0}
+	l, _ := m.GetOrCreate(tp)
+	appendRecords(t, l, 10, 10)
+	if err := l.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	fail.Store(true)
+	if err := l.TruncateTo(45); err == nil {
+		t.Fatal("truncation reported done though segment files could not be removed")
+	}
+	if l.LogEndOffset() != 40 {
+		t.Fatalf("LEO %d after truncation to 45", l.LogEndOffset())
+	}
+	if err := l.TruncateTo(45); err == nil {
+		t.Fatal("truncation reported done while segment files are still there")
+	}
+	fail.Store(false)
+	if err := l.TruncateTo(45); err != nil {
+		t.Fatal(err)
+	}
+	m2, err := OpenManager(mem.CrashClone(), mcfg, nil, testLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m2.Close()
+	checkBatches(t, m2.Get(tp), 4, 10)
 }
 
 func TestShutdownWaitsForLogCreatedDuringIt(t *testing.T) {
