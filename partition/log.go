@@ -467,7 +467,9 @@ func (l *Log) Append(records []byte, leaderEpoch int32) (AppendInfo, error) {
 	if err != nil {
 		return AppendInfo{}, err
 	}
-	l.mu.Lock()
+	if err := l.lockForAppend(); err != nil {
+		return AppendInfo{}, err
+	}
 	info, epochChanged, err := l.appendLocked(records, hdrs, leaderEpoch, true)
 	due := l.flushDueLocked()
 	leo := l.mu.leo
@@ -485,12 +487,30 @@ func (l *Log) AppendAsFollower(records []byte) (AppendInfo, error) {
 	if err != nil {
 		return AppendInfo{}, err
 	}
-	l.mu.Lock()
+	if err := l.lockForAppend(); err != nil {
+		return AppendInfo{}, err
+	}
 	info, epochChanged, err := l.appendLocked(records, hdrs, -1, false)
 	due := l.flushDueLocked()
 	leo := l.mu.leo
 	l.mu.Unlock()
 	return l.afterAppend(info, epochChanged, due, leo, err)
+}
+
+// lockForAppend takes mu once no truncation is pending: batches written
+// after a truncation that a crash could still undo would sit on top of the
+// batches it removed. Normally TruncateTo has already made it durable; this
+// completes one whose sync failed.
+func (l *Log) lockForAppend() error {
+	l.mu.Lock()
+	for l.mu.truncPending && !l.mu.closed {
+		l.mu.Unlock()
+		if err := l.syncTruncation(); err != nil {
+			return err
+		}
+		l.mu.Lock()
+	}
+	return nil
 }
 
 func (l *Log) afterAppend(info AppendInfo, epochChanged, flushDue bool, leo int64, err error) (AppendInfo, error) {

@@ -508,42 +508,59 @@ func TestFollowerTruncationIsDurable(t *testing.T) {
 			t.Fatalf("after crash: start %d end %d segments %d", l2.LogStartOffset(), l2.LogEndOffset(), l2.NumSegments())
 		}
 	})
-	t.Run("retried after a failed sync", func(t *testing.T) {
-		mem := NewMemFS()
-		var fail atomic.Bool
-		efs := &ErrorFS{FS: mem, Inject: func(op, name string) error {
-			if op == "syncdir" && fail.Load() {
-				return syscall.EIO
-			}
-			return nil
-		}}
-		m, err := OpenManager(efs, mcfg, nil, testLogger(t))
-		if err != nil {
-			t.Fatal(err)
+	for _, mode := range []string{"retry", "append"} {
+		t.Run("completed after a failed sync by "+mode, func(t *testing.T) { testTruncationSyncFailure(t, mcfg, mode) })
+	}
+}
+
+func testTruncationSyncFailure(t *testing.T, mcfg ManagerConfig, mode string) {
+	tp := TopicPartition{Topic: "t", Partition: 0}
+	mem := NewMemFS()
+	var fail atomic.Bool
+	efs := &ErrorFS{FS: mem, Inject: func(op, name string) error {
+		if op == "syncdir" && fail.Load() {
+			return syscall.EIO
 		}
-		defer m.Close()
-		l, _ := m.GetOrCreate(tp)
-		appendRecords(t, l, 10, 10)
-		if err := l.Flush(); err != nil {
-			t.Fatal(err)
-		}
-		fail.Store(true)
-		if err := l.TruncateTo(45); err == nil {
-			t.Fatal("truncation reported durable though the directory sync failed")
-		}
-		fail.Store(false)
-		// The fetcher retries; nothing is left to cut, but the truncation
-		// must become durable before this returns.
+		return nil
+	}}
+	m, err := OpenManager(efs, mcfg, nil, testLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	l, _ := m.GetOrCreate(tp)
+	appendRecords(t, l, 10, 10)
+	if err := l.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	fail.Store(true)
+	if err := l.TruncateTo(45); err == nil {
+		t.Fatal("truncation reported durable though the directory sync failed")
+	}
+	b := simpleBatch(t, 5, 1000, 10)
+	setBaseOffsetAndEpoch(b, 40, 1)
+	if _, err := l.AppendAsFollower(b); err == nil {
+		t.Fatal("appended past a truncation that is not durable")
+	}
+	fail.Store(false)
+	if mode == "retry" {
+		// The fetcher retries; nothing is left to cut, but the
+		// truncation must become durable before this returns.
 		if err := l.TruncateTo(45); err != nil {
 			t.Fatal(err)
 		}
-		m2, err := OpenManager(mem.CrashClone(), mcfg, nil, testLogger(t))
-		if err != nil {
+	} else {
+		// The next append completes it first.
+		if _, err := l.AppendAsFollower(b); err != nil {
 			t.Fatal(err)
 		}
-		defer m2.Close()
-		checkBatches(t, m2.Get(tp), 4, 10)
-	})
+	}
+	m2, err := OpenManager(mem.CrashClone(), mcfg, nil, testLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m2.Close()
+	checkBatches(t, m2.Get(tp), 4, 10)
 }
 
 func TestTruncationRetriesSegmentRemovalThatFailed(t *testing.T) {
