@@ -74,8 +74,12 @@
 // could undo: producer snapshots above the new end are deleted, then the
 // directory, the cut segment and the leader-epoch checkpoint are synced and
 // the Manager rewrites the root checkpoints, whose recovery point must not
-// stay above the new end. Deleting a log rewrites them too, so that a log
-// recreated under the same name never inherits its offsets.
+// stay above the new end. A truncation whose sync failed stays pending:
+// the next truncation call or append completes it first, and segment files
+// it could not remove are removed then. Deleting a log rewrites the root
+// checkpoints too, so that a log recreated under the same name never
+// inherits its offsets; so does opening the Manager when they name
+// partitions whose directory is gone.
 //
 // # Concurrency
 //
@@ -95,7 +99,7 @@
 //
 // fl is taken before mu and never together with lifeMu. Append and
 // AppendAsFollower hold only mu, including for the write(2) into the page
-// cache; Read snapshots (segment, size, index) under mu and does its I/O
+// cache (after completing a pending truncation, without mu, if one is); Read snapshots (segment, size, index) under mu and does its I/O
 // without it, so reads run concurrently with appends. No lock is held across
 // fsync except lifeMu shared, which only delays truncation and deletion.
 //
