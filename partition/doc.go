@@ -73,8 +73,9 @@
 // returns, so that a follower never fetches past a truncation a power loss
 // could undo: producer snapshots above the new end are deleted, then the
 // directory, the cut segment and the leader-epoch checkpoint are synced and
-// the Manager rewrites the root checkpoints, whose recovery point must not
-// stay above the new end. A truncation whose sync failed stays pending:
+// the Manager rewrites the root checkpoints if their recovery point may be
+// above the new end (it tracks what it last wrote; a follower usually
+// truncates only what it has not flushed, and then nothing is written). A truncation whose sync failed stays pending:
 // the next truncation call or append completes it first, and segment files
 // it could not remove are removed then. Deleting a log rewrites the root
 // checkpoints too, so that a log recreated under the same name never

@@ -43,6 +43,10 @@ type Manager struct {
 
 	// ckMu serialises WriteCheckpoints.
 	ckMu sync.Mutex
+	// rpOnDisk is, per log dir, what its recovery-point checkpoint holds
+	// as far as this process knows; a dir is absent when that is unknown
+	// (a write failed). Guarded by ckMu.
+	rpOnDisk map[string]map[TopicPartition]int64
 
 	mu struct {
 		sync.Mutex
@@ -87,6 +91,7 @@ func OpenManager(fs FS, cfg ManagerConfig, configFor func(topic string) Config, 
 		now = time.Now
 	}
 	m := &Manager{fs: fs, cfg: cfg, configFor: configFor, logger: logger, now: now, stop: make(chan struct{})}
+	m.rpOnDisk = map[string]map[TopicPartition]int64{}
 	m.mu.logs = map[TopicPartition]*Log{}
 	m.mu.dirs = map[TopicPartition]string{}
 	m.mu.creating = map[TopicPartition]*sync.WaitGroup{}
@@ -129,6 +134,7 @@ func OpenManager(fs FS, cfg ManagerConfig, configFor func(topic string) Config, 
 		if err != nil {
 			return nil, err
 		}
+		m.rpOnDisk[dir] = rp
 		if hasStaleEntries(names, rp, hw, ls) {
 			staleDirs = append(staleDirs, dir)
 		}
@@ -243,9 +249,23 @@ func hasStaleEntries(names []string, cps ...map[TopicPartition]int64) bool {
 }
 
 // attach hooks a log opened in dir to the root checkpoints of dir, before
-// the log is shared: a truncation rewrites them (see Log.syncTruncation).
+// the log is shared: a truncation rewrites them (see Log.syncTruncation)
+// when the recovery point on disk may be above the truncated log's.
+// Usually it is not (a follower truncates what it has not flushed yet),
+// and nothing is written.
 func (m *Manager) attach(l *Log, dir string) {
-	l.afterTruncate = func() error { return m.writeDirCheckpoints(dir) }
+	tp := l.TopicPartition()
+	l.afterTruncate = func() error {
+		m.ckMu.Lock()
+		defer m.ckMu.Unlock()
+		if onDisk, known := m.rpOnDisk[dir]; known {
+			// No entry opens with a full recovery, which is safe too.
+			if v, ok := onDisk[tp]; !ok || v <= l.RecoveryPoint() {
+				return nil
+			}
+		}
+		return m.writeDirCheckpointsLocked(dir)
+	}
 }
 
 // MetadataTopic is the reserved name of the cluster metadata log, whose
@@ -489,6 +509,10 @@ func (m *Manager) WriteCheckpoints() error {
 func (m *Manager) writeDirCheckpoints(dir string) error {
 	m.ckMu.Lock()
 	defer m.ckMu.Unlock()
+	return m.writeDirCheckpointsLocked(dir)
+}
+
+func (m *Manager) writeDirCheckpointsLocked(dir string) error {
 	var logs []logInDir
 	for _, e := range m.snapshot() {
 		if e.dir == dir {
@@ -498,6 +522,8 @@ func (m *Manager) writeDirCheckpoints(dir string) error {
 	return m.writeCheckpoints(logs, dir)
 }
 
+// writeCheckpoints writes the root checkpoints of the given logs, in every
+// log dir or only in those named. Needs ckMu.
 func (m *Manager) writeCheckpoints(logs []logInDir, only ...string) error {
 	type cps struct{ rp, hw, ls map[TopicPartition]int64 }
 	byDir := map[string]*cps{}
@@ -519,8 +545,13 @@ func (m *Manager) writeCheckpoints(logs []logInDir, only ...string) error {
 	}
 	var errs []error
 	for dir, c := range byDir {
-		errs = append(errs,
-			writeFileAtomic(m.fs, filepath.Join(dir, recoveryPointCheckpointFile), encodeOffsetCheckpoint(c.rp)),
+		rerr := writeFileAtomic(m.fs, filepath.Join(dir, recoveryPointCheckpointFile), encodeOffsetCheckpoint(c.rp))
+		if rerr == nil {
+			m.rpOnDisk[dir] = c.rp
+		} else {
+			delete(m.rpOnDisk, dir)
+		}
+		errs = append(errs, rerr,
 			writeFileAtomic(m.fs, filepath.Join(dir, replicationCheckpointFile), encodeOffsetCheckpoint(c.hw)),
 			writeFileAtomic(m.fs, filepath.Join(dir, logStartCheckpointFile), encodeOffsetCheckpoint(c.ls)))
 	}
