@@ -681,3 +681,42 @@ func TestShutdownWaitsForLogCreatedDuringIt(t *testing.T) {
 		t.Fatalf("log created during shutdown still open after it: %v", err)
 	}
 }
+
+func TestTruncationOfUnflushedTailWritesNoRootCheckpoint(t *testing.T) {
+	mem := NewMemFS()
+	var writes atomic.Int32
+	efs := &ErrorFS{FS: mem, Inject: func(op, name string) error {
+		if op == "open" && strings.HasSuffix(name, recoveryPointCheckpointFile+tmpSuffix) {
+			writes.Add(1)
+		}
+		return nil
+	}}
+	mcfg := ManagerConfig{Dirs: []string{"/d1"}, NodeID: 1, ClusterID: "c1", Defaults: smallConfig()}
+	m, err := OpenManager(efs, mcfg, nil, testLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	l, _ := m.GetOrCreate(TopicPartition{Topic: "t", Partition: 0})
+	appendRecords(t, l, 5, 10)
+	if err := l.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.WriteCheckpoints(); err != nil {
+		t.Fatal(err)
+	}
+	appendRecords(t, l, 5, 10) // not flushed
+	before := writes.Load()
+	if err := l.TruncateTo(70); err != nil {
+		t.Fatal(err)
+	}
+	if n := writes.Load() - before; n != 0 {
+		t.Fatalf("%d root checkpoint writes for a truncation above the recovery point", n)
+	}
+	if err := l.TruncateTo(30); err != nil {
+		t.Fatal(err)
+	}
+	if n := writes.Load() - before; n != 1 {
+		t.Fatalf("%d root checkpoint writes for a truncation below the recovery point, want 1", n)
+	}
+}
