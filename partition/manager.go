@@ -45,7 +45,7 @@ type Manager struct {
 	ckMu sync.Mutex
 	// rpOnDisk is, per log dir, what its recovery-point checkpoint holds
 	// as far as this process knows; a dir is absent when that is unknown
-	// (a write failed). Guarded by ckMu.
+	// (not written since open, or the write failed). Guarded by ckMu.
 	rpOnDisk map[string]map[TopicPartition]int64
 
 	mu struct {
@@ -134,7 +134,6 @@ func OpenManager(fs FS, cfg ManagerConfig, configFor func(topic string) Config, 
 		if err != nil {
 			return nil, err
 		}
-		m.rpOnDisk[dir] = rp
 		if hasStaleEntries(names, rp, hw, ls) {
 			staleDirs = append(staleDirs, dir)
 		}
