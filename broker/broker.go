@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/gokafka/gokafka/cluster"
 	"github.com/gokafka/gokafka/group"
@@ -75,6 +76,7 @@ type Server struct {
 	shareC   *share.Coordinator
 	shareM   *share.Manager
 	srv      *protocol.Server
+	reg      *protocol.Registry
 
 	listeners []net.Listener
 	serveErr  chan error
@@ -181,6 +183,7 @@ func Start(ctx context.Context, cfg Config, logger zerolog.Logger) (_ *Server, e
 	s.logs.Start()
 
 	reg := protocol.NewRegistry()
+	s.reg = reg
 	s.groups, err = group.New(cfg.Groups, s.meta, group.ReplicaStore(s.replicas), logger.With().Str("component", "groups").Logger())
 	if err != nil {
 		return nil, fmt.Errorf("start group coordinator: %w", err)
@@ -238,6 +241,16 @@ func (s *Server) Addrs() []string {
 	}
 	return out
 }
+
+// Handler returns the handler this broker runs for key at version, as
+// its listeners dispatch it, for callers that serve requests without a
+// connection (fuzzing, embedding).
+func (s *Server) Handler(key, version int16) (protocol.HandlerFunc, bool) {
+	return s.reg.Handler(key, version)
+}
+
+// Versions lists the API keys and version ranges this broker serves.
+func (s *Server) Versions() []kmsg.ApiVersionsResponseApiKey { return s.reg.Versions() }
 
 // ClusterID returns the cluster id.
 func (s *Server) ClusterID() string { return s.meta.Image().ClusterID }

@@ -75,6 +75,16 @@ func (r *Registry) lookup(key int16) (handlerEntry, bool) {
 	return h, ok
 }
 
+// Handler returns the handler serving key at version, as dispatch would
+// call it (wrapped, without the connection's panic recovery).
+func (r *Registry) Handler(key, version int16) (HandlerFunc, bool) {
+	h, ok := r.handlers[key]
+	if !ok || version < h.min || version > h.max || h.fn == nil {
+		return nil, false
+	}
+	return h.fn, true
+}
+
 // Supports reports whether key at version is served.
 func (r *Registry) Supports(key, version int16) bool {
 	h, ok := r.handlers[key]
