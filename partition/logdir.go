@@ -34,6 +34,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -408,6 +409,17 @@ func (m *Manager) DirOf(tp TopicPartition) (string, bool) {
 	return d, ok
 }
 
+// InOfflineDir reports whether tp's log is in a log dir that is offline.
+func (m *Manager) InOfflineDir(tp TopicPartition) bool {
+	m.mu.Lock()
+	d, ok := m.mu.dirs[tp]
+	m.mu.Unlock()
+	return ok && m.dirOffline(d)
+}
+
+// LogDir returns the log dir holding the log.
+func (l *Log) LogDir() string { return l.parent }
+
 // PartitionsIn lists the partitions whose logs are in log dir path,
 // including those of an offline dir.
 func (m *Manager) PartitionsIn(path string) []TopicPartition {
@@ -454,4 +466,77 @@ func FailingFS(fsys FS, dir, trigger string) FS {
 		}
 		return &os.PathError{Op: op, Path: name, Err: errEIO}
 	}}
+}
+
+// PartitionInDir describes one partition's log in DescribeLogDirs.
+type PartitionInDir struct {
+	TP               TopicPartition
+	Size             int64
+	LogEndOffset, HW int64
+}
+
+// LogDirDescription is one log dir with its space and partitions.
+type LogDirDescription struct {
+	LogDirInfo
+	// TotalBytes and UsableBytes are the filesystem's size and the space
+	// left to this process; -1 when unknown (offline, or not a real
+	// filesystem).
+	TotalBytes, UsableBytes int64
+	Partitions              []PartitionInDir
+}
+
+// DescribeLogDirs describes every log dir: an offline one with its error
+// and no partitions, as Kafka's LogManager.describeLogDirs does.
+func (m *Manager) DescribeLogDirs() []LogDirDescription {
+	byDir := map[string][]PartitionInDir{}
+	for _, e := range m.snapshot() {
+		e.l.mu.Lock()
+		closed := e.l.mu.closed
+		pd := PartitionInDir{TP: e.tp, LogEndOffset: e.l.mu.leo, HW: e.l.mu.hw}
+		for _, s := range e.l.mu.segs {
+			pd.Size += s.size
+		}
+		e.l.mu.Unlock()
+		if !closed {
+			byDir[e.dir] = append(byDir[e.dir], pd)
+		}
+	}
+	var out []LogDirDescription
+	for _, info := range m.LogDirs() {
+		d := LogDirDescription{LogDirInfo: info, TotalBytes: -1, UsableBytes: -1}
+		if !info.Offline {
+			d.TotalBytes, d.UsableBytes = m.dirSpace(info.Path)
+			d.Partitions = byDir[info.Path]
+			sort.Slice(d.Partitions, func(i, j int) bool {
+				a, b := d.Partitions[i].TP, d.Partitions[j].TP
+				if a.Topic != b.Topic {
+					return a.Topic < b.Topic
+				}
+				return a.Partition < b.Partition
+			})
+		}
+		out = append(out, d)
+	}
+	return out
+}
+
+// dirSpace returns the size and free space of the filesystem holding dir,
+// -1 when the logs are not on the operating system's filesystem.
+func (m *Manager) dirSpace(dir string) (total, usable int64) {
+	fsys := m.fs
+	for {
+		e, ok := fsys.(*ErrorFS)
+		if !ok {
+			break
+		}
+		fsys = e.FS
+	}
+	if _, ok := fsys.(osFS); !ok {
+		return -1, -1
+	}
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(dir, &st); err != nil {
+		return -1, -1
+	}
+	return int64(st.Blocks) * int64(st.Bsize), int64(st.Bavail) * int64(st.Bsize)
 }
