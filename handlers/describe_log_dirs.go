@@ -13,6 +13,7 @@ package handlers
 
 import (
 	"context"
+	"path/filepath"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -42,6 +43,9 @@ func (h *Handlers) describeLogDirs(_ context.Context, req *protocol.Request) (km
 	for _, d := range h.replicas.DescribeLogDirs() {
 		rd := kmsg.NewDescribeLogDirsResponseDir()
 		rd.Dir = d.Path
+		if abs, err := filepath.Abs(d.Path); err == nil {
+			rd.Dir = abs // Kafka reports absolute paths
+		}
 		rd.TotalBytes, rd.UsableBytes = d.TotalBytes, d.UsableBytes
 		if d.Offline {
 			rd.ErrorCode = kerr.KafkaStorageError.Code

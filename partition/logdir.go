@@ -100,8 +100,13 @@ func (d *logDir) check(op, name string, err error) error {
 	if !isFailure(err) {
 		return err
 	}
-	d.fail(fmt.Errorf("%s %s: %w", op, name, err))
-	return fmt.Errorf("%w: %s %s: %w", ErrStorage, op, name, err)
+	var pe *fs.PathError
+	var le *os.LinkError
+	if !errors.As(err, &pe) && !errors.As(err, &le) {
+		err = fmt.Errorf("%s %s: %w", op, name, err)
+	}
+	d.fail(err)
+	return fmt.Errorf("%w: %w", ErrStorage, err)
 }
 
 // fail takes the dir offline (once).
@@ -449,11 +454,17 @@ var errEIO = syscall.EIO
 // once the file trigger exists. It is the broker's test hook for taking a
 // real log dir offline (see cmd/gokafka: GOKAFKA_TEST_FAIL_LOG_DIR).
 func FailingFS(fsys FS, dir, trigger string) FS {
-	prefix := filepath.Clean(dir) + string(filepath.Separator)
+	abs := func(p string) string {
+		if a, err := filepath.Abs(p); err == nil {
+			return a
+		}
+		return filepath.Clean(p)
+	}
+	prefix := abs(dir) + string(filepath.Separator)
 	var tripped atomic.Bool
 	var mu sync.Mutex
 	return &ErrorFS{FS: fsys, Inject: func(op, name string) error {
-		if !strings.HasPrefix(filepath.Clean(name)+string(filepath.Separator), prefix) {
+		if !strings.HasPrefix(abs(name)+string(filepath.Separator), prefix) {
 			return nil
 		}
 		if !tripped.Load() {

@@ -1,0 +1,199 @@
+package integration
+
+// A failing disk takes its log dir offline, not the broker (issue item
+// 12). The brokers run with GOKAFKA_TEST_FAIL_LOG_DIR naming one of their
+// log dirs: every I/O there fails with EIO once "<dir>.fail" exists in the
+// broker's working directory, which is how a test makes a real process's
+// disk fail on demand.
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// produceSync produces n records with acks=all to topic/partition p and
+// fails the test on any error.
+func produceSync(t *testing.T, cl *kgo.Client, topic string, p int32, tag string, n int) {
+	t.Helper()
+	for i := range n {
+		r := &kgo.Record{Topic: topic, Partition: p, Value: []byte(fmt.Sprintf("%s-%d-%d", tag, p, i))}
+		if err := cl.ProduceSync(testCtx(t, 60*time.Second), r).FirstErr(); err != nil {
+			t.Fatalf("produce %s to %s-%d: %v", tag, topic, p, err)
+		}
+	}
+}
+
+func manualPartitioner() kgo.Opt { return kgo.RecordPartitioner(kgo.ManualPartitioner()) }
+
+func TestLogDirFailureMovesItsPartitionsAndKeepsServingTheOthers(t *testing.T) {
+	c := startCluster(t, map[string]string{
+		"GOKAFKA_LOG_DIRS":          "data,data2",
+		"GOKAFKA_TEST_FAIL_LOG_DIR": "data2",
+	})
+	const topic = "logdir-fail"
+	// Node 1 leads every partition; its replicas spread over both dirs.
+	c.createTopicAssigned(t, topic, [][]int32{{1, 2, 3}, {1, 3, 2}, {1, 2, 3}, {1, 3, 2}})
+	adm := c.admin(t)
+	dirs, err := adm.DescribeBrokerLogDirs(testCtx(t, 30*time.Second), 1, nil)
+	if err != nil {
+		t.Fatalf("DescribeLogDirs: %v", err)
+	}
+	failing, _ := filepath.Abs(filepath.Join(c.node(1).root, "data2"))
+	healthy, _ := filepath.Abs(filepath.Join(c.node(1).root, "data"))
+	var inFailing, inHealthy []int32
+	for p := int32(0); p < 4; p++ {
+		d, ok := dirs.LookupPartition(topic, p)
+		if !ok {
+			t.Fatalf("DescribeLogDirs of node 1 does not list %s-%d: %+v", topic, p, dirs)
+		}
+		switch d.Dir {
+		case failing:
+			inFailing = append(inFailing, p)
+		case healthy:
+			inHealthy = append(inHealthy, p)
+		default:
+			t.Fatalf("%s-%d in %q, want %q or %q", topic, p, d.Dir, healthy, failing)
+		}
+	}
+	if len(inFailing) == 0 || len(inHealthy) == 0 {
+		t.Fatalf("partitions not spread over both dirs: %v in %s, %v in %s", inFailing, failing, inHealthy, healthy)
+	}
+	for _, d := range dirs {
+		if d.Err != nil || d.TotalBytes <= 0 || d.UsableBytes <= 0 {
+			t.Fatalf("healthy dir described as %+v", d)
+		}
+	}
+
+	cl := c.client(t, manualPartitioner(), kgo.RequiredAcks(kgo.AllISRAcks()))
+	for p := int32(0); p < 4; p++ {
+		produceSync(t, cl, topic, p, "before", 5)
+	}
+
+	// The disk under data2 fails.
+	if err := os.WriteFile(filepath.Join(c.node(1).root, "data2.fail"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// The next write there hits it; the broker answers
+	// KAFKA_STORAGE_ERROR (retriable), the controller moves the
+	// leadership, and the client's retry lands on the new leader.
+	for _, p := range inFailing {
+		produceSync(t, cl, topic, p, "after", 5)
+	}
+	for _, p := range inFailing {
+		s := c.waitPartition(t, topic, p, "a new leader and node 1 out of the ISR", func(s partState) bool {
+			return s.Leader > 0 && s.Leader != 1 && !s.inISR(1)
+		})
+		t.Logf("%s-%d (failed dir): %v", topic, p, s)
+	}
+	// The healthy dir's partitions stay on node 1, with node 1 in the ISR.
+	for _, p := range inHealthy {
+		produceSync(t, cl, topic, p, "after", 5)
+		s, err := c.partition(topic, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.Leader != 1 || !s.inISR(1) || len(s.ISR) != 3 {
+			t.Fatalf("%s-%d (healthy dir) is %v, want still led by 1 with a full ISR", topic, p, s)
+		}
+	}
+	c.node(1).CheckAlive(t)
+
+	// DescribeLogDirs reports the failed dir offline.
+	dirs, err = adm.DescribeBrokerLogDirs(testCtx(t, 30*time.Second), 1, nil)
+	if err != nil {
+		t.Fatalf("DescribeLogDirs: %v", err)
+	}
+	if d := dirs[failing]; !errors.Is(d.Err, kerr.KafkaStorageError) || len(d.Topics) != 0 {
+		t.Fatalf("failed dir described as %+v, want KAFKA_STORAGE_ERROR and no partitions", d)
+	}
+	if d := dirs[healthy]; d.Err != nil || len(d.Topics[topic]) != len(inHealthy) {
+		t.Fatalf("healthy dir described as %+v", d)
+	}
+
+	// Every acknowledged record is readable.
+	got := c.consumeAll(t, topic, 4)
+	seen := map[string]bool{}
+	for _, r := range got {
+		seen[string(r.Value)] = true
+	}
+	for p := int32(0); p < 4; p++ {
+		for _, tag := range []string{"before", "after"} {
+			for i := range 5 {
+				if v := fmt.Sprintf("%s-%d-%d", tag, p, i); !seen[v] {
+					t.Fatalf("acknowledged record %q missing", v)
+				}
+			}
+		}
+	}
+}
+
+func TestOnlyLogDirFailingShutsTheBrokerDownAndRestartServesAcknowledged(t *testing.T) {
+	b := startBroker(t, brokerOpts{Env: map[string]string{"GOKAFKA_TEST_FAIL_LOG_DIR": "data"}})
+	const topic = "only-dir"
+	createTopic(t, kadm.NewClient(b.client(t)), topic, 1, nil)
+	cl := b.client(t, manualPartitioner(), kgo.RequiredAcks(kgo.AllISRAcks()), kgo.RecordRetries(2))
+	produceSync(t, cl, topic, 0, "acked", 20)
+
+	b.mu.Lock()
+	b.expected = true // it is about to exit on its own
+	b.mu.Unlock()
+	trigger := filepath.Join(b.root, "data.fail")
+	if err := os.WriteFile(trigger, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := &kgo.Record{Topic: topic, Partition: 0, Value: []byte("doomed")}
+	err := cl.ProduceSync(testCtx(t, 30*time.Second), r).FirstErr()
+	if err == nil {
+		t.Fatal("produce to a broker whose only log dir failed succeeded")
+	}
+	t.Logf("produce after the failure: %v", err)
+	cl.Close()
+	select {
+	case <-b.done:
+	case <-time.After(60 * time.Second):
+		t.Fatal("broker did not shut down after its only log dir failed")
+	}
+	exitErr := b.exitError()
+	if exitErr == nil {
+		t.Fatal("broker exited 0 after losing its only log dir, want non-zero")
+	}
+	if log := b.logTail(200); !containsAll(log, "fatal error; shutting down", "shutdown") {
+		t.Fatalf("no clean shutdown in the log:\n%s", log)
+	}
+
+	// The disk is back: a restart serves everything acknowledged.
+	if err := os.Remove(trigger); err != nil {
+		t.Fatal(err)
+	}
+	b.start()
+	got := consumeKgo(t, b, topic, []int32{0}, 20)
+	var vals []string
+	for _, r := range got {
+		vals = append(vals, string(r.Value))
+	}
+	for i := range 20 {
+		if v := "acked-0-" + strconv.Itoa(i); !slices.Contains(vals, v) {
+			t.Fatalf("acknowledged record %q missing after restart: %v", v, vals)
+		}
+	}
+}
+
+func containsAll(s string, subs ...string) bool {
+	for _, sub := range subs {
+		if !strings.Contains(s, sub) {
+			return false
+		}
+	}
+	return true
+}
