@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -196,4 +197,99 @@ func containsAll(s string, subs ...string) bool {
 		}
 	}
 	return true
+}
+
+// A real full disk: one log dir is a size-limited tmpfs (root only). An
+// append that hits ENOSPC is answered KAFKA_STORAGE_ERROR, the dir goes
+// offline while the other dir keeps serving, and once space comes back a
+// restart serves every acknowledged record.
+func TestDiskFullIsStorageErrorAndRestartAfterSpaceReturnsServesAcknowledged(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to mount a size-limited tmpfs")
+	}
+	b := newBroker(t, brokerOpts{Env: map[string]string{"GOKAFKA_LOG_DIRS": "data,small"}})
+	small := filepath.Join(b.root, "small")
+	if err := os.MkdirAll(small, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", small).CombinedOutput(); err != nil {
+		t.Skipf("cannot mount a tmpfs here: %v: %s", err, out)
+	}
+	t.Cleanup(func() {
+		if b.Running() {
+			b.Stop()
+		}
+		if out, err := exec.Command("umount", small).CombinedOutput(); err != nil {
+			t.Errorf("umount %s: %v: %s", small, err, out)
+		}
+	})
+	b.start()
+	const topic = "disk-full"
+	adm := kadm.NewClient(b.client(t))
+	createTopic(t, adm, topic, 2, nil)
+	var full, other int32 = -1, -1
+	eventually(t, 30*time.Second, func() error {
+		dirs, err := adm.DescribeBrokerLogDirs(testCtx(t, 10*time.Second), 1, nil)
+		if err != nil {
+			return err
+		}
+		for p := int32(0); p < 2; p++ {
+			d, ok := dirs.LookupPartition(topic, p)
+			if !ok {
+				return fmt.Errorf("partition %d not described", p)
+			}
+			if d.Dir == small {
+				full = p
+			} else {
+				other = p
+			}
+		}
+		if full < 0 || other < 0 {
+			return fmt.Errorf("partitions not spread over both dirs")
+		}
+		return nil
+	})
+
+	rc := dialRaw(t, b)
+	value := make([]byte, 32<<10)
+	acked := 0
+	var code int16
+	for i := 0; i < 100; i++ {
+		copy(value, fmt.Sprintf("rec-%04d", i))
+		resp := rc.roundTrip(produceRequest(9, -1, topic, full, buildBatch([][]byte{value}, time.Now().UnixMilli())))
+		if code = producePartitionResult(t, resp).ErrorCode; code != 0 {
+			break
+		}
+		acked++
+	}
+	if code != kerr.KafkaStorageError.Code {
+		t.Fatalf("after %d acknowledged 32 KiB records on a 1 MiB disk: error code %d, want KAFKA_STORAGE_ERROR", acked, code)
+	}
+	if acked == 0 {
+		t.Fatal("nothing was acknowledged before the disk filled")
+	}
+	// The other dir keeps serving.
+	resp := rc.roundTrip(produceRequest(9, -1, topic, other, buildBatch([][]byte{[]byte("other")}, time.Now().UnixMilli())))
+	if c := producePartitionResult(t, resp).ErrorCode; c != 0 {
+		t.Fatalf("produce to the partition on the healthy dir: code %d", c)
+	}
+	b.CheckAlive(t)
+
+	// Space comes back; the broker restarts and serves every acknowledged
+	// record of the partition whose disk filled.
+	b.Stop()
+	if out, err := exec.Command("mount", "-o", "remount,size=64m", small).CombinedOutput(); err != nil {
+		t.Fatalf("growing the tmpfs: %v: %s", err, out)
+	}
+	b.start()
+	got := consumeKgo(t, b, topic, []int32{full}, acked)
+	for i, r := range got[:acked] {
+		if want := fmt.Sprintf("rec-%04d", i); string(r.Value[:8]) != want || r.Offset != int64(i) {
+			t.Fatalf("record %d after restart: offset %d value %q, want offset %d %q", i, r.Offset, r.Value[:8], i, want)
+		}
+	}
+	resp = dialRaw(t, b).roundTrip(produceRequest(9, -1, topic, full, buildBatch([][]byte{[]byte("after")}, time.Now().UnixMilli())))
+	if c := producePartitionResult(t, resp).ErrorCode; c != 0 {
+		t.Fatalf("produce after the restart: code %d", c)
+	}
 }
