@@ -189,6 +189,11 @@ func (c *Controller) handleOfflineDirsLocked(ctx context.Context, im *Image, id 
 // were in the log dir that went offline, then heartbeats at once so the
 // controller moves them.
 func (c *Controller) ReportOfflineLogDir(dir [16]byte, parts map[string][]int32) {
+	select {
+	case <-c.stop:
+		return // closing: nothing to report to
+	default:
+	}
 	c.wg.Add(1)
 	go func() {
 		defer c.wg.Done()
