@@ -21,6 +21,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // produceSync produces n records with acks=all to topic/partition p and
@@ -291,5 +292,67 @@ func TestDiskFullIsStorageErrorAndRestartAfterSpaceReturnsServesAcknowledged(t *
 	resp = dialRaw(t, b).roundTrip(produceRequest(9, -1, topic, full, buildBatch([][]byte{[]byte("after")}, time.Now().UnixMilli())))
 	if c := producePartitionResult(t, resp).ErrorCode; c != 0 {
 		t.Fatalf("produce after the restart: code %d", c)
+	}
+}
+
+func TestDescribeLogDirsEveryVersion(t *testing.T) {
+	b := startBroker(t, brokerOpts{Env: map[string]string{"GOKAFKA_LOG_DIRS": "data,data2"}})
+	const topic = "describe-dirs"
+	createTopic(t, kadm.NewClient(b.client(t)), topic, 2, nil)
+	rc := dialRaw(t, b)
+	for p := int32(0); p < 2; p++ {
+		resp := rc.roundTrip(produceRequest(9, -1, topic, p, buildBatch([][]byte{[]byte("x")}, time.Now().UnixMilli())))
+		if c := producePartitionResult(t, resp).ErrorCode; c != 0 {
+			t.Fatalf("produce to %d: code %d", p, c)
+		}
+	}
+	want := map[string]bool{}
+	for _, d := range []string{"data", "data2"} {
+		abs, _ := filepath.Abs(filepath.Join(b.root, d))
+		want[abs] = true
+	}
+	for v := int16(0); v <= 4; v++ {
+		for _, only := range []bool{false, true} {
+			req := kmsg.NewPtrDescribeLogDirsRequest()
+			req.SetVersion(v)
+			if only {
+				rt := kmsg.NewDescribeLogDirsRequestTopic()
+				rt.Topic, rt.Partitions = topic, []int32{1}
+				req.Topics = append(req.Topics, rt)
+			}
+			resp := rc.roundTrip(req).(*kmsg.DescribeLogDirsResponse)
+			if len(resp.Dirs) != 2 {
+				t.Fatalf("v%d: %d dirs, want 2", v, len(resp.Dirs))
+			}
+			parts := map[int32]int64{}
+			for _, d := range resp.Dirs {
+				if !want[d.Dir] || d.ErrorCode != 0 {
+					t.Fatalf("v%d: dir %q error %d", v, d.Dir, d.ErrorCode)
+				}
+				if v >= 4 && (d.TotalBytes <= 0 || d.UsableBytes < 0) {
+					t.Fatalf("v%d: dir %s total %d usable %d", v, d.Dir, d.TotalBytes, d.UsableBytes)
+				}
+				for _, dt := range d.Topics {
+					if dt.Topic != topic {
+						continue
+					}
+					for _, dp := range dt.Partitions {
+						parts[dp.Partition] = dp.Size
+					}
+				}
+			}
+			wantParts := 2
+			if only {
+				wantParts = 1
+			}
+			if len(parts) != wantParts {
+				t.Fatalf("v%d (only partition 1: %v): partitions %v", v, only, parts)
+			}
+			for p, size := range parts {
+				if size <= 0 {
+					t.Fatalf("v%d: partition %d size %d", v, p, size)
+				}
+			}
+		}
 	}
 }
