@@ -19,6 +19,8 @@ type BrokerInfo struct {
 	Incarnation string `json:"incarnation,omitempty"`
 	// LogDirs are the directory ids of the broker's log dirs (KIP-858).
 	LogDirs []string `json:"log_dirs,omitempty"`
+	// OfflineLogDirs are those of LogDirs the broker reports offline.
+	OfflineLogDirs []string `json:"offline_log_dirs,omitempty"`
 }
 
 // PartitionInfo is the replicated state of one partition.

@@ -173,15 +173,50 @@ func offlineDirChanges(im *Image, id int32, offline [][16]byte, unclean func(*To
 // proposeMu). Idempotent: a heartbeat repeating the same dirs changes
 // nothing more.
 func (c *Controller) handleOfflineDirsLocked(ctx context.Context, im *Image, id int32, offline [][16]byte) error {
+	var cmds []*Command
+	ids := make([]string, 0, len(offline))
+	for _, d := range offline {
+		ids = append(ids, DirID(d))
+	}
+	slices.Sort(ids)
+	ids = slices.Compact(ids)
+	if !slices.Equal(ids, im.Brokers[id].OfflineLogDirs) {
+		cmds = append(cmds, &Command{Type: CmdSetOfflineLogDirs, BrokerID: id, LogDirs: ids})
+	}
 	ch := offlineDirChanges(im, id, offline, c.uncleanFor(im))
-	if len(ch) == 0 {
+	if len(ch) > 0 {
+		cmds = append(cmds, &Command{Type: CmdChangePartitions, Changes: ch})
+	}
+	if len(cmds) == 0 {
 		return nil
 	}
-	if err := c.log.Propose(ctx, &Command{Type: CmdChangePartitions, Changes: ch}); err != nil {
+	if err := c.log.Propose(ctx, cmds...); err != nil {
 		return err
 	}
-	c.logger.Warn().Int32("broker", id).Int("partitions", len(ch)).Msg("replicas in offline log dirs lost leadership and ISR membership")
+	c.logger.Warn().Int32("broker", id).Strs("offline_log_dirs", ids).Int("partitions", len(ch)).Msg("replicas in offline log dirs lost leadership and ISR membership")
 	return nil
+}
+
+func (s *State) applyOfflineLogDirs(cmd *Command) error {
+	b, ok := s.brokers[cmd.BrokerID]
+	if !ok {
+		return fmt.Errorf("unknown broker %d", cmd.BrokerID)
+	}
+	b.OfflineLogDirs = slices.Clone(cmd.LogDirs)
+	s.brokers[cmd.BrokerID] = b
+	return nil
+}
+
+// ReplicaOffline reports whether broker r's replica of p is offline: the
+// broker is unknown or fenced, or the replica is in one of its offline
+// log dirs (Metadata's OfflineReplicas).
+func ReplicaOffline(im *Image, p *PartitionInfo, r int32) bool {
+	b, ok := im.Brokers[r]
+	if !ok || b.Fenced {
+		return true
+	}
+	d, ok := p.Directories[r]
+	return ok && slices.Contains(b.OfflineLogDirs, d)
 }
 
 // ReportOfflineLogDir tells the controller, in the background and until

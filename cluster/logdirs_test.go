@@ -48,8 +48,17 @@ func TestOfflineLogDirMovesLeadershipAndISROfItsReplicasOnly(t *testing.T) {
 	if p1.Leader != 1 || !reflect.DeepEqual(p1.ISR, []int32{1, 3, 2}) || p1.LeaderEpoch != before[1].LeaderEpoch {
 		t.Fatalf("partition 1 (in the healthy dir): %+v, want unchanged leadership and ISR", p1)
 	}
-	if c.Image().Brokers[1].Fenced {
-		t.Fatal("broker fenced for an offline log dir")
+	im := c.Image()
+	if b := im.Brokers[1]; b.Fenced || !reflect.DeepEqual(b.OfflineLogDirs, []string{DirID(dirA)}) {
+		t.Fatalf("broker 1 after reporting dirA offline: %+v", b)
+	}
+	for i, want := range []bool{true, false, true} {
+		if got := ReplicaOffline(im, &after[i], 1); got != want {
+			t.Fatalf("partition %d: replica on broker 1 offline %v, want %v", i, got, want)
+		}
+		if ReplicaOffline(im, &after[i], 2) {
+			t.Fatalf("partition %d: replica on broker 2 reported offline", i)
+		}
 	}
 	// The same heartbeat again proposes nothing.
 	off := c.Image().Offset

@@ -98,6 +98,19 @@ func TestLogDirFailureMovesItsPartitionsAndKeepsServingTheOthers(t *testing.T) {
 		})
 		t.Logf("%s-%d (failed dir): %v", topic, p, s)
 	}
+	eventually(t, 30*time.Second, func() error {
+		resp, err := c.metadataFrom(2, topic)
+		if err != nil {
+			return err
+		}
+		for _, mp := range resp.Topics[0].Partitions {
+			offline := slices.Contains(mp.OfflineReplicas, 1)
+			if want := slices.Contains(inFailing, mp.Partition); offline != want {
+				return fmt.Errorf("%s-%d: offline replicas %v, want node 1 listed: %v", topic, mp.Partition, mp.OfflineReplicas, want)
+			}
+		}
+		return nil
+	})
 	// The healthy dir's partitions stay on node 1, with node 1 in the ISR.
 	for _, p := range inHealthy {
 		produceSync(t, cl, topic, p, "after", 5)
