@@ -370,6 +370,19 @@ func (l *Log) closeOffline() {
 	l.fl.Unlock()
 }
 
+// offlineAtOpen is the error of the log dirs that failed while the
+// Manager opened: a broker does not start with a dir it could not load
+// (it would not know which partitions are there).
+func (m *Manager) offlineAtOpen() error {
+	var errs []error
+	for _, p := range m.cfg.Dirs {
+		if d := m.ldirs[p]; d.offline.Load() {
+			errs = append(errs, d.offlineErr())
+		}
+	}
+	return errors.Join(errs...)
+}
+
 // LogDirs describes every log dir, in log.dirs order.
 func (m *Manager) LogDirs() []LogDirInfo {
 	out := make([]LogDirInfo, 0, len(m.cfg.Dirs))

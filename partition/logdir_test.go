@@ -307,3 +307,19 @@ func TestFailingFSHookFailsOnlyItsDirOnceTriggered(t *testing.T) {
 	}
 	mustAppend(t, b, simpleBatch(t, 1, 1, 10), 0)
 }
+
+func TestLogDirFailingWhileOpeningStopsTheStart(t *testing.T) {
+	mem := NewMemFS()
+	m, a, b := twoDirManager(t, mem)
+	mustAppend(t, a, simpleBatch(t, 2, 1, 10), 0)
+	mustAppend(t, b, simpleBatch(t, 2, 1, 10), 0)
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	faults, efs := newFailingDirs(mem)
+	faults.set("/d2", "read", syscall.EIO)
+	_, err := OpenManager(efs, ManagerConfig{Dirs: []string{"/d1", "/d2"}, NodeID: 1, ClusterID: "c1", Defaults: smallConfig()}, nil, testLogger(t))
+	if !errors.Is(err, ErrStorage) {
+		t.Fatalf("open with a failing dir: %v, want ErrStorage", err)
+	}
+}

@@ -162,10 +162,16 @@ func OpenManager(fs FS, cfg ManagerConfig, configFor func(topic string) Config, 
 			if !ok || tp.Topic == MetadataTopic {
 				continue
 			}
-			if other, dup := m.mu.dirs[tp]; dup {
+			// Under mu: a dir failing meanwhile is handled concurrently.
+			m.mu.Lock()
+			other, dup := m.mu.dirs[tp]
+			if !dup {
+				m.mu.dirs[tp] = dir
+			}
+			m.mu.Unlock()
+			if dup {
 				return nil, fmt.Errorf("partition %s found in both %s and %s", tp, other, dir)
 			}
-			m.mu.dirs[tp] = dir
 			jobs = append(jobs, job{dir: dir, tp: tp, opts: OpenOptions{
 				RecoveryPoint: rp[tp], LogStartOffset: ls[tp], HighWatermark: hw[tp], CleanShutdown: clean, Now: cfg.Now,
 			}})
@@ -193,13 +199,15 @@ func OpenManager(fs FS, cfg ManagerConfig, configFor func(topic string) Config, 
 				errs = append(errs, err)
 				return
 			}
+			m.mu.Lock()
 			m.mu.logs[j.tp] = l
+			m.mu.Unlock()
 		}()
 	}
 	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		for _, l := range m.mu.logs {
-			_ = l.Close()
+	if err := errors.Join(append(errs, m.offlineAtOpen())...); err != nil {
+		for _, e := range m.snapshot() {
+			_ = e.l.Close()
 		}
 		return nil, err
 	}
