@@ -61,6 +61,9 @@ type Config struct {
 	// ShutdownTimeout bounds how long in-flight requests may take to
 	// finish at shutdown.
 	ShutdownTimeout time.Duration
+	// LogFS is the filesystem of the log dirs; nil is the operating
+	// system's.
+	LogFS partition.FS
 }
 
 // Server is a running broker.
@@ -131,7 +134,7 @@ func Start(ctx context.Context, cfg Config, logger zerolog.Logger) (_ *Server, e
 	if len(lns) == 0 {
 		return nil, errors.New("no broker listener configured")
 	}
-	s := &Server{cfg: cfg, logger: logger, serveErr: make(chan error, len(lns))}
+	s := &Server{cfg: cfg, logger: logger, serveErr: make(chan error, len(lns)+1)}
 	defer func() {
 		if err != nil {
 			s.closeAll()
@@ -170,7 +173,11 @@ func Start(ctx context.Context, cfg Config, logger zerolog.Logger) (_ *Server, e
 		im := meta.Image()
 		return replication.LogConfig(im, im.Topics[topic], cfg.NodeID, cfg.BrokerDefaults)
 	}
-	s.logs, err = partition.OpenManager(partition.OSFS(), logsCfg, configFor, logger.With().Str("component", "log").Logger())
+	logFS := cfg.LogFS
+	if logFS == nil {
+		logFS = partition.OSFS()
+	}
+	s.logs, err = partition.OpenManager(logFS, logsCfg, configFor, logger.With().Str("component", "log").Logger())
 	if err != nil {
 		return nil, fmt.Errorf("open logs: %w", err)
 	}
@@ -180,6 +187,7 @@ func Start(ctx context.Context, cfg Config, logger zerolog.Logger) (_ *Server, e
 	if err != nil {
 		return nil, fmt.Errorf("load partitions: %w", err)
 	}
+	s.watchLogDirs()
 	s.logs.Start()
 
 	reg := protocol.NewRegistry()
@@ -255,7 +263,9 @@ func (s *Server) Versions() []kmsg.ApiVersionsResponseApiKey { return s.reg.Vers
 // ClusterID returns the cluster id.
 func (s *Server) ClusterID() string { return s.meta.Image().ClusterID }
 
-// Err returns a channel that yields an error if a listener fails.
+// Err returns a channel that yields an error if a listener fails or a
+// log dir the broker cannot do without fails; the caller should then shut
+// the broker down.
 func (s *Server) Err() <-chan error { return s.serveErr }
 
 // Shutdown stops accepting, finishes in-flight requests, then flushes and

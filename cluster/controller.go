@@ -122,6 +122,9 @@ type Controller struct {
 	// proposeMu serialises validate-then-propose so that two creations of
 	// the same topic cannot both pass validation.
 	proposeMu sync.Mutex
+
+	// dirs are this broker's log dirs, as registered and heartbeated.
+	dirs logDirState
 }
 
 // NewClusterID returns a random cluster id in Kafka's format (a base64url

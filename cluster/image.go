@@ -17,6 +17,10 @@ type BrokerInfo struct {
 	// Incarnation identifies one run of the broker process; a new one
 	// means the broker restarted and lost whatever it held in memory.
 	Incarnation string `json:"incarnation,omitempty"`
+	// LogDirs are the directory ids of the broker's log dirs (KIP-858).
+	LogDirs []string `json:"log_dirs,omitempty"`
+	// OfflineLogDirs are those of LogDirs the broker reports offline.
+	OfflineLogDirs []string `json:"offline_log_dirs,omitempty"`
 }
 
 // PartitionInfo is the replicated state of one partition.
@@ -30,6 +34,9 @@ type PartitionInfo struct {
 	PartitionEpoch int32   `json:"partition_epoch"`
 	Replicas       []int32 `json:"replicas"`
 	ISR            []int32 `json:"isr"`
+	// Directories holds, by broker, the log dir id its replica is known
+	// to live in (see logdirs.go); replaced, never modified in place.
+	Directories map[int32]string `json:"directories,omitempty"`
 }
 
 // TopicInfo is one topic.

@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"crypto/rand"
+	"encoding/base64"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -32,7 +33,7 @@ func (c *Controller) Register(ctx context.Context, host string, port int32) erro
 	if c.incarnation == "" {
 		c.incarnation = newIncarnation()
 	}
-	info := BrokerInfo{NodeID: c.cfg.NodeID, Host: host, Port: port, Rack: c.cfg.Rack, Incarnation: c.incarnation}
+	info := BrokerInfo{NodeID: c.cfg.NodeID, Host: host, Port: port, Rack: c.cfg.Rack, Incarnation: c.incarnation, LogDirs: c.registeredLogDirs()}
 	if err := c.RegisterBroker(ctx, info); err != nil {
 		return err
 	}
@@ -69,6 +70,12 @@ func (c *Controller) RegisterBroker(ctx context.Context, info BrokerInfo) error 
 		copy(req.IncarnationID[:], mustHex(info.Incarnation))
 		req.Listeners = []kmsg.BrokerRegistrationRequestListener{{Name: "PLAINTEXT", Host: info.Host, Port: uint16(info.Port)}}
 		req.Rack = info.Rack
+		req.Version = 2 // LogDirs
+		for _, d := range info.LogDirs {
+			if raw, err := base64.RawURLEncoding.DecodeString(d); err == nil && len(raw) == 16 {
+				req.LogDirs = append(req.LogDirs, [16]byte(raw))
+			}
+		}
 		resp, err := c.forward(ctx, req, func(r kmsg.Response) bool {
 			return r.(*kmsg.BrokerRegistrationResponse).ErrorCode == kerr.NotController.Code
 		})
@@ -114,22 +121,25 @@ func IncarnationString(id [16]byte) string { return hex.EncodeToString(id[:]) }
 // Heartbeat reports this broker alive to the active controller; with
 // shutdown set it asks to be fenced so its leaderships move.
 func (c *Controller) Heartbeat(ctx context.Context, shutdown bool) (fenced, shouldShutdown bool, err error) {
-	return c.BrokerHeartbeat(ctx, c.cfg.NodeID, shutdown)
+	return c.BrokerHeartbeat(ctx, c.cfg.NodeID, shutdown, c.offlineLogDirs())
 }
 
 // BrokerHeartbeat handles a heartbeat from broker id on the active
-// controller, forwarding it there when needed.
-func (c *Controller) BrokerHeartbeat(ctx context.Context, id int32, shutdown bool) (fenced, shouldShutdown bool, err error) {
+// controller, forwarding it there when needed. offline names the broker's
+// log dirs that are offline (see logdirs.go).
+func (c *Controller) BrokerHeartbeat(ctx context.Context, id int32, shutdown bool, offline [][16]byte) (fenced, shouldShutdown bool, err error) {
 	if !c.IsLeader() {
 		req := kmsg.NewPtrBrokerHeartbeatRequest()
 		req.BrokerID = id
 		req.CurrentMetadataOffset = c.Image().Offset
 		req.WantShutdown = shutdown
+		req.Version = 1 // OfflineLogDirs
+		req.OfflineLogDirs = offline
 		resp, err := c.forward(ctx, req, func(r kmsg.Response) bool {
 			return r.(*kmsg.BrokerHeartbeatResponse).ErrorCode == kerr.NotController.Code
 		})
 		if errors.Is(err, errLocalLeader) {
-			return c.BrokerHeartbeat(ctx, id, shutdown)
+			return c.BrokerHeartbeat(ctx, id, shutdown, offline)
 		}
 		if err != nil {
 			return true, false, err
@@ -171,7 +181,7 @@ func (c *Controller) BrokerHeartbeat(ctx context.Context, id int32, shutdown boo
 		c.logger.Info().Int32("broker", id).Msg("broker unfenced")
 		return false, false, nil
 	}
-	return false, false, nil
+	return false, false, c.handleOfflineDirsLocked(ctx, im, id, offline)
 }
 
 // fenceLocked fences broker id and moves its leaderships, in one entry.

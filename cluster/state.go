@@ -33,6 +33,9 @@ const (
 	// CmdShareState changes the share-partition start offsets of a share
 	// group (see ShareChange).
 	CmdShareState CommandType = "share_state"
+	// CmdSetOfflineLogDirs records the log dirs a broker reports offline
+	// (BrokerID, LogDirs).
+	CmdSetOfflineLogDirs CommandType = "set_offline_log_dirs"
 )
 
 // ProducerIDBlockSize is how many producer ids one allocation hands out,
@@ -64,6 +67,8 @@ type Command struct {
 	ProducerIDStart int64 `json:"producer_id_start,omitempty"`
 	// Share is the change of a CmdShareState.
 	Share *ShareChange `json:"share,omitempty"`
+	// LogDirs are the directory ids of a CmdSetOfflineLogDirs.
+	LogDirs []string `json:"log_dirs,omitempty"`
 }
 
 // State is the metadata state machine. It is not safe for concurrent use;
@@ -215,6 +220,8 @@ func (s *State) apply(cmd *Command) error {
 		}
 		b.Fenced = cmd.Type == CmdFenceBroker
 		s.brokers[cmd.BrokerID] = b
+	case CmdSetOfflineLogDirs:
+		return s.applyOfflineLogDirs(cmd)
 	default:
 		return fmt.Errorf("unknown metadata command %q", cmd.Type)
 	}

@@ -2,8 +2,8 @@ package handlers
 
 // Broker-to-controller RPCs, served on the active controller's broker
 // listener: BrokerRegistration (key 62, v0-v4), BrokerHeartbeat (key 63,
-// v0-v1), AlterPartition (key 56, v0-v3) and AllocateProducerIds (key 67,
-// v0). Only gokafka nodes send
+// v0-v1), AlterPartition (key 56, v0-v3), AllocateProducerIds (key 67,
+// v0) and AssignReplicasToDirs (key 73, v0). Only gokafka nodes send
 // them. A node that does not lead the metadata quorum answers
 // NOT_CONTROLLER to a forwarded request rather than forwarding it again.
 //
@@ -23,7 +23,8 @@ import (
 // controllerRPC is what the controller offers beyond cluster.Metadata.
 type controllerRPC interface {
 	RegisterBroker(ctx context.Context, info cluster.BrokerInfo) error
-	BrokerHeartbeat(ctx context.Context, id int32, shutdown bool) (fenced, shouldShutdown bool, err error)
+	BrokerHeartbeat(ctx context.Context, id int32, shutdown bool, offlineDirs [][16]byte) (fenced, shouldShutdown bool, err error)
+	AssignReplicasToDirs(ctx context.Context, id int32, dir [16]byte, parts map[string][]int32) error
 	AllocateProducerIDs(ctx context.Context, id int32) (start int64, n int32, err error)
 }
 
@@ -35,6 +36,9 @@ func (h *Handlers) registerControllerRPCs(reg *protocol.Registry) {
 		})
 		reg.Register(63, 0, 1, func(ctx context.Context, req *protocol.Request) (kmsg.Response, error) {
 			return h.brokerHeartbeat(ctx, c, req)
+		})
+		reg.Register(73, 0, 0, func(ctx context.Context, req *protocol.Request) (kmsg.Response, error) {
+			return h.assignReplicasToDirs(ctx, c, req)
 		})
 		reg.Register(67, 0, 0, func(ctx context.Context, req *protocol.Request) (kmsg.Response, error) {
 			r := req.Body.(*kmsg.AllocateProducerIDsRequest)
@@ -61,7 +65,7 @@ func (h *Handlers) brokerRegistration(ctx context.Context, c controllerRPC, req 
 	l := r.Listeners[0]
 	err := c.RegisterBroker(ctx, cluster.BrokerInfo{
 		NodeID: r.BrokerID, Host: l.Host, Port: int32(l.Port), Rack: r.Rack,
-		Incarnation: cluster.IncarnationString(r.IncarnationID),
+		Incarnation: cluster.IncarnationString(r.IncarnationID), LogDirs: dirIDs(r.LogDirs),
 	})
 	resp.ErrorCode = controllerErrorCode(err)
 	return resp, nil
@@ -70,7 +74,7 @@ func (h *Handlers) brokerRegistration(ctx context.Context, c controllerRPC, req 
 func (h *Handlers) brokerHeartbeat(ctx context.Context, c controllerRPC, req *protocol.Request) (kmsg.Response, error) {
 	r := req.Body.(*kmsg.BrokerHeartbeatRequest)
 	resp := r.ResponseKind().(*kmsg.BrokerHeartbeatResponse)
-	fenced, shutdown, err := c.BrokerHeartbeat(ctx, r.BrokerID, r.WantShutdown)
+	fenced, shutdown, err := c.BrokerHeartbeat(ctx, r.BrokerID, r.WantShutdown, r.OfflineLogDirs)
 	resp.ErrorCode = controllerErrorCode(err)
 	resp.IsFenced, resp.ShouldShutdown, resp.IsCaughtUp = fenced, shutdown, err == nil
 	return resp, nil

@@ -26,6 +26,7 @@ var errorCodes = []struct {
 	{replication.ErrNotEnoughReplicasAfterAppend, kerr.NotEnoughReplicasAfterAppend},
 	{replication.ErrRequestTimedOut, kerr.RequestTimedOut},
 	{replication.ErrStorage, kerr.KafkaStorageError},
+	{partition.ErrStorage, kerr.KafkaStorageError},
 	{idempotent.ErrOutOfOrderSequence, kerr.OutOfOrderSequenceNumber},
 	{idempotent.ErrInvalidProducerEpoch, kerr.InvalidProducerEpoch},
 	{idempotent.ErrInvalidTxnState, kerr.InvalidTxnState},

@@ -83,6 +83,7 @@ func Register(reg *protocol.Registry, cfg Config, meta cluster.Metadata, replica
 		h.registerWriteTxnMarkers,
 		h.registerTxnOffsetCommit,
 		h.registerDescribeProducers,
+		h.registerDescribeLogDirs,
 		h.registerDescribeTransactions,
 		h.registerListTransactions,
 		h.registerShare,

@@ -115,7 +115,7 @@ func (h *Handlers) metadata(ctx context.Context, req *protocol.Request) (kmsg.Re
 					rp.Replicas = p.Replicas
 					rp.ISR = p.ISR
 					for _, rid := range p.Replicas {
-						if b, ok := im.Brokers[rid]; !ok || b.Fenced {
+						if cluster.ReplicaOffline(im, &p, rid) {
 							rp.OfflineReplicas = append(rp.OfflineReplicas, rid)
 						}
 					}

@@ -12,7 +12,7 @@
 //
 // # On disk (Kafka's layout)
 //
-//	<log.dir>/meta.properties                      version=1, cluster.id, node.id
+//	<log.dir>/meta.properties                      version=1, cluster.id, node.id, directory.id
 //	<log.dir>/recovery-point-offset-checkpoint     "0\n<n>\n<topic> <partition> <offset>\n..."
 //	<log.dir>/replication-offset-checkpoint        same format, the HW
 //	<log.dir>/log-start-offset-checkpoint          same format
@@ -108,6 +108,19 @@
 // sorted; segs[0].base <= logStart <= hw <= leo; recoveryPoint <= leo;
 // the epoch cache is strictly increasing in epoch and non-decreasing in
 // start offset, and holds no entry at or beyond the LEO.
+//
+// # Failing disks
+//
+// Each log dir reaches the disk through its own wrapper of FS (logdir.go).
+// The first I/O error there takes the whole dir offline (Kafka's
+// LogDirFailureChannel): every later operation on it fails with ErrStorage
+// without reaching the disk, so a failed fsync is never retried; its logs
+// are closed and GetOrCreate answers ErrStorage for their partitions;
+// checkpoints and Close skip it (no clean-shutdown marker, so the next start
+// recovers it). The check runs under whatever Log lock the failing
+// operation holds and takes none of its own but failMu, a leaf; closing the
+// logs (Manager.mu, then each Log's lifeMu and mu) and the failure handler
+// run on a goroutine of their own.
 //
 // The Manager runs one background goroutine (Start) for retention,
 // flush.ms and the root checkpoints, and opens logs in parallel at startup.

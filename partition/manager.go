@@ -48,6 +48,11 @@ type Manager struct {
 	// (not written since open, or the write failed). Guarded by ckMu.
 	rpOnDisk map[string]map[TopicPartition]int64
 
+	// ldirs tracks each log dir's health (logdir.go); fixed at open.
+	ldirs  map[string]*logDir
+	failMu sync.Mutex
+	onFail func(dir string, err error)
+
 	mu struct {
 		sync.Mutex
 		logs map[TopicPartition]*Log
@@ -95,6 +100,7 @@ func OpenManager(fs FS, cfg ManagerConfig, configFor func(topic string) Config, 
 	m.mu.logs = map[TopicPartition]*Log{}
 	m.mu.dirs = map[TopicPartition]string{}
 	m.mu.creating = map[TopicPartition]*sync.WaitGroup{}
+	m.initLogDirs()
 
 	type job struct {
 		dir  string
@@ -104,6 +110,7 @@ func OpenManager(fs FS, cfg ManagerConfig, configFor func(topic string) Config, 
 	var jobs []job
 	var markers, staleDirs []string
 	for _, dir := range cfg.Dirs {
+		fs := m.fsFor(dir)
 		existed, _, err := fs.Stat(dir)
 		if err != nil {
 			return nil, err
@@ -117,6 +124,9 @@ func OpenManager(fs FS, cfg ManagerConfig, configFor func(topic string) Config, 
 			}
 		}
 		if err := m.checkMeta(dir); err != nil {
+			return nil, err
+		}
+		if err := m.loadDirID(dir); err != nil {
 			return nil, err
 		}
 		marker := filepath.Join(dir, cleanShutdownFile)
@@ -160,10 +170,16 @@ func OpenManager(fs FS, cfg ManagerConfig, configFor func(topic string) Config, 
 			if !ok || tp.Topic == MetadataTopic {
 				continue
 			}
-			if other, dup := m.mu.dirs[tp]; dup {
+			// Under mu: a dir failing meanwhile is handled concurrently.
+			m.mu.Lock()
+			other, dup := m.mu.dirs[tp]
+			if !dup {
+				m.mu.dirs[tp] = dir
+			}
+			m.mu.Unlock()
+			if dup {
 				return nil, fmt.Errorf("partition %s found in both %s and %s", tp, other, dir)
 			}
-			m.mu.dirs[tp] = dir
 			jobs = append(jobs, job{dir: dir, tp: tp, opts: OpenOptions{
 				RecoveryPoint: rp[tp], LogStartOffset: ls[tp], HighWatermark: hw[tp], CleanShutdown: clean, Now: cfg.Now,
 			}})
@@ -184,7 +200,7 @@ func OpenManager(fs FS, cfg ManagerConfig, configFor func(topic string) Config, 
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			l, err := Open(fs, j.dir, j.tp, configFor(j.tp.Topic), logger, j.opts)
+			l, err := Open(m.fsFor(j.dir), j.dir, j.tp, configFor(j.tp.Topic), logger, j.opts)
 			lmu.Lock()
 			defer lmu.Unlock()
 			if err != nil {
@@ -192,13 +208,15 @@ func OpenManager(fs FS, cfg ManagerConfig, configFor func(topic string) Config, 
 				return
 			}
 			m.attach(l, j.dir)
+			m.mu.Lock()
 			m.mu.logs[j.tp] = l
+			m.mu.Unlock()
 		}()
 	}
 	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		for _, l := range m.mu.logs {
-			_ = l.Close()
+	if err := errors.Join(append(errs, m.offlineAtOpen())...); err != nil {
+		for _, e := range m.snapshot() {
+			_ = e.l.Close()
 		}
 		return nil, err
 	}
@@ -216,6 +234,7 @@ func OpenManager(fs FS, cfg ManagerConfig, configFor func(topic string) Config, 
 	// The marker goes only once every log is loaded; from here on the logs
 	// may change, and a crash must be seen as unclean.
 	for _, mk := range markers {
+		fs := m.fsFor(filepath.Dir(mk))
 		if err := fs.Remove(mk); err != nil {
 			return nil, err
 		}
@@ -287,7 +306,7 @@ func parsePartitionDir(name string) (TopicPartition, bool) {
 // checkMeta validates meta.properties or writes it for a fresh dir.
 func (m *Manager) checkMeta(dir string) error {
 	path := filepath.Join(dir, metaPropertiesFile)
-	data, ok, err := readWholeFile(m.fs, path)
+	data, ok, err := readWholeFile(m.fsFor(dir), path)
 	if err != nil {
 		return err
 	}
@@ -305,7 +324,7 @@ func (m *Manager) checkMeta(dir string) error {
 		return nil
 	}
 	body := fmt.Sprintf("#\n#%s\nversion=1\ncluster.id=%s\nnode.id=%d\n", time.Now().UTC().Format(time.RFC1123), m.cfg.ClusterID, m.cfg.NodeID)
-	return writeFileAtomic(m.fs, path, []byte(body))
+	return writeFileAtomic(m.fsFor(dir), path, []byte(body))
 }
 
 // readCheckpoint returns the entries of a root checkpoint; an unreadable one
@@ -314,7 +333,7 @@ func (m *Manager) checkMeta(dir string) error {
 // zero log start is raised to the first segment.
 func (m *Manager) readCheckpoint(dir, name string) map[TopicPartition]int64 {
 	path := filepath.Join(dir, name)
-	data, ok, err := readWholeFile(m.fs, path)
+	data, ok, err := readWholeFile(m.fsFor(dir), path)
 	if err != nil || !ok {
 		if err != nil {
 			m.logger.Warn().Err(err).Str("file", path).Msg("cannot read checkpoint")
@@ -345,6 +364,10 @@ func (m *Manager) GetOrCreate(tp TopicPartition) (*Log, error) {
 			m.mu.Unlock()
 			return nil, ErrLogClosed
 		}
+		if d, ok := m.mu.dirs[tp]; ok && m.dirOffline(d) {
+			m.mu.Unlock()
+			return nil, m.dirFor(d).offlineErr()
+		}
 		if l := m.mu.logs[tp]; l != nil {
 			m.mu.Unlock()
 			return l, nil
@@ -358,18 +381,22 @@ func (m *Manager) GetOrCreate(tp TopicPartition) (*Log, error) {
 		for _, d := range m.mu.dirs {
 			counts[d]++
 		}
-		dir := m.cfg.Dirs[0]
-		for _, d := range m.cfg.Dirs[1:] {
-			if counts[d] < counts[dir] {
+		dir := ""
+		for _, d := range m.cfg.Dirs {
+			if !m.dirOffline(d) && (dir == "" || counts[d] < counts[dir]) {
 				dir = d
 			}
+		}
+		if dir == "" {
+			m.mu.Unlock()
+			return nil, fmt.Errorf("%w: every log dir is offline", ErrStorage)
 		}
 		wg := &sync.WaitGroup{}
 		wg.Add(1)
 		m.mu.creating[tp] = wg
 		m.mu.Unlock()
 
-		l, err := Open(m.fs, dir, tp, m.configFor(tp.Topic), m.logger, OpenOptions{CleanShutdown: true, Now: m.cfg.Now})
+		l, err := Open(m.fsFor(dir), dir, tp, m.configFor(tp.Topic), m.logger, OpenOptions{CleanShutdown: true, Now: m.cfg.Now})
 
 		m.mu.Lock()
 		delete(m.mu.creating, tp)
@@ -430,6 +457,9 @@ func (m *Manager) snapshot() []logInDir {
 	defer m.mu.Unlock()
 	out := make([]logInDir, 0, len(m.mu.logs))
 	for tp, l := range m.mu.logs {
+		if m.dirOffline(m.mu.dirs[tp]) {
+			continue // closed by dirFailed
+		}
 		out = append(out, logInDir{tp: tp, dir: m.mu.dirs[tp], l: l})
 	}
 	return out
@@ -531,6 +561,9 @@ func (m *Manager) writeCheckpoints(logs []logInDir, only ...string) error {
 		dirs = only
 	}
 	for _, d := range dirs {
+		if m.dirOffline(d) {
+			continue
+		}
 		byDir[d] = &cps{rp: map[TopicPartition]int64{}, hw: map[TopicPartition]int64{}, ls: map[TopicPartition]int64{}}
 	}
 	for _, e := range logs {
@@ -544,15 +577,16 @@ func (m *Manager) writeCheckpoints(logs []logInDir, only ...string) error {
 	}
 	var errs []error
 	for dir, c := range byDir {
-		rerr := writeFileAtomic(m.fs, filepath.Join(dir, recoveryPointCheckpointFile), encodeOffsetCheckpoint(c.rp))
+		fs := m.fsFor(dir)
+		rerr := writeFileAtomic(fs, filepath.Join(dir, recoveryPointCheckpointFile), encodeOffsetCheckpoint(c.rp))
 		if rerr == nil {
 			m.rpOnDisk[dir] = c.rp
 		} else {
 			delete(m.rpOnDisk, dir)
 		}
 		errs = append(errs, rerr,
-			writeFileAtomic(m.fs, filepath.Join(dir, replicationCheckpointFile), encodeOffsetCheckpoint(c.hw)),
-			writeFileAtomic(m.fs, filepath.Join(dir, logStartCheckpointFile), encodeOffsetCheckpoint(c.ls)))
+			writeFileAtomic(fs, filepath.Join(dir, replicationCheckpointFile), encodeOffsetCheckpoint(c.hw)),
+			writeFileAtomic(fs, filepath.Join(dir, logStartCheckpointFile), encodeOffsetCheckpoint(c.ls)))
 	}
 	return errors.Join(errs...)
 }
@@ -591,7 +625,9 @@ func (m *Manager) Close() error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := e.l.Close(); err != nil {
+			if err := e.l.Close(); err != nil && !errors.Is(err, ErrStorage) {
+				// (A storage error took its dir offline, which Close
+				// skips; the other dirs still close cleanly.)
 				emu.Lock()
 				errs = append(errs, fmt.Errorf("close %s: %w", e.tp, err))
 				emu.Unlock()
@@ -606,12 +642,17 @@ func (m *Manager) Close() error {
 		return err
 	}
 	for _, dir := range m.cfg.Dirs {
+		if m.dirOffline(dir) {
+			// No marker: the next start recovers what it finds there.
+			continue
+		}
+		fs := m.fsFor(dir)
 		marker := filepath.Join(dir, cleanShutdownFile)
-		f, err := m.fs.OpenFile(marker, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
+		f, err := fs.OpenFile(marker, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
 		if err != nil {
 			return err
 		}
-		errs = append(errs, f.Sync(), f.Close(), m.fs.SyncDir(dir))
+		errs = append(errs, f.Sync(), f.Close(), fs.SyncDir(dir))
 	}
 	return errors.Join(errs...)
 }

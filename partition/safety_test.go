@@ -508,17 +508,32 @@ func TestFollowerTruncationIsDurable(t *testing.T) {
 			t.Fatalf("after crash: start %d end %d segments %d", l2.LogStartOffset(), l2.LogEndOffset(), l2.NumSegments())
 		}
 	})
-	for _, mode := range []string{"retry", "append"} {
-		t.Run("completed after a failed sync by "+mode, func(t *testing.T) { testTruncationSyncFailure(t, mcfg, mode) })
+	for _, op := range []string{"syncdir", "remove"} {
+		t.Run("a failed "+op+" takes the log dir offline", func(t *testing.T) { testTruncationFailureTakesDirOffline(t, mcfg, op) })
 	}
 }
 
-func testTruncationSyncFailure(t *testing.T, mcfg ManagerConfig, mode string) {
+// testTruncationFailureTakesDirOffline: a truncation whose directory sync
+// or segment removal fails is not durable, so nothing may be appended past
+// it; the failure takes the whole log dir offline (Kafka's
+// LogDirFailureChannel), after which no operation reaches the disk again —
+// in particular the failed sync is never retried — and the partition's
+// leadership moves elsewhere. After a restart the log opens with
+// everything below the truncation point intact.
+func testTruncationFailureTakesDirOffline(t *testing.T, mcfg ManagerConfig, failOp string) {
 	tp := TopicPartition{Topic: "t", Partition: 0}
+	small := mcfg.Defaults
+	small.SegmentBytes = 600
+	mcfg.Defaults = small
 	mem := NewMemFS()
 	var fail atomic.Bool
+	var afterFailure atomic.Int64
 	efs := &ErrorFS{FS: mem, Inject: func(op, name string) error {
-		if op == "syncdir" && fail.Load() {
+		if !fail.Load() {
+			return nil
+		}
+		afterFailure.Add(1)
+		if op == failOp && (failOp != "remove" || strings.HasSuffix(name, logSuffix)) {
 			return syscall.EIO
 		}
 		return nil
@@ -535,77 +550,30 @@ func testTruncationSyncFailure(t *testing.T, mcfg ManagerConfig, mode string) {
 	}
 	fail.Store(true)
 	if err := l.TruncateTo(45); err == nil {
-		t.Fatal("truncation reported durable though the directory sync failed")
+		t.Fatal("truncation reported durable though the disk failed")
 	}
+	reached := afterFailure.Load()
 	b := simpleBatch(t, 5, 1000, 10)
 	setBaseOffsetAndEpoch(b, 40, 1)
-	if _, err := l.AppendAsFollower(b); err == nil {
-		t.Fatal("appended past a truncation that is not durable")
+	if _, err := l.AppendAsFollower(b); !errors.Is(err, ErrStorage) {
+		t.Fatalf("append past a failed truncation: %v, want the storage error", err)
+	}
+	if err := l.TruncateTo(45); err == nil {
+		t.Fatal("a second truncation succeeded on an offline log dir")
+	}
+	if n := afterFailure.Load(); n != reached {
+		t.Fatalf("%d disk operations after the dir failed; a failed dir is never touched again", n-reached)
 	}
 	fail.Store(false)
-	if mode == "retry" {
-		// The fetcher retries; nothing is left to cut, but the
-		// truncation must become durable before this returns.
-		if err := l.TruncateTo(45); err != nil {
-			t.Fatal(err)
-		}
-	} else {
-		// The next append completes it first.
-		if _, err := l.AppendAsFollower(b); err != nil {
-			t.Fatal(err)
-		}
-	}
 	m2, err := OpenManager(mem.CrashClone(), mcfg, nil, testLogger(t))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer m2.Close()
-	checkBatches(t, m2.Get(tp), 4, 10)
-}
-
-func TestTruncationRetriesSegmentRemovalThatFailed(t *testing.T) {
-	small := smallConfig()
-	small.SegmentBytes = 600
-	mem := NewMemFS()
-	var fail atomic.Bool
-	efs := &ErrorFS{FS: mem, Inject: func(op, name string) error {
-		if op == "remove" && fail.Load() && strings.HasSuffix(name, logSuffix) {
-			return syscall.EIO
-		}
-		return nil
-	}}
-	mcfg := ManagerConfig{Dirs: []string{"/d1"}, NodeID: 1, ClusterID: "c1", Defaults: small}
-	m, err := OpenManager(efs, mcfg, nil, testLogger(t))
-	if err != nil {
-		t.Fatal(err)
+	l2 := m2.Get(tp)
+	if l2 == nil || l2.LogEndOffset() < 40 {
+		t.Fatalf("after restart: %v", l2)
 	}
-	defer m.Close()
-	tp := TopicPartition{Topic: "t", Partition: 0}
-	l, _ := m.GetOrCreate(tp)
-	appendRecords(t, l, 10, 10)
-	if err := l.Flush(); err != nil {
-		t.Fatal(err)
-	}
-	fail.Store(true)
-	if err := l.TruncateTo(45); err == nil {
-		t.Fatal("truncation reported done though segment files could not be removed")
-	}
-	if l.LogEndOffset() != 40 {
-		t.Fatalf("LEO %d after truncation to 45", l.LogEndOffset())
-	}
-	if err := l.TruncateTo(45); err == nil {
-		t.Fatal("truncation reported done while segment files are still there")
-	}
-	fail.Store(false)
-	if err := l.TruncateTo(45); err != nil {
-		t.Fatal(err)
-	}
-	m2, err := OpenManager(mem.CrashClone(), mcfg, nil, testLogger(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m2.Close()
-	checkBatches(t, m2.Get(tp), 4, 10)
 }
 
 func TestShutdownWaitsForLogCreatedDuringIt(t *testing.T) {

@@ -545,6 +545,9 @@ func (m *Manager) ensure(tp partition.TopicPartition, pi *cluster.PartitionInfo,
 	m.mu.Lock()
 	p := m.parts[tp]
 	m.mu.Unlock()
+	if p == nil && m.offlineLog(tp) {
+		return nil // offline until a restart (logdir.go)
+	}
 	if p == nil {
 		lg, err := m.openLog(tp, im.Topics[tp.Topic].ID)
 		if err != nil {
@@ -676,6 +679,9 @@ func (m *Manager) leader(tp partition.TopicPartition, currentEpoch int32) (*Part
 	if p == nil {
 		if m.meta.Image().Partition(tp.Topic, tp.Partition) == nil {
 			return nil, ErrUnknownTopicOrPartition
+		}
+		if m.offlineLog(tp) {
+			return nil, storageErr(tp)
 		}
 		return nil, ErrNotLeaderOrFollower
 	}

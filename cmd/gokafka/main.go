@@ -23,7 +23,11 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/gokafka/gokafka/broker"
+	"github.com/gokafka/gokafka/partition"
 )
+
+// failLogDirEnv names a log dir to fail on demand (see run).
+const failLogDirEnv = "GOKAFKA_TEST_FAIL_LOG_DIR"
 
 func main() {
 	os.Exit(run())
@@ -47,6 +51,14 @@ func run() int {
 	if err != nil {
 		logger.Error().Err(err).Msg("configuration rejected")
 		return 2
+	}
+
+	if dir := os.Getenv(failLogDirEnv); dir != "" {
+		// Test hook, not a setting: every I/O under dir fails with EIO
+		// once the file "<dir>.fail" exists, so tests can take a real
+		// process's log dir offline.
+		cfg.LogFS = partition.FailingFS(partition.OSFS(), dir, dir+".fail")
+		logger.Warn().Str("log_dir", dir).Msg(failLogDirEnv + " is set: the log dir fails once " + dir + ".fail exists")
 	}
 
 	if addr := s.str("debug.pprof.listener"); addr != "" {
@@ -76,7 +88,7 @@ func run() int {
 	case <-ctx.Done():
 		logger.Info().Msg("shutting down")
 	case err := <-srv.Err():
-		logger.Error().Err(err).Msg("listener failed; shutting down")
+		logger.Error().Err(err).Msg("fatal error; shutting down")
 		code = 1
 	}
 	stop()
