@@ -33,6 +33,9 @@ const (
 	// CmdShareState changes the share-partition start offsets of a share
 	// group (see ShareChange).
 	CmdShareState CommandType = "share_state"
+	// CmdClientQuotas sets and removes client quota values (see
+	// QuotaChange).
+	CmdClientQuotas CommandType = "client_quotas"
 )
 
 // ProducerIDBlockSize is how many producer ids one allocation hands out,
@@ -64,6 +67,8 @@ type Command struct {
 	ProducerIDStart int64 `json:"producer_id_start,omitempty"`
 	// Share is the change of a CmdShareState.
 	Share *ShareChange `json:"share,omitempty"`
+	// Quotas are the changes of a CmdClientQuotas.
+	Quotas []QuotaChange `json:"quotas,omitempty"`
 }
 
 // State is the metadata state machine. It is not safe for concurrent use;
@@ -77,6 +82,7 @@ type State struct {
 	brokerConfigs map[string]map[string]string
 	groupConfigs  map[string]map[string]string
 	shareGroups   map[string]*ShareGroupState
+	clientQuotas  map[string]*ClientQuota
 	// nextProducerID is the first producer id not yet given to a broker.
 	nextProducerID int64
 }
@@ -90,6 +96,7 @@ func NewState() *State {
 		brokerConfigs: make(map[string]map[string]string),
 		groupConfigs:  make(map[string]map[string]string),
 		shareGroups:   make(map[string]*ShareGroupState),
+		clientQuotas:  make(map[string]*ClientQuota),
 	}
 }
 
@@ -185,6 +192,8 @@ func (s *State) apply(cmd *Command) error {
 			return fmt.Errorf("share_state without a change")
 		}
 		s.applyShare(cmd.Share)
+	case CmdClientQuotas:
+		s.applyQuotas(cmd.Quotas)
 	case CmdChangePartitions:
 		// Check every change before applying any, so the command is
 		// all or nothing.
@@ -234,6 +243,7 @@ func (s *State) Image(controllerID int32) *Image {
 		BrokerConfigs:  maps.Clone(s.brokerConfigs),
 		GroupConfigs:   maps.Clone(s.groupConfigs),
 		ShareGroups:    maps.Clone(s.shareGroups),
+		ClientQuotas:   maps.Clone(s.clientQuotas),
 		NextProducerID: s.nextProducerID,
 	}
 }
@@ -248,6 +258,7 @@ type snapshot struct {
 	NextProducerID int64                        `json:"next_producer_id,omitempty"`
 	GroupConfigs   map[string]map[string]string `json:"group_configs,omitempty"`
 	ShareGroups    map[string]*ShareGroupState  `json:"share_groups,omitempty"`
+	ClientQuotas   []*ClientQuota               `json:"client_quotas,omitempty"`
 }
 
 // MarshalSnapshot serialises the state.
@@ -261,6 +272,7 @@ func (s *State) MarshalSnapshot() ([]byte, error) {
 	for _, n := range im.TopicNames() {
 		snap.Topics = append(snap.Topics, s.topics[n])
 	}
+	snap.ClientQuotas, _ = im.DescribeClientQuotas(nil, false)
 	return json.Marshal(&snap)
 }
 
@@ -289,6 +301,9 @@ func (s *State) RestoreSnapshot(b []byte) error {
 	}
 	for k, v := range snap.ShareGroups {
 		fresh.shareGroups[k] = v
+	}
+	for _, cq := range snap.ClientQuotas {
+		fresh.clientQuotas[cq.Entity.Key()] = cq
 	}
 	*s = *fresh
 	return nil
