@@ -423,3 +423,76 @@ func TestConsumerThrottledSeesThrottleAndReadsEverything(t *testing.T) {
 		t.Fatal("kgo saw no throttle_time_ms on fetches")
 	}
 }
+
+func TestRequestTimeQuotaThrottlesAnyRequest(t *testing.T) {
+	b := startBroker(t, brokerOpts{})
+	adm := b.admin(t)
+	// 0.01 % of a handler: one millisecond of handler time per ten-second
+	// window, which a few dozen Metadata requests use up.
+	mustAlterQuotas(t, adm, setQuota(quotaEntity("client-id", "busy-admin"), "request_percentage", 0.01))
+	hook := &throttleHook{}
+	cl := b.client(t, kgo.ClientID("busy-admin"), kgo.WithHooks(hook))
+	ctx := testCtx(t, 60*time.Second)
+	var throttled int32
+	for i := 0; i < 2000 && throttled == 0; i++ {
+		req := kmsg.NewPtrMetadataRequest()
+		resp, err := req.RequestWith(ctx, cl)
+		if err != nil {
+			t.Fatalf("metadata: %v", err)
+		}
+		throttled = resp.ThrottleMillis
+	}
+	if throttled <= 0 {
+		t.Fatal("2000 Metadata requests with a 0.01 % request quota were never throttled")
+	}
+	// Request-time throttles are bounded to one quota window.
+	if throttled > 1000 {
+		t.Fatalf("throttle_time_ms %d, want at most one window (1000)", throttled)
+	}
+	if hook.n.Load() == 0 {
+		t.Fatal("kgo saw no throttle")
+	}
+}
+
+func TestBrokerToBrokerTrafficIsExemptFromQuotas(t *testing.T) {
+	c := startCluster(t, nil)
+	adm := c.admin(t)
+	// Every client id without its own quota, including the followers'
+	// fetchers, gets a tiny default byte rate; the producer has its own.
+	mustAlterQuotas(t, adm,
+		kadm.AlterClientQuotaEntry{Entity: quotaEntity("client-id", "<default>"), Ops: []kadm.AlterClientQuotaOp{
+			{Key: "producer_byte_rate", Value: 1024}, {Key: "consumer_byte_rate", Value: 1024}}},
+		kadm.AlterClientQuotaEntry{Entity: quotaEntity("client-id", "exempt-test-producer"), Ops: []kadm.AlterClientQuotaOp{
+			{Key: "producer_byte_rate", Value: 1 << 30}, {Key: "consumer_byte_rate", Value: 1 << 30}}},
+	)
+	c.createTopic(t, "quota-replicated", 1, nil)
+	// Quotas reach every node before the load starts.
+	for id := int32(1); id <= 3; id++ {
+		cl := c.client(t)
+		eventually(t, 30*time.Second, func() error {
+			r, err := kmsg.NewPtrDescribeClientQuotasRequest().RequestWith(testCtx(t, 10*time.Second), cl.Broker(int(id)))
+			if err == nil && len(r.Entries) != 2 {
+				err = fmt.Errorf("node %d has %d quota entities", id, len(r.Entries))
+			}
+			return err
+		})
+	}
+	prod := c.client(t, kgo.ClientID("exempt-test-producer"), kgo.DefaultProduceTopic("quota-replicated"),
+		kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ProducerBatchCompression(kgo.NoCompression()))
+	value := make([]byte, 1000)
+	rand.Read(value)
+	ctx := testCtx(t, 60*time.Second)
+	// 2 MB acks=all: the followers fetch it at far more than 1 KB/s, or
+	// the acknowledgements would never come.
+	for range 2000 {
+		prod.Produce(ctx, &kgo.Record{Value: value}, func(_ *kgo.Record, err error) {
+			if err != nil {
+				t.Errorf("produce: %v", err)
+			}
+		})
+	}
+	if err := prod.Flush(ctx); err != nil {
+		t.Fatalf("flush: %v", err)
+	}
+	c.waitFullISR(t, "quota-replicated", 0)
+}
