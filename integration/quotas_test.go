@@ -496,3 +496,46 @@ func TestBrokerToBrokerTrafficIsExemptFromQuotas(t *testing.T) {
 	}
 	c.waitFullISR(t, "quota-replicated", 0)
 }
+
+func TestLongPollWaitIsNotCountedAsRequestTime(t *testing.T) {
+	b := startBroker(t, brokerOpts{})
+	adm := b.admin(t)
+	createTopic(t, adm, "quota-idle", 1, nil)
+	// 5 %: half a second of handler time per ten seconds. A consumer of an
+	// empty topic spends nearly all its time parked in long polls, which
+	// Kafka does not count (purgatory); counted, it would be 100 %.
+	mustAlterQuotas(t, adm, setQuota(quotaEntity("client-id", "idle-consumer"), "request_percentage", 5))
+	hook := &throttleHook{}
+	cl := b.client(t, kgo.ClientID("idle-consumer"), kgo.WithHooks(hook))
+	req := kmsg.NewPtrFetchRequest()
+	req.MaxWaitMillis = 500
+	req.MinBytes = 1
+	req.MaxBytes = 1 << 20
+	topics, err := adm.ListTopics(testCtx(t, 30*time.Second), "quota-idle")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt := kmsg.NewFetchRequestTopic()
+	rt.Topic = "quota-idle"
+	rt.TopicID = topics["quota-idle"].ID
+	rp := kmsg.NewFetchRequestTopicPartition()
+	rp.PartitionMaxBytes = 1 << 20
+	rp.CurrentLeaderEpoch = -1
+	rp.LastFetchedEpoch = -1
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	ctx := testCtx(t, 60*time.Second)
+	// Eight long polls: four seconds parked.
+	for i := range 8 {
+		resp, err := req.RequestWith(ctx, cl)
+		if err != nil {
+			t.Fatalf("fetch %d: %v", i, err)
+		}
+		if resp.ThrottleMillis > 0 {
+			t.Fatalf("long poll %d throttled %d ms: parked time was counted as request time", i, resp.ThrottleMillis)
+		}
+		if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 || resp.Topics[0].Partitions[0].ErrorCode != 0 {
+			t.Fatalf("fetch %d: %+v", i, resp)
+		}
+	}
+}
