@@ -69,7 +69,7 @@ type quotaCall struct {
 func (h *Handlers) quotaAware(fn protocol.HandlerFunc) protocol.HandlerFunc {
 	return func(ctx context.Context, req *protocol.Request) (kmsg.Response, error) {
 		q := h.quotas
-		if q == nil || quotaExempt(req) {
+		if q == nil || !q.Enabled() || quotaExempt(req) {
 			return fn(ctx, req)
 		}
 		call := &quotaCall{start: time.Now()}

@@ -3,6 +3,7 @@ package quota
 import (
 	"math"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -70,6 +71,9 @@ type Manager struct {
 	// maxThrottleMs bounds the throttle time; 0 leaves it unbounded
 	// (Kafka bounds only the request-time quota, to one window).
 	maxThrottleMs int64
+	// enabled is set while any entity has this quota, so that a broker
+	// without quotas takes no lock per request.
+	enabled atomic.Bool
 
 	mu struct {
 		sync.Mutex
@@ -95,15 +99,12 @@ func (m *Manager) setLimits(all Limits) {
 	}
 	m.mu.Lock()
 	m.mu.limits = limits
+	m.enabled.Store(len(limits) > 0)
 	m.mu.Unlock()
 }
 
 // Enabled reports whether any entity has this quota.
-func (m *Manager) Enabled() bool {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return len(m.mu.limits) > 0
-}
+func (m *Manager) Enabled() bool { return m.enabled.Load() }
 
 // resolve finds the entity a request of user and clientID is counted
 // against and its quota, following Kafka's precedence:
@@ -156,6 +157,9 @@ func resolve(limits map[Entity]float64, user, clientID string) (counted Entity, 
 
 // Quota returns the quota that applies to user and clientID, if any.
 func (m *Manager) Quota(user, clientID string) (float64, bool) {
+	if !m.enabled.Load() {
+		return 0, false
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	_, limit, ok := resolve(m.mu.limits, user, clientID)
@@ -167,6 +171,9 @@ func (m *Manager) Quota(user, clientID string) (float64, bool) {
 // (0 when within it, or when no quota applies). The value is counted even
 // when it violates the quota, as Kafka does.
 func (m *Manager) Record(user, clientID string, value float64, now time.Time) time.Duration {
+	if !m.enabled.Load() {
+		return 0
+	}
 	nowMs := now.UnixMilli()
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -195,6 +202,9 @@ func (m *Manager) Record(user, clientID string, value float64, now time.Time) ti
 // Unrecord takes back a value recorded at now, for a response that was
 // replaced by an empty throttled one (Kafka does this for Fetch).
 func (m *Manager) Unrecord(user, clientID string, value float64, now time.Time) {
+	if !m.enabled.Load() {
+		return
+	}
 	nowMs := now.UnixMilli()
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -265,6 +275,11 @@ func New(cfg Config) *Quotas {
 		// Kafka bounds request-time throttles to one window.
 		Request: newManager(cfg, RequestPercentage, cfg.windowMs()),
 	}
+}
+
+// Enabled reports whether any client quota is configured.
+func (q *Quotas) Enabled() bool {
+	return q.Produce.Enabled() || q.Fetch.Enabled() || q.Request.Enabled()
 }
 
 // Config returns the windowing in use.
