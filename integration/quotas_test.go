@@ -277,8 +277,10 @@ func TestClientQuotasRoundTripThreeNodes(t *testing.T) {
 		})
 	}
 	// kadm, whichever node it picks.
-	mustAlterQuotas(t, c.admin(t), setQuota(quotaEntity("user", "<default>", "client-id", "<default>"), "request_percentage", 200))
-	want = "client-id=<default>,user=<default>: request_percentage=200\n" + want
+	mustAlterQuotas(t, c.admin(t),
+		setQuota(quotaEntity("user", "<default>", "client-id", "<default>"), "request_percentage", 200),
+		setQuota(quotaEntity("client-id", "tiny"), "producer_byte_rate", 1024))
+	want = "client-id=<default>,user=<default>: request_percentage=200\n" + want + "\nclient-id=tiny: producer_byte_rate=1024"
 	for id := int32(1); id <= 3; id++ {
 		eventually(t, 30*time.Second, func() error {
 			got, err := describe(id)
@@ -287,6 +289,53 @@ func TestClientQuotasRoundTripThreeNodes(t *testing.T) {
 			}
 			return err
 		})
+	}
+
+	// Every broker enforces them: 30 KB to each node's partition is three
+	// times what 1 KB/s allows in the window, so each leader throttles.
+	c.createTopic(t, "quota-everywhere", 3, nil)
+	var mu sync.Mutex
+	throttledBy := map[int32]bool{}
+	hook := brokerThrottleFunc(func(meta kgo.BrokerMetadata, d time.Duration) {
+		mu.Lock()
+		throttledBy[meta.NodeID] = true
+		mu.Unlock()
+	})
+	tiny := c.client(t, kgo.ClientID("tiny"), kgo.DefaultProduceTopic("quota-everywhere"),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerBatchCompression(kgo.NoCompression()), kgo.WithHooks(hook))
+	value := make([]byte, 1000)
+	rand.Read(value)
+	var recs []*kgo.Record
+	for p := range int32(3) {
+		for range 30 {
+			recs = append(recs, &kgo.Record{Partition: p, Value: value})
+		}
+	}
+	leaders := map[int32]bool{}
+	for p := range int32(3) {
+		leaders[c.leader(t, "quota-everywhere", p).Leader] = true
+	}
+	// Not waited for: the records after a throttle wait it out.
+	for _, r := range recs {
+		tiny.Produce(ctx, r, nil)
+	}
+	eventually(t, 30*time.Second, func() error {
+		mu.Lock()
+		defer mu.Unlock()
+		for id := range leaders {
+			if !throttledBy[id] {
+				return fmt.Errorf("leader %d did not throttle (throttled by %v)", id, throttledBy)
+			}
+		}
+		return nil
+	})
+}
+
+type brokerThrottleFunc func(kgo.BrokerMetadata, time.Duration)
+
+func (f brokerThrottleFunc) OnBrokerThrottle(meta kgo.BrokerMetadata, d time.Duration, _ bool) {
+	if d > 0 {
+		f(meta, d)
 	}
 }
 
