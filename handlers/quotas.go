@@ -11,7 +11,8 @@ package handlers
 //     taken back from the rate, so the records are fetched again later.
 //   - Every other request, and Produce and Fetch too, counts its handler
 //     time against request_percentage; the time a Fetch or an acks=all
-//     Produce spends parked is left out, as Kafka leaves out purgatory.
+//     Produce spends parked is left out, as Kafka leaves out purgatory,
+//     and the APIs that do little but wait (parkingKeys) are not counted.
 //     acks=0 Produce is not counted against it.
 //   - The larger throttle goes in the response's throttle_time_ms and
 //     mutes the connection for that long (protocol: Request.Throttle).
@@ -50,6 +51,14 @@ var interBrokerKeys = map[int16]bool{
 	83: true, 84: true, 85: true, 86: true, 87: true, // share-group state RPCs
 }
 
+// parkingKeys are the APIs other than Fetch and Produce whose handlers
+// spend their time waiting for others (group members, records to share,
+// metadata to propagate), where Kafka parks them in purgatory or on the
+// controller and counts almost no request time: JoinGroup, SyncGroup,
+// ShareFetch, CreateTopics, DeleteTopics, CreatePartitions. Their time is
+// not counted against request_percentage.
+var parkingKeys = map[int16]bool{11: true, 14: true, 78: true, 19: true, 20: true, 37: true}
+
 // quotaExempt reports whether req is broker-to-broker traffic.
 func quotaExempt(req *protocol.Request) bool {
 	return interBrokerKeys[req.Key] || req.ClientID == cluster.ForwardClientID || req.ClientID == txn.MarkerClientID
@@ -75,7 +84,7 @@ func (h *Handlers) quotaAware(fn protocol.HandlerFunc) protocol.HandlerFunc {
 		call := &quotaCall{start: time.Now()}
 		ctx = context.WithValue(replication.WithParkedTime(ctx, &call.parked), quotaCallKey{}, call)
 		resp, err := fn(ctx, req)
-		if err != nil || req.Key == 0 || req.Key == 1 {
+		if err != nil || req.Key == 0 || req.Key == 1 || parkingKeys[req.Key] {
 			return resp, err
 		}
 		setThrottle(req, resp, h.requestThrottle(ctx, req))
@@ -83,7 +92,7 @@ func (h *Handlers) quotaAware(fn protocol.HandlerFunc) protocol.HandlerFunc {
 	}
 }
 
-// user is the principal quotas are counted for.
+// quotaUser is the principal quotas are counted for.
 func quotaUser(*protocol.Request) string { return quota.AnonymousUser }
 
 // requestThrottle counts the handler time of req so far, less the time it
