@@ -591,3 +591,36 @@ func TestLongPollWaitIsNotCountedAsRequestTime(t *testing.T) {
 		}
 	}
 }
+
+func TestWaitingInJoinGroupIsNotCountedAsRequestTime(t *testing.T) {
+	// The first join of an empty group waits out the initial rebalance
+	// delay: two seconds of waiting, no work.
+	b := startBroker(t, brokerOpts{Env: map[string]string{"GOKAFKA_GROUP_INITIAL_REBALANCE_DELAY_MS": "2000"}})
+	adm := b.admin(t)
+	// 5 %: half a second of handler time per ten seconds.
+	mustAlterQuotas(t, adm, setQuota(quotaEntity("client-id", "joining-member"), "request_percentage", 5))
+	cl := b.client(t, kgo.ClientID("joining-member"))
+	ctx := testCtx(t, 60*time.Second)
+	join := func(member string) *kmsg.JoinGroupResponse {
+		t.Helper()
+		req := kmsg.NewPtrJoinGroupRequest()
+		req.Group, req.MemberID, req.ProtocolType = "quota-group", member, "consumer"
+		req.SessionTimeoutMillis, req.RebalanceTimeoutMillis = 30000, 30000
+		req.Protocols = []kmsg.JoinGroupRequestProtocol{{Name: "range", Metadata: []byte{0, 0, 0, 0, 0, 0, 0, 0}}}
+		resp, err := req.RequestWith(ctx, cl)
+		if err != nil {
+			t.Fatalf("JoinGroup: %v", err)
+		}
+		return resp
+	}
+	resp := join("")
+	if resp.ErrorCode == kerr.MemberIDRequired.Code {
+		resp = join(resp.MemberID)
+	}
+	if resp.ErrorCode != 0 {
+		t.Fatalf("JoinGroup: %v", kerr.ErrorForCode(resp.ErrorCode))
+	}
+	if resp.ThrottleMillis > 0 {
+		t.Fatalf("JoinGroup throttled %d ms: its wait was counted as request time", resp.ThrottleMillis)
+	}
+}
