@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"net/url"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -20,6 +22,7 @@ import (
 	"github.com/gokafka/gokafka/handlers"
 	"github.com/gokafka/gokafka/partition"
 	"github.com/gokafka/gokafka/protocol"
+	"github.com/gokafka/gokafka/quota"
 	"github.com/gokafka/gokafka/replication"
 	"github.com/gokafka/gokafka/share"
 	"github.com/gokafka/gokafka/txn"
@@ -64,6 +67,9 @@ type Config struct {
 	// LogFS is the filesystem of the log dirs; nil is the operating
 	// system's.
 	LogFS partition.FS
+	// Quota is the windowing of client quota rates
+	// (quota.window.num, quota.window.size.seconds).
+	Quota quota.Config
 }
 
 // Server is a running broker.
@@ -206,6 +212,7 @@ func Start(ctx context.Context, cfg Config, logger zerolog.Logger) (_ *Server, e
 	s.shareC = share.NewCoordinator(cfg.Share, cfg.NodeID, s.meta, logger.With().Str("component", "share").Logger())
 	s.shareM = share.NewManager(cfg.Share, s.meta, share.ReplicaSource(s.replicas), logger.With().Str("component", "share").Logger())
 	h.SetShare(s.shareC, s.shareM, cfg.Share)
+	h.SetQuotas(s.watchQuotas(cfg.Quota))
 	s.srv = protocol.NewServer(cfg.Protocol, reg, logger.With().Str("component", "net").Logger())
 
 	adv, err := s.advertised(lns)
@@ -219,6 +226,31 @@ func Start(ctx context.Context, cfg Config, logger zerolog.Logger) (_ *Server, e
 		go func(ln net.Listener) { s.serveErr <- s.srv.Serve(ln) }(ln)
 	}
 	return s, nil
+}
+
+// watchQuotas returns the client quotas to enforce, kept in step with
+// the metadata.
+func (s *Server) watchQuotas(cfg quota.Config) *quota.Quotas {
+	if cfg.WindowNum == 0 {
+		cfg = quota.DefaultConfig()
+	}
+	q := quota.New(cfg)
+	// The first image is read after the watch is registered and may
+	// race with it: only a newer image replaces the quotas.
+	var mu sync.Mutex
+	var applied *cluster.Image
+	update := func(im *cluster.Image) {
+		mu.Lock()
+		defer mu.Unlock()
+		if applied != nil && (im.Offset < applied.Offset || maps.Equal(im.ClientQuotas, applied.ClientQuotas)) {
+			return
+		}
+		applied = im
+		q.Update(im.QuotaLimits())
+	}
+	s.meta.Watch(func(_, next *cluster.Image) { update(next) })
+	update(s.meta.Image())
+	return q
 }
 
 // advertised returns the address this broker registers: the first

@@ -1,6 +1,7 @@
 // Package cluster owns gokafka's cluster metadata: registered brokers,
 // topics with their ids, partition assignments, leaders, leader epochs,
-// partition epochs and ISRs, topic and broker config overrides.
+// partition epochs and ISRs, topic and broker config overrides, and client
+// quotas (quotas.go).
 //
 // The metadata is a deterministic state machine (State) changed only by
 // Commands. A controller validates a client's intent (topic names, partition

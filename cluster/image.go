@@ -70,6 +70,8 @@ type Image struct {
 	GroupConfigs map[string]map[string]string
 	// ShareGroups holds share groups' checkpointed start offsets by group.
 	ShareGroups map[string]*ShareGroupState
+	// ClientQuotas holds client quota values by QuotaEntity.Key.
+	ClientQuotas map[string]*ClientQuota
 	// NextProducerID is the first producer id no broker has been given.
 	NextProducerID int64
 }

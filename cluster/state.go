@@ -36,6 +36,9 @@ const (
 	// CmdSetOfflineLogDirs records the log dirs a broker reports offline
 	// (BrokerID, LogDirs).
 	CmdSetOfflineLogDirs CommandType = "set_offline_log_dirs"
+	// CmdClientQuotas sets and removes client quota values (see
+	// QuotaChange).
+	CmdClientQuotas CommandType = "client_quotas"
 )
 
 // ProducerIDBlockSize is how many producer ids one allocation hands out,
@@ -69,6 +72,8 @@ type Command struct {
 	Share *ShareChange `json:"share,omitempty"`
 	// LogDirs are the directory ids of a CmdSetOfflineLogDirs.
 	LogDirs []string `json:"log_dirs,omitempty"`
+	// Quotas are the changes of a CmdClientQuotas.
+	Quotas []QuotaChange `json:"quotas,omitempty"`
 }
 
 // State is the metadata state machine. It is not safe for concurrent use;
@@ -82,6 +87,7 @@ type State struct {
 	brokerConfigs map[string]map[string]string
 	groupConfigs  map[string]map[string]string
 	shareGroups   map[string]*ShareGroupState
+	clientQuotas  map[string]*ClientQuota
 	// nextProducerID is the first producer id not yet given to a broker.
 	nextProducerID int64
 }
@@ -95,6 +101,7 @@ func NewState() *State {
 		brokerConfigs: make(map[string]map[string]string),
 		groupConfigs:  make(map[string]map[string]string),
 		shareGroups:   make(map[string]*ShareGroupState),
+		clientQuotas:  make(map[string]*ClientQuota),
 	}
 }
 
@@ -190,6 +197,8 @@ func (s *State) apply(cmd *Command) error {
 			return fmt.Errorf("share_state without a change")
 		}
 		s.applyShare(cmd.Share)
+	case CmdClientQuotas:
+		s.applyQuotas(cmd.Quotas)
 	case CmdChangePartitions:
 		// Check every change before applying any, so the command is
 		// all or nothing.
@@ -241,6 +250,7 @@ func (s *State) Image(controllerID int32) *Image {
 		BrokerConfigs:  maps.Clone(s.brokerConfigs),
 		GroupConfigs:   maps.Clone(s.groupConfigs),
 		ShareGroups:    maps.Clone(s.shareGroups),
+		ClientQuotas:   maps.Clone(s.clientQuotas),
 		NextProducerID: s.nextProducerID,
 	}
 }
@@ -255,6 +265,7 @@ type snapshot struct {
 	NextProducerID int64                        `json:"next_producer_id,omitempty"`
 	GroupConfigs   map[string]map[string]string `json:"group_configs,omitempty"`
 	ShareGroups    map[string]*ShareGroupState  `json:"share_groups,omitempty"`
+	ClientQuotas   []*ClientQuota               `json:"client_quotas,omitempty"`
 }
 
 // MarshalSnapshot serialises the state.
@@ -268,6 +279,7 @@ func (s *State) MarshalSnapshot() ([]byte, error) {
 	for _, n := range im.TopicNames() {
 		snap.Topics = append(snap.Topics, s.topics[n])
 	}
+	snap.ClientQuotas, _ = im.DescribeClientQuotas(nil, false)
 	return json.Marshal(&snap)
 }
 
@@ -296,6 +308,9 @@ func (s *State) RestoreSnapshot(b []byte) error {
 	}
 	for k, v := range snap.ShareGroups {
 		fresh.shareGroups[k] = v
+	}
+	for _, cq := range snap.ClientQuotas {
+		fresh.clientQuotas[cq.Entity.Key()] = cq
 	}
 	*s = *fresh
 	return nil

@@ -79,6 +79,8 @@ func (h *Handlers) fetch(ctx context.Context, req *protocol.Request) (kmsg.Respo
 	if replicaID >= 0 {
 		params.FromFollower, params.ReplicaID = true, replicaID
 		params.ReadCommitted = false
+	} else {
+		params.MaxBytes = h.fetchMaxBytes(req, params.MaxBytes)
 	}
 	var slots []slot
 	for ti, t := range r.Topics {
@@ -160,6 +162,14 @@ func (h *Handlers) fetch(ctx context.Context, req *protocol.Request) (kmsg.Respo
 			if resp.Topics[ti].Partitions[pi].RecordBatches == nil {
 				resp.Topics[ti].Partitions[pi].RecordBatches = []byte{}
 			}
+		}
+	}
+	if !params.FromFollower {
+		if throttled := h.throttleFetch(ctx, req, results); throttled != nil {
+			if spliced != nil {
+				spliced.Close()
+			}
+			return throttled, nil
 		}
 	}
 	if spliced != nil {

@@ -10,6 +10,7 @@ import (
 	"github.com/gokafka/gokafka/group"
 	"github.com/gokafka/gokafka/idempotent"
 	"github.com/gokafka/gokafka/protocol"
+	"github.com/gokafka/gokafka/quota"
 	"github.com/gokafka/gokafka/replication"
 	"github.com/gokafka/gokafka/share"
 	"github.com/gokafka/gokafka/txn"
@@ -43,6 +44,9 @@ type Handlers struct {
 	shareCoord *share.Coordinator
 	shareMgr   *share.Manager
 	shareCfg   share.Config
+	// quotas enforces client quotas, set by SetQuotas before serving
+	// starts; nil enforces none (quotas.go).
+	quotas *quota.Quotas
 }
 
 // producerIDSource is the metadata's producer-id block allocation.
@@ -53,7 +57,7 @@ type producerIDSource interface {
 // Register creates the handlers and registers every API with reg.
 func Register(reg *protocol.Registry, cfg Config, meta cluster.Metadata, replicas *replication.Manager, logger zerolog.Logger) *Handlers {
 	h := &Handlers{cfg: cfg, meta: meta, replicas: replicas, reg: reg, logger: logger}
-	reg.Wrap(forwardAware)
+	reg.Wrap(func(fn protocol.HandlerFunc) protocol.HandlerFunc { return forwardAware(h.quotaAware(fn)) })
 	if src, ok := meta.(producerIDSource); ok {
 		h.pids = idempotent.NewAllocator(func(ctx context.Context) (int64, int32, error) {
 			return src.AllocateProducerIDs(ctx, cfg.NodeID)
@@ -87,6 +91,7 @@ func Register(reg *protocol.Registry, cfg Config, meta cluster.Metadata, replica
 		h.registerDescribeTransactions,
 		h.registerListTransactions,
 		h.registerShare,
+		h.registerClientQuotas,
 	} {
 		r(reg)
 	}

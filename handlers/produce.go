@@ -110,6 +110,7 @@ func (h *Handlers) produce(ctx context.Context, req *protocol.Request) (kmsg.Res
 			failed = failed || rp.ErrorCode != 0
 		}
 	}
+	h.throttleProduce(ctx, req, resp, r.Acks)
 	if r.Acks == 0 {
 		if failed {
 			return nil, fmt.Errorf("acks=0 produce failed for a partition")

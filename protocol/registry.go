@@ -3,6 +3,7 @@ package protocol
 import (
 	"context"
 	"sort"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -17,6 +18,14 @@ type Request struct {
 	Body kmsg.Request
 	// Conn describes the connection the request arrived on.
 	Conn *ConnInfo
+	// Size is the request's size in bytes (header and body), what Kafka's
+	// produce quota counts.
+	Size int
+	// Throttle, set by a handler, mutes the connection for that long: no
+	// further request is read from it until the time has passed. Whether
+	// the response goes out first (KIP-219) or after the time follows the
+	// response's version (kmsg.ThrottleResponse).
+	Throttle time.Duration
 }
 
 // ConnInfo identifies a client connection.

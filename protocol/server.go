@@ -218,6 +218,11 @@ type conn struct {
 	busy     atomic.Bool
 	stopping atomic.Bool
 
+	// throttle is the mute the last request's handler asked for, and
+	// throttleAfter whether it starts after its response is queued.
+	throttle      time.Duration
+	throttleAfter bool
+
 	closeOnce sync.Once
 	reason    CloseReason
 	reasonErr error
@@ -277,6 +282,13 @@ func (c *conn) readLoop() {
 		if !ok {
 			return
 		}
+		if c.throttle > 0 && !c.throttleAfter && !c.mute(c.throttle) {
+			// A client older than KIP-219 gets its response only once the
+			// throttle time has passed.
+			resp.close()
+			c.setReason(CloseShutdown, nil)
+			return
+		}
 		if resp.b != nil || resp.pieces != nil {
 			select {
 			case c.out <- resp:
@@ -292,7 +304,25 @@ func (c *conn) readLoop() {
 				}
 			}
 		}
+		if c.throttle > 0 && c.throttleAfter && !c.mute(c.throttle) {
+			c.setReason(CloseShutdown, nil)
+			return
+		}
 		c.busy.Store(false)
+	}
+}
+
+// mute keeps the connection from reading its next request for d, as
+// Kafka mutes a throttled channel. It returns false if the connection is
+// being closed meanwhile.
+func (c *conn) mute(d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-c.ctx.Done():
+		return false
 	}
 }
 
@@ -315,6 +345,7 @@ func (c *conn) readFailed(err error) {
 // (an empty frame when none is due) and false when the connection must
 // close. Nothing keeps a Produce frame once it returns (see putRequestBuf).
 func (c *conn) serve(in []byte) (out frame, ok bool) {
+	c.throttle = 0
 	h, err := parseHeaderPrefix(in)
 	if err != nil {
 		c.setReason(CloseMalformedHeader, err)
@@ -349,10 +380,12 @@ func (c *conn) serve(in []byte) (out frame, ok bool) {
 		return frame{}, false
 	}
 
-	resp, err, panicked := c.callHandler(entry.fn, &Request{
+	preq := &Request{
 		Key: h.key, Version: h.version, CorrelationID: h.correlationID,
-		ClientID: h.clientID, Body: req, Conn: c.info,
-	})
+		ClientID: h.clientID, Body: req, Conn: c.info, Size: len(in),
+	}
+	resp, err, panicked := c.callHandler(entry.fn, preq)
+	c.throttle, c.throttleAfter = preq.Throttle, throttleAfterResponse(resp, h.version)
 	if panicked {
 		c.setReason(CloseHandlerPanic, err)
 		return frame{}, false
@@ -378,6 +411,25 @@ func (c *conn) serve(in []byte) (out frame, ok bool) {
 		return f, true
 	}
 	return frame{b: encodeResponse(h, resp)}, true
+}
+
+// throttleAfterResponse reports whether the client of resp throttles
+// itself after reading it (KIP-219), so that the response goes out first
+// and the connection is muted after; older versions get the response
+// late instead. A request without a response (acks=0) is muted after.
+func throttleAfterResponse(resp kmsg.Response, version int16) bool {
+	if sr, ok := resp.(*SplicedResponse); ok {
+		resp = sr.Response
+	}
+	if resp == nil {
+		return true
+	}
+	resp.SetVersion(version)
+	if tr, ok := resp.(kmsg.ThrottleResponse); ok {
+		_, after := tr.Throttle()
+		return after
+	}
+	return true
 }
 
 func (c *conn) callHandler(fn HandlerFunc, req *Request) (resp kmsg.Response, err error, panicked bool) {

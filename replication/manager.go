@@ -773,6 +773,7 @@ func (m *Manager) ProduceWithOptions(ctx context.Context, tp partition.TopicPart
 
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()
+	defer addParked(ctx, time.Now())
 	var waitErr error
 	select {
 	case err := <-done:
@@ -881,7 +882,10 @@ func (m *Manager) Fetch(ctx context.Context, fp FetchParams) []FetchResult {
 		if timer == nil {
 			timer = time.NewTimer(fp.MaxWait)
 		}
-		if !WaitAny(ctx, timer.C, waits) {
+		parkedAt := time.Now()
+		woke := WaitAny(ctx, timer.C, waits)
+		addParked(ctx, parkedAt)
+		if !woke {
 			res, _, _ = m.readAll(fp, false)
 			return res
 		}

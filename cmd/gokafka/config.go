@@ -15,6 +15,7 @@ import (
 	"github.com/gokafka/gokafka/group"
 	"github.com/gokafka/gokafka/partition"
 	"github.com/gokafka/gokafka/protocol"
+	"github.com/gokafka/gokafka/quota"
 	"github.com/gokafka/gokafka/replication"
 	"github.com/gokafka/gokafka/share"
 	"github.com/gokafka/gokafka/txn"
@@ -112,6 +113,8 @@ var properties = []property{
 	{"transaction.state.log.load.buffer.size", "5242880", "Bytes read per step when loading transactions from __transaction_state."},
 	{"transaction.max.timeout.ms", "900000", "Largest transaction.timeout.ms a producer may ask for."},
 	{"transaction.abort.timed.out.transaction.cleanup.interval.ms", "10000", "How often transactions open past their timeout are aborted."},
+	{"quota.window.num", "11", "Samples a client quota rate is measured over."},
+	{"quota.window.size.seconds", "1", "Span of one client quota sample, in seconds."},
 	{"shutdown.timeout.ms", "30000", "How long in-flight requests may take to finish at shutdown."},
 	{"log.level", "info", "trace, debug, info, warn or error."},
 	{"log.format", "console", "console or json."},
@@ -300,6 +303,10 @@ func (s *settings) brokerConfig() (broker.Config, error) {
 		},
 		BrokerDefaults:  cluster.BrokerDefaults{Values: values, Set: set},
 		ShutdownTimeout: ms(s.positive("shutdown.timeout.ms")),
+		Quota: quota.Config{
+			WindowNum:  int(min(s.positive("quota.window.num"), math.MaxInt32)),
+			WindowSize: time.Duration(min(s.positive("quota.window.size.seconds"), math.MaxInt32)) * time.Second,
+		},
 		Quorum: cluster.QuorumConfig{
 			Voters:            voters,
 			HeartbeatInterval: ms(s.positive("broker.heartbeat.interval.ms")),

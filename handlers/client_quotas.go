@@ -1,0 +1,102 @@
+package handlers
+
+// AlterClientQuotas (key 49) and DescribeClientQuotas (key 48), v0-v1
+// (KIP-546).
+//
+// AlterClientQuotas sets or removes quota values of user, client-id and
+// ip entities (a null name is the type's <default>); each entry is
+// validated on its own as Kafka's controller does (INVALID_REQUEST for an
+// unknown key or entity type, an empty or repeated entity part, a value
+// that is not positive, a fractional byte rate), and the valid ones are
+// applied through the metadata quorum, so that every broker enforces them
+// (quotas.go). ValidateOnly checks without applying.
+//
+// DescribeClientQuotas answers from this broker's metadata: components
+// match an entity type exactly (a name, or the default with a null
+// match), its default, or any name; strict leaves out entities with
+// other parts. A bad filter is answered with the request-level error
+// (INVALID_REQUEST; UNSUPPORTED_VERSION for an unknown entity type).
+
+import (
+	"context"
+	"sort"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/gokafka/gokafka/cluster"
+	"github.com/gokafka/gokafka/protocol"
+)
+
+func (h *Handlers) registerClientQuotas(reg *protocol.Registry) {
+	reg.Register(48, 0, 1, h.describeClientQuotas)
+	reg.Register(49, 0, 1, h.alterClientQuotas)
+}
+
+type clientQuotaAlterer interface {
+	AlterClientQuotas(ctx context.Context, changes []cluster.QuotaChange, validateOnly bool) []error
+}
+
+func (h *Handlers) alterClientQuotas(ctx context.Context, req *protocol.Request) (kmsg.Response, error) {
+	r := req.Body.(*kmsg.AlterClientQuotasRequest)
+	resp := r.ResponseKind().(*kmsg.AlterClientQuotasResponse)
+	changes := cluster.AlterClientQuotasRequestChanges(r)
+	errs := make([]error, len(changes))
+	if a, ok := h.meta.(clientQuotaAlterer); ok {
+		errs = a.AlterClientQuotas(ctx, changes, r.ValidateOnly)
+	} else {
+		for i := range errs {
+			errs[i] = kerr.UnsupportedVersion
+		}
+	}
+	for i, e := range r.Entries {
+		re := kmsg.NewAlterClientQuotasResponseEntry()
+		for _, p := range e.Entity {
+			rp := kmsg.NewAlterClientQuotasResponseEntryEntity()
+			rp.Type, rp.Name = p.Type, p.Name
+			re.Entity = append(re.Entity, rp)
+		}
+		re.ErrorCode = errorCode(errs[i])
+		re.ErrorMessage = errorMessage(errs[i])
+		if errs[i] != nil {
+			h.logger.Debug().Str("client", req.ClientID).Err(errs[i]).Msg("client quota change refused")
+		}
+		resp.Entries = append(resp.Entries, re)
+	}
+	return resp, nil
+}
+
+func (h *Handlers) describeClientQuotas(_ context.Context, req *protocol.Request) (kmsg.Response, error) {
+	r := req.Body.(*kmsg.DescribeClientQuotasRequest)
+	resp := r.ResponseKind().(*kmsg.DescribeClientQuotasResponse)
+	filters := make([]cluster.QuotaFilter, 0, len(r.Components))
+	for _, c := range r.Components {
+		filters = append(filters, cluster.QuotaFilter{Type: c.EntityType, MatchType: int8(c.MatchType), Match: c.Match})
+	}
+	cqs, err := h.meta.Image().DescribeClientQuotas(filters, r.Strict)
+	if err != nil {
+		resp.ErrorCode = errorCode(err)
+		resp.ErrorMessage = errorMessage(err)
+		return resp, nil
+	}
+	for _, cq := range cqs {
+		e := kmsg.NewDescribeClientQuotasResponseEntry()
+		for _, p := range cq.Entity {
+			ep := kmsg.NewDescribeClientQuotasResponseEntryEntity()
+			ep.Type, ep.Name = p.Type, p.Name
+			e.Entity = append(e.Entity, ep)
+		}
+		keys := make([]string, 0, len(cq.Values))
+		for k := range cq.Values {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			v := kmsg.NewDescribeClientQuotasResponseEntryValue()
+			v.Key, v.Value = k, cq.Values[k]
+			e.Values = append(e.Values, v)
+		}
+		resp.Entries = append(resp.Entries, e)
+	}
+	return resp, nil
+}
