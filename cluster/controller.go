@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"maps"
 	mrand "math/rand/v2"
@@ -122,6 +123,51 @@ type Controller struct {
 	// proposeMu serialises validate-then-propose so that two creations of
 	// the same topic cannot both pass validation.
 	proposeMu sync.Mutex
+	// caughtUpTerm is the raft term in which this node, as the active
+	// controller, last applied everything committed before it (a raft
+	// barrier). Guarded by proposeMu.
+	caughtUpTerm uint64
+}
+
+// lockLeader takes proposeMu for validate-then-propose on the active
+// controller, once this node has applied the whole committed log. A node
+// elected controller may not have applied every entry its predecessor
+// committed (raft commits them through its first entry of the new term,
+// the fsm applies them after); validating a change against that older
+// image would accept an ISR naming a broker fenced in the meantime, hand
+// out a producer id block twice, or fence from a stale partition record.
+// The first change of each term therefore waits for a raft barrier, as
+// Kafka's controller replays the log before it acts.
+func (c *Controller) lockLeader(ctx context.Context) error {
+	c.proposeMu.Lock()
+	if err := c.caughtUpLocked(ctx); err != nil {
+		c.proposeMu.Unlock()
+		return err
+	}
+	return nil
+}
+
+// caughtUpLocked is lockLeader's barrier; proposeMu is held.
+func (c *Controller) caughtUpLocked(ctx context.Context) error {
+	if c.raft == nil {
+		return nil
+	}
+	term := c.raft.CurrentTerm()
+	if term == c.caughtUpTerm {
+		return nil
+	}
+	timeout := 10 * time.Second
+	if d, ok := ctx.Deadline(); ok {
+		timeout = min(timeout, time.Until(d))
+	}
+	if err := c.raft.Barrier(timeout).Error(); err != nil {
+		if errors.Is(err, raft.ErrNotLeader) || errors.Is(err, raft.ErrLeadershipLost) {
+			return ErrNotController
+		}
+		return fmt.Errorf("applying the committed metadata log: %w", err)
+	}
+	c.caughtUpTerm = term
+	return nil
 }
 
 // NewClusterID returns a random cluster id in Kafka's format (a base64url
@@ -207,7 +253,9 @@ func (c *Controller) CreateTopics(ctx context.Context, specs []TopicSpec, valida
 	if !c.IsLeader() {
 		return c.forwardCreateTopics(ctx, specs, validateOnly)
 	}
-	c.proposeMu.Lock()
+	if err := c.lockLeader(ctx); err != nil {
+		return allErrs(len(specs), err)
+	}
 	defer c.proposeMu.Unlock()
 	errs := make([]error, len(specs))
 	im := c.Image()
@@ -234,6 +282,15 @@ func (c *Controller) CreateTopics(ctx context.Context, specs []TopicSpec, valida
 		} else {
 			c.logger.Info().Str("topic", cmd.Topic.Name).Int("partitions", len(cmd.Topic.Partitions)).Msg("topic created")
 		}
+	}
+	return errs
+}
+
+// allErrs is n copies of err, the answer to every item of a request.
+func allErrs(n int, err error) []error {
+	errs := make([]error, n)
+	for i := range errs {
+		errs[i] = err
 	}
 	return errs
 }
@@ -369,7 +426,9 @@ func (c *Controller) DeleteTopics(ctx context.Context, names []string) []error {
 	if !c.IsLeader() {
 		return c.forwardDeleteTopics(ctx, names)
 	}
-	c.proposeMu.Lock()
+	if err := c.lockLeader(ctx); err != nil {
+		return allErrs(len(names), err)
+	}
 	defer c.proposeMu.Unlock()
 	errs := make([]error, len(names))
 	for i, name := range names {
@@ -395,7 +454,9 @@ func (c *Controller) CreatePartitions(ctx context.Context, name string, total in
 	if !c.IsLeader() {
 		return c.forwardCreatePartitions(ctx, name, total, assignment, validateOnly)
 	}
-	c.proposeMu.Lock()
+	if err := c.lockLeader(ctx); err != nil {
+		return err
+	}
 	defer c.proposeMu.Unlock()
 	im := c.Image()
 	t := im.Topics[name]
@@ -445,7 +506,9 @@ func (c *Controller) SetTopicConfigs(ctx context.Context, name string, configs m
 	if !c.IsLeader() {
 		return c.forwardAlterConfigs(ctx, 2, name, configs, validateOnly)
 	}
-	c.proposeMu.Lock()
+	if err := c.lockLeader(ctx); err != nil {
+		return err
+	}
 	defer c.proposeMu.Unlock()
 	if c.Image().Topics[name] == nil {
 		return fmt.Errorf("%w: %s", ErrUnknownTopic, name)
@@ -479,7 +542,9 @@ func (c *Controller) SetBrokerConfigs(ctx context.Context, resource string, conf
 	if !c.IsLeader() {
 		return c.forwardAlterConfigs(ctx, 4, resource, configs, validateOnly)
 	}
-	c.proposeMu.Lock()
+	if err := c.lockLeader(ctx); err != nil {
+		return err
+	}
 	defer c.proposeMu.Unlock()
 	if resource != "" {
 		if id, err := strconv.ParseInt(resource, 10, 32); err != nil || id < 0 {
@@ -530,7 +595,9 @@ func (c *Controller) AlterPartition(ctx context.Context, req AlterPartitionReque
 	if !c.IsLeader() {
 		return c.forwardAlterPartition(ctx, req)
 	}
-	c.proposeMu.Lock()
+	if err := c.lockLeader(ctx); err != nil {
+		return PartitionInfo{}, err
+	}
 	defer c.proposeMu.Unlock()
 	im := c.Image()
 	cur := im.Partition(req.Topic, req.Partition)

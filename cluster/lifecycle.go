@@ -80,7 +80,9 @@ func (c *Controller) RegisterBroker(ctx context.Context, info BrokerInfo) error 
 		}
 		return codeErr(resp.(*kmsg.BrokerRegistrationResponse).ErrorCode, nil)
 	}
-	c.proposeMu.Lock()
+	if err := c.lockLeader(ctx); err != nil {
+		return err
+	}
 	defer c.proposeMu.Unlock()
 	im := c.Image()
 	cur, exists := im.Brokers[info.NodeID]
@@ -137,7 +139,9 @@ func (c *Controller) BrokerHeartbeat(ctx context.Context, id int32, shutdown boo
 		r := resp.(*kmsg.BrokerHeartbeatResponse)
 		return r.IsFenced, r.ShouldShutdown, codeErr(r.ErrorCode, nil)
 	}
-	c.proposeMu.Lock()
+	if err := c.lockLeader(ctx); err != nil {
+		return true, false, err
+	}
 	defer c.proposeMu.Unlock()
 	im := c.Image()
 	b, ok := im.Brokers[id]
@@ -253,7 +257,13 @@ func (c *Controller) leaderLoop() {
 			continue
 		}
 		now := time.Now()
-		c.proposeMu.Lock()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		err := c.lockLeader(ctx)
+		cancel()
+		if err != nil {
+			c.logger.Debug().Err(err).Msg("controller not caught up with the metadata log")
+			continue
+		}
 		im := c.Image()
 		if !wasLeader {
 			// A new controller does not know when brokers last
@@ -306,7 +316,9 @@ func (c *Controller) AllocateProducerIDs(ctx context.Context, id int32) (start i
 		}
 		return r.ProducerIDStart, r.ProducerIDLen, nil
 	}
-	c.proposeMu.Lock()
+	if err := c.lockLeader(ctx); err != nil {
+		return 0, 0, err
+	}
 	defer c.proposeMu.Unlock()
 	if _, ok := c.Image().Brokers[id]; !ok {
 		return 0, 0, fmt.Errorf("%w: broker %d is not registered", kerr.BrokerIDNotRegistered, id)
@@ -320,8 +332,8 @@ func (c *Controller) AllocateProducerIDs(ctx context.Context, id int32) (start i
 		if !errors.Is(err, ErrInvalidUpdateVersion) {
 			return 0, 0, err
 		}
-		// This controller's image was behind the log (just elected);
-		// wait until it has applied everything committed and retry.
+		// Another proposal raced this one (lockLeader has already
+		// applied the log this term); wait for it and retry.
 		if c.raft != nil {
 			if err := c.raft.Barrier(5 * time.Second).Error(); err != nil {
 				return 0, 0, err

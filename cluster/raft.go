@@ -98,14 +98,10 @@ func (f *fsm) Apply(l *raft.Log) interface{} {
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	var err error
-	for _, cmd := range cmds {
-		if err = f.st.Apply(int64(l.Index), cmd); err != nil {
-			break
-		}
-	}
-	// Entries that failed still advance the applied offset; the state is
-	// what every node computes from the same entries.
+	// An entry applies as a whole or not at all. One that failed still
+	// advances the applied offset; the state is what every node computes
+	// from the same entries.
+	err := f.st.ApplyEntry(int64(l.Index), cmds)
 	f.st.offset = int64(l.Index)
 	f.publishLocked()
 	return applyResult{err}
