@@ -178,3 +178,74 @@ func TestNewControllerAppliesCommittedLogBeforeValidating(t *testing.T) {
 		t.Fatalf("t-0 ISR %v with broker 2 fenced=%v; want ISR [1]", p.ISR, im.Brokers[2].Fenced)
 	}
 }
+
+// KIP-903: a broker's epoch is the offset of the entry that registered
+// its incarnation, so every restart gives it a new one.
+func TestRegistrationGivesEachIncarnationANewBrokerEpoch(t *testing.T) {
+	c := newController(t)
+	ctx := context.Background()
+	if err := c.RegisterBroker(ctx, BrokerInfo{NodeID: 2, Host: "h", Port: 1, Incarnation: "aa"}); err != nil {
+		t.Fatal(err)
+	}
+	first := c.Image().Brokers[2]
+	if first.Epoch <= 0 || first.Epoch != c.Image().Offset {
+		t.Fatalf("broker epoch %d, want the registration's offset %d", first.Epoch, c.Image().Offset)
+	}
+	if _, _, err := c.BrokerHeartbeat(ctx, 2, false); err != nil {
+		t.Fatal(err)
+	}
+	if got := c.Image().Brokers[2].Epoch; got != first.Epoch {
+		t.Fatalf("a heartbeat changed the broker epoch from %d to %d", first.Epoch, got)
+	}
+	if err := c.RegisterBroker(ctx, BrokerInfo{NodeID: 2, Host: "h", Port: 1, Incarnation: "bb"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := c.Image().Brokers[2].Epoch; got <= first.Epoch {
+		t.Fatalf("restarted broker's epoch %d, want above %d", got, first.Epoch)
+	}
+}
+
+// KIP-903: the leader names, with each replica it adds to the ISR, the
+// broker epoch it saw in that replica's fetches. If the broker restarted
+// since (it may have lost what it had not flushed, so the offsets the
+// leader saw are gone), the controller refuses: INELIGIBLE_REPLICA, as
+// Kafka's controller answers.
+func TestAlterPartitionRefusesReplicaWithStaleBrokerEpoch(t *testing.T) {
+	c := newController(t)
+	ctx := context.Background()
+	if err := c.RegisterBroker(ctx, BrokerInfo{NodeID: 2, Host: "h", Port: 1, Incarnation: "aa"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := c.BrokerHeartbeat(ctx, 2, false); err != nil {
+		t.Fatal(err)
+	}
+	old := c.Image().Brokers[2].Epoch
+	mustCreate(t, c, TopicSpec{Name: "t", NumPartitions: -1, ReplicationFactor: -1, Assignment: [][]int32{{1, 2}}})
+	shrunk, err := c.AlterPartition(ctx, AlterPartitionRequest{BrokerID: 1, Topic: "t", Partition: 0, NewISR: []int32{1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Broker 2 restarts: a new incarnation, registered and unfenced again.
+	if err := c.RegisterBroker(ctx, BrokerInfo{NodeID: 2, Host: "h", Port: 1, Incarnation: "bb"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := c.BrokerHeartbeat(ctx, 2, false); err != nil {
+		t.Fatal(err)
+	}
+	im := c.Image()
+	cur := *im.Partition("t", 0)
+	self := im.Brokers[1].Epoch
+	req := AlterPartitionRequest{BrokerID: 1, Topic: "t", Partition: 0, LeaderEpoch: cur.LeaderEpoch, PartitionEpoch: cur.PartitionEpoch,
+		NewISR: []int32{1, 2}, NewISREpochs: []int64{self, old}}
+	if _, err := c.AlterPartition(ctx, req); !errors.Is(err, ErrIneligibleReplica) {
+		t.Fatalf("expansion naming broker 2's previous epoch %d: got %v, want ErrIneligibleReplica", old, err)
+	}
+	if p := c.Image().Partition("t", 0); !slices.Equal(p.ISR, shrunk.ISR) {
+		t.Fatalf("ISR %v after a refused expansion", p.ISR)
+	}
+	req.NewISREpochs = []int64{self, im.Brokers[2].Epoch}
+	got, err := c.AlterPartition(ctx, req)
+	if err != nil || !slices.Equal(got.ISR, []int32{1, 2}) {
+		t.Fatalf("expansion with the current epoch: ISR %v, %v", got.ISR, err)
+	}
+}

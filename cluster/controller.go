@@ -55,6 +55,10 @@ type AlterPartitionRequest struct {
 	LeaderEpoch    int32
 	PartitionEpoch int32
 	NewISR         []int32
+	// NewISREpochs, if set, holds the broker epoch of each NewISR member
+	// as the leader knows it from that replica's fetches, -1 where unknown
+	// (AlterPartition v3's NewIsrWithEpochs).
+	NewISREpochs []int64
 }
 
 // TopicSpec is a topic to create.
@@ -590,7 +594,8 @@ func brokerSynonymDef(name string) *ConfigDef {
 // the sender must be the current leader at the current leader epoch
 // (FENCED_LEADER_EPOCH otherwise), the partition epoch must match
 // (INVALID_UPDATE_VERSION), and every new ISR member must be a replica on
-// a live, unfenced broker (INELIGIBLE_REPLICA).
+// a live, unfenced broker whose broker epoch, where the request names one,
+// is still the registered one (INELIGIBLE_REPLICA; KIP-903).
 func (c *Controller) AlterPartition(ctx context.Context, req AlterPartitionRequest) (PartitionInfo, error) {
 	if !c.IsLeader() {
 		return c.forwardAlterPartition(ctx, req)
@@ -616,10 +621,13 @@ func (c *Controller) AlterPartition(ctx context.Context, req AlterPartitionReque
 	if !contains32(req.NewISR, req.BrokerID) {
 		return *cur, fmt.Errorf("%w: the leader must stay in the ISR", ErrIneligibleReplica)
 	}
-	for _, r := range req.NewISR {
+	for i, r := range req.NewISR {
 		b, ok := im.Brokers[r]
 		if !contains32(cur.Replicas, r) || !ok || b.Fenced {
 			return *cur, fmt.Errorf("%w: broker %d", ErrIneligibleReplica, r)
+		}
+		if i < len(req.NewISREpochs) && req.NewISREpochs[i] >= 0 && req.NewISREpochs[i] != b.Epoch {
+			return *cur, fmt.Errorf("%w: broker %d is at epoch %d, not %d: it restarted since the leader saw it", ErrIneligibleReplica, r, b.Epoch, req.NewISREpochs[i])
 		}
 	}
 	if sameMembers(cur.ISR, req.NewISR) {

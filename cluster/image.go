@@ -17,6 +17,12 @@ type BrokerInfo struct {
 	// Incarnation identifies one run of the broker process; a new one
 	// means the broker restarted and lost whatever it held in memory.
 	Incarnation string `json:"incarnation,omitempty"`
+	// Epoch is the broker epoch (KIP-903): the offset of the metadata
+	// entry that registered this incarnation, so it grows with every
+	// restart. A leader names the epochs of the replicas it adds to an
+	// ISR as it learnt them from their fetches; a replica that restarted
+	// since (and may have lost what it had not flushed) no longer matches.
+	Epoch int64 `json:"epoch,omitempty"`
 }
 
 // PartitionInfo is the replicated state of one partition.

@@ -153,7 +153,9 @@ func (s *State) apply(offset int64, cmd *Command) error {
 		if cmd.Broker == nil {
 			return fmt.Errorf("register_broker without broker")
 		}
-		s.brokers[cmd.Broker.NodeID] = *cmd.Broker
+		b := *cmd.Broker
+		b.Epoch = offset
+		s.brokers[b.NodeID] = b
 	case CmdCreateTopic:
 		t := cmd.Topic
 		if t == nil {
