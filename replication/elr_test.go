@@ -33,7 +33,7 @@ func TestKIP966_HWStandsStillWhileISRBelowMinISR(t *testing.T) {
 	}
 	// 2 catches up and rejoins: with min.insync.replicas met again the HW
 	// moves.
-	h.at(testLagMs + 2).fetch(2, 30)
+	h.at(testLagMs+2).fetch(2, 30)
 	h.wantHW(10)
 	h.accept()
 	if isr := h.s.ISR(); !sameSet(isr, []int32{1, 2}) {
