@@ -633,9 +633,13 @@ func (c *Controller) AlterPartition(ctx context.Context, req AlterPartitionReque
 	if sameMembers(cur.ISR, req.NewISR) {
 		return *cur, nil
 	}
-	next := *cur
-	next.ISR = orderLike(cur.Replicas, req.NewISR)
-	next.PartitionEpoch++
+	t := im.Topics[req.Topic]
+	next, _ := changePartition(*cur, partitionTarget{
+		isr: req.NewISR, live: liveExcept(im, -1), minISR: effectiveMinISR(c.policyFor(im), t, *cur),
+	})
+	if next.Leader != cur.Leader {
+		return *cur, fmt.Errorf("%w: the ISR change would move the leadership", ErrInvalidRequest)
+	}
 	err := c.log.Propose(ctx, &Command{Type: CmdChangePartitions, Changes: []PartitionChange{{
 		Topic: req.Topic, ExpectPartitionEpoch: cur.PartitionEpoch, Next: next,
 	}}})
@@ -643,7 +647,7 @@ func (c *Controller) AlterPartition(ctx context.Context, req AlterPartitionReque
 		return *cur, err
 	}
 	c.logger.Info().Str("topic", req.Topic).Int32("partition", req.Partition).Ints32("isr", next.ISR).
-		Int32("partition_epoch", next.PartitionEpoch).Msg("ISR changed")
+		Ints32("elr", next.ELR).Int32("partition_epoch", next.PartitionEpoch).Msg("ISR changed")
 	return next, nil
 }
 

@@ -36,6 +36,15 @@ type PartitionInfo struct {
 	PartitionEpoch int32   `json:"partition_epoch"`
 	Replicas       []int32 `json:"replicas"`
 	ISR            []int32 `json:"isr"`
+	// ELR are the eligible leader replicas (KIP-966): while the ISR is
+	// below min.insync.replicas, the replicas that left it, each holding
+	// every committed record. With an empty ISR the leader comes from
+	// here. Never holds a broker that restarted since.
+	ELR []int32 `json:"elr,omitempty"`
+	// LastKnownELR holds the last leader while the ISR is empty (Kafka's
+	// last-known-leader use of the field); it may lead again when ISR
+	// and ELR are both empty.
+	LastKnownELR []int32 `json:"last_known_elr,omitempty"`
 }
 
 // TopicInfo is one topic.

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -90,8 +91,10 @@ func (c *Controller) RegisterBroker(ctx context.Context, info BrokerInfo) error 
 		return nil
 	}
 	var cmds []*Command
-	if exists && !cur.Fenced {
-		if ch := fenceChanges(im, info.NodeID, c.uncleanFor(im)); len(ch) > 0 {
+	if exists {
+		// A new incarnation: the old one is fenced, and whatever it had
+		// not flushed may be gone, so it leaves every ELR as well.
+		if ch := restartChanges(im, info.NodeID, c.policyFor(im)); len(ch) > 0 {
 			cmds = append(cmds, &Command{Type: CmdChangePartitions, Changes: ch})
 		}
 	}
@@ -166,7 +169,7 @@ func (c *Controller) BrokerHeartbeat(ctx context.Context, id int32, shutdown boo
 		}
 		b.Fenced = false
 		unfenced.Brokers[id] = b
-		if ch := unfenceChanges(&unfenced, id, c.uncleanFor(im)); len(ch) > 0 {
+		if ch := unfenceChanges(&unfenced, id, c.policyFor(im)); len(ch) > 0 {
 			cmds = append(cmds, &Command{Type: CmdChangePartitions, Changes: ch})
 		}
 		if err := c.log.Propose(ctx, cmds...); err != nil {
@@ -181,7 +184,7 @@ func (c *Controller) BrokerHeartbeat(ctx context.Context, id int32, shutdown boo
 // fenceLocked fences broker id and moves its leaderships, in one entry.
 func (c *Controller) fenceLocked(ctx context.Context, im *Image, id int32, why string) error {
 	cmds := []*Command{{Type: CmdFenceBroker, BrokerID: id}}
-	if ch := fenceChanges(im, id, c.uncleanFor(im)); len(ch) > 0 {
+	if ch := fenceChanges(im, id, c.policyFor(im)); len(ch) > 0 {
 		cmds = append(cmds, &Command{Type: CmdChangePartitions, Changes: ch})
 	}
 	if err := c.log.Propose(ctx, cmds...); err != nil {
@@ -191,10 +194,20 @@ func (c *Controller) fenceLocked(ctx context.Context, im *Image, id int32, why s
 	return nil
 }
 
-// uncleanFor returns whether a topic allows unclean leader election.
-func (c *Controller) uncleanFor(im *Image) func(*TopicInfo) bool {
-	return func(t *TopicInfo) bool {
-		return TopicConfigValue(im, t, c.cfg.NodeID, c.cfg.BrokerDefaults, "unclean.leader.election.enable") == "true"
+// policyFor returns the election settings of topics in im:
+// unclean.leader.election.enable and min.insync.replicas.
+func (c *Controller) policyFor(im *Image) policy {
+	return policy{
+		unclean: func(t *TopicInfo) bool {
+			return TopicConfigValue(im, t, c.cfg.NodeID, c.cfg.BrokerDefaults, "unclean.leader.election.enable") == "true"
+		},
+		minISR: func(t *TopicInfo) int {
+			n, err := strconv.Atoi(TopicConfigValue(im, t, c.cfg.NodeID, c.cfg.BrokerDefaults, "min.insync.replicas"))
+			if err != nil || n < 1 {
+				return 1
+			}
+			return n
+		},
 	}
 }
 
