@@ -269,7 +269,6 @@ func (c *Controller) leaderLoop() {
 			wasLeader = false
 			continue
 		}
-		now := time.Now()
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		err := c.lockLeader(ctx)
 		cancel()
@@ -277,6 +276,7 @@ func (c *Controller) leaderLoop() {
 			c.logger.Debug().Err(err).Msg("controller not caught up with the metadata log")
 			continue
 		}
+		now := time.Now()
 		im := c.Image()
 		if !wasLeader {
 			// A new controller does not know when brokers last
