@@ -514,7 +514,9 @@ func (c *Controller) SetTopicConfigs(ctx context.Context, name string, configs m
 		return err
 	}
 	defer c.proposeMu.Unlock()
-	if c.Image().Topics[name] == nil {
+	im := c.Image()
+	t := im.Topics[name]
+	if t == nil {
 		return fmt.Errorf("%w: %s", ErrUnknownTopic, name)
 	}
 	for k, v := range configs {
@@ -525,7 +527,22 @@ func (c *Controller) SetTopicConfigs(ctx context.Context, name string, configs m
 	if validateOnly {
 		return nil
 	}
-	return c.log.Propose(ctx, &Command{Type: CmdSetTopicConfigs, Name: name, Configs: maps.Clone(configs)})
+	cmds := []*Command{{Type: CmdSetTopicConfigs, Name: name, Configs: maps.Clone(configs)}}
+	if old, ok := t.Configs[minISRConfig]; configs[minISRConfig] != old || ok != hasKey(configs, minISRConfig) {
+		// As Kafka: a topic's min.insync.replicas changing clears its
+		// ELRs, which were chosen under the old value.
+		if ch := clearELRChanges(im, func(n string) bool { return n == name }); len(ch) > 0 {
+			cmds = append(cmds, &Command{Type: CmdChangePartitions, Changes: ch})
+		}
+	}
+	return c.log.Propose(ctx, cmds...)
+}
+
+const minISRConfig = "min.insync.replicas"
+
+func hasKey(m map[string]string, k string) bool {
+	_, ok := m[k]
+	return ok
 }
 
 // DynamicBrokerConfigs lists the broker properties that can change without
@@ -575,10 +592,25 @@ func (c *Controller) SetBrokerConfigs(ctx context.Context, resource string, conf
 		sort.Strings(bad)
 		return fmt.Errorf("%w: cannot update these configs dynamically: %s", ErrInvalidRequest, strings.Join(bad, ", "))
 	}
+	im := c.Image()
+	_, had := im.BrokerConfigs[resource][minISRConfig]
+	if resource != "" && hasKey(configs, minISRConfig) && configs[minISRConfig] != im.BrokerConfigs[resource][minISRConfig] {
+		// As Kafka with ELR on: min.insync.replicas is a cluster-wide
+		// setting, so that every controller elects by the same value.
+		return fmt.Errorf("%w: broker-level min.insync.replicas cannot be altered while eligible leader replicas are enabled; set it cluster-wide", ErrInvalidConfig)
+	}
 	if validateOnly {
 		return nil
 	}
-	return c.log.Propose(ctx, &Command{Type: CmdSetBrokerConfigs, Name: resource, Configs: maps.Clone(configs)})
+	cmds := []*Command{{Type: CmdSetBrokerConfigs, Name: resource, Configs: maps.Clone(configs)}}
+	if resource == "" && (had || hasKey(configs, minISRConfig)) {
+		// As Kafka: setting the cluster-wide min.insync.replicas, even
+		// to the same value, clears every ELR.
+		if ch := clearELRChanges(im, func(string) bool { return true }); len(ch) > 0 {
+			cmds = append(cmds, &Command{Type: CmdChangePartitions, Changes: ch})
+		}
+	}
+	return c.log.Propose(ctx, cmds...)
 }
 
 func brokerSynonymDef(name string) *ConfigDef {

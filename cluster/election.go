@@ -211,6 +211,30 @@ func unfenceChanges(im *Image, id int32, pol policy) []PartitionChange {
 	return out
 }
 
+// clearELRChanges empties the ELR of every partition of the topics
+// selected, as Kafka does when min.insync.replicas changes: the ELR was
+// chosen under the old value, and with a lower one the HW may have moved
+// past what its members hold. LastKnownELR stays: the last leader is
+// still the best a leaderless partition with empty ISR and ELR can do.
+func clearELRChanges(im *Image, topic func(string) bool) []PartitionChange {
+	var out []PartitionChange
+	for _, name := range im.TopicNames() {
+		if !topic(name) {
+			continue
+		}
+		for _, p := range im.Topics[name].Partitions {
+			if len(p.ELR) == 0 {
+				continue
+			}
+			next := p
+			next.ELR = nil
+			next.PartitionEpoch++
+			out = append(out, PartitionChange{Topic: name, ExpectPartitionEpoch: p.PartitionEpoch, Next: next})
+		}
+	}
+	return out
+}
+
 func removeID(s []int32, id int32) []int32 {
 	out := make([]int32, 0, len(s))
 	for _, x := range s {

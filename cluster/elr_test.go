@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"testing"
 )
@@ -124,5 +125,55 @@ func TestKIP966_LastISRMemberRestartingUncleanlyDoesNotLeadOverELR(t *testing.T)
 	}
 	if p := c.Image().Partition("t", 0); p.Leader != 3 {
 		t.Fatalf("after 2 was unfenced: leader %d, want 3", p.Leader)
+	}
+}
+
+// As Kafka with ELR on: changing a topic's min.insync.replicas clears its
+// ELR (chosen under the old value: with a lower one the HW moves on
+// without its members), and so does any cluster-wide change of it;
+// per-broker values are refused so every controller elects by one value.
+func TestKIP966_MinISRChangeClearsELR(t *testing.T) {
+	c := newController(t)
+	ctx := context.Background()
+	for _, id := range []int32{2, 3} {
+		if err := c.RegisterBroker(ctx, BrokerInfo{NodeID: id, Host: "h", Port: 1, Incarnation: "a"}); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := c.BrokerHeartbeat(ctx, id, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, name := range []string{"a", "b"} {
+		mustCreate(t, c, TopicSpec{Name: name, NumPartitions: -1, ReplicationFactor: -1, Assignment: [][]int32{{2, 3}},
+			Configs: map[string]*string{"min.insync.replicas": str("2")}})
+		if _, err := c.AlterPartition(ctx, AlterPartitionRequest{BrokerID: 2, Topic: name, Partition: 0, NewISR: []int32{2}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	elr := func(name string) []int32 { return c.Image().Partition(name, 0).ELR }
+	if !slices.Equal(elr("a"), []int32{3}) || !slices.Equal(elr("b"), []int32{3}) {
+		t.Fatalf("ELRs %v %v, want [3] each", elr("a"), elr("b"))
+	}
+	// Another config of the topic leaves the ELR alone.
+	if err := c.SetTopicConfigs(ctx, "a", map[string]string{"min.insync.replicas": "2", "retention.ms": "5"}, false); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(elr("a"), []int32{3}) {
+		t.Fatalf("ELR %v after an unrelated config change, want [3]", elr("a"))
+	}
+	if err := c.SetTopicConfigs(ctx, "a", map[string]string{"min.insync.replicas": "1"}, false); err != nil {
+		t.Fatal(err)
+	}
+	if elr("a") != nil || !slices.Equal(elr("b"), []int32{3}) {
+		t.Fatalf("after a's min.insync.replicas changed: ELRs %v %v, want none and [3]", elr("a"), elr("b"))
+	}
+	if err := c.SetBrokerConfigs(ctx, "1", map[string]string{"min.insync.replicas": "1"}, false); !errors.Is(err, ErrInvalidConfig) {
+		t.Fatalf("per-broker min.insync.replicas: got %v, want ErrInvalidConfig", err)
+	}
+	if err := c.SetBrokerConfigs(ctx, "", map[string]string{"min.insync.replicas": "2"}, false); err != nil {
+		t.Fatal(err)
+	}
+	if elr("b") != nil {
+		t.Fatalf("ELR %v after the cluster-wide min.insync.replicas was set, want none", elr("b"))
 	}
 }
