@@ -62,9 +62,11 @@ type Partition struct {
 		waiters map[uint64]chan error
 		// replicaEpochs holds each follower's broker epoch from its
 		// latest fetch (KIP-903; -1 if it sent none). proposalEpochs are
-		// the epochs of proposal proposalSeq's ISR members, taken with
-		// the fetch positions that justified it, for its AlterPartition.
+		// the epochs of the ISR members of proposal proposalSeq of state
+		// machine proposalFrom, taken with the fetch positions that
+		// justified it, for its AlterPartition.
 		replicaEpochs  map[int32]int64
+		proposalFrom   *leaderState
 		proposalSeq    uint64
 		proposalEpochs []int64
 		// hwMoved is closed (and replaced) whenever the high watermark,
@@ -163,7 +165,10 @@ func (p *Partition) applyLocked(eff Effects) *ISRProposal {
 	}
 	if eff.Propose != nil {
 		p.mu.isr = slices.Clone(p.mu.st.ISR())
-		p.mu.proposalSeq = eff.Propose.Seq
+	}
+	if eff.Propose != nil && (p.mu.proposalFrom != p.mu.st || eff.Propose.Seq != p.mu.proposalSeq) {
+		// A proposal sent again keeps the epochs it was made with.
+		p.mu.proposalFrom, p.mu.proposalSeq = p.mu.st, eff.Propose.Seq
 		p.mu.proposalEpochs = make([]int64, len(eff.Propose.NewISR))
 		for i, id := range eff.Propose.NewISR {
 			e, ok := p.mu.replicaEpochs[id]
@@ -424,10 +429,15 @@ func (m *Manager) afterUnlock(p *Partition, st *leaderState, prop *ISRProposal) 
 func (m *Manager) alterPartition(p *Partition, st *leaderState, prop ISRProposal) {
 	var epochs []int64
 	p.mu.Lock()
-	if p.mu.proposalSeq == prop.Seq {
+	if p.mu.proposalFrom == st && p.mu.proposalSeq == prop.Seq {
 		epochs = slices.Clone(p.mu.proposalEpochs)
 	}
 	p.mu.Unlock()
+	if i := slices.Index(prop.NewISR, m.nodeID); i >= 0 && i < len(epochs) {
+		if b, ok := m.meta.Image().Brokers[m.nodeID]; ok && b.Epoch > 0 {
+			epochs[i] = b.Epoch
+		}
+	}
 	ctx, cancel := context.WithTimeout(m.ctx, m.cfg.ReplicaSocketTimeout)
 	res, err := m.meta.AlterPartition(ctx, cluster.AlterPartitionRequest{
 		BrokerID: m.nodeID, Topic: p.TP.Topic, Partition: p.TP.Partition,
