@@ -345,8 +345,9 @@ func (c *Controller) AllocateProducerIDs(ctx context.Context, id int32) (start i
 		if !errors.Is(err, ErrInvalidUpdateVersion) {
 			return 0, 0, err
 		}
-		// Another proposal raced this one (lockLeader has already
-		// applied the log this term); wait for it and retry.
+		// A guard: lockLeader applied the committed log this term and
+		// proposeMu keeps other allocations out, so the image should be
+		// current; if it was not, catch up and retry.
 		if c.raft != nil {
 			if err := c.raft.Barrier(5 * time.Second).Error(); err != nil {
 				return 0, 0, err

@@ -425,7 +425,9 @@ func (f *fetcher) fetch(states []*fetchState) {
 		if !ok {
 			top := im.Topics[s.p.TP.Topic]
 			if top == nil {
-				// Deleted; the reconcile of that change removes it here.
+				// Deleted; the reconcile of that change removes it
+				// here. Until then it waits like a refused fetch.
+				f.backoffLocked(s)
 				continue
 			}
 			t := kmsg.NewFetchRequestTopic()
