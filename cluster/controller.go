@@ -106,6 +106,9 @@ type Controller struct {
 
 	// incarnation identifies this process in its broker registration.
 	incarnation string
+	// previousEpoch is the broker epoch of this node's previous run if
+	// it shut down cleanly, -1 otherwise (see cleanshutdown.go).
+	previousEpoch int64
 	// hbStop ends the regular heartbeats once a controlled shutdown
 	// begins.
 	hbStop     chan struct{}

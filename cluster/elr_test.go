@@ -177,3 +177,82 @@ func TestKIP966_MinISRChangeClearsELR(t *testing.T) {
 		t.Fatalf("ELR %v after the cluster-wide min.insync.replicas was set, want none", elr("b"))
 	}
 }
+
+// A restart proven clean (the previous run's broker epoch, as Kafka's
+// PreviousBrokerEpoch) keeps the broker in the ELR: its logs were flushed.
+// Any other restart takes it out.
+func TestKIP966_CleanRestartKeepsELRMembershipUncleanDoesNot(t *testing.T) {
+	for _, clean := range []bool{true, false} {
+		c := newController(t)
+		ctx := context.Background()
+		for _, id := range []int32{2, 3} {
+			if err := c.RegisterBroker(ctx, BrokerInfo{NodeID: id, Host: "h", Port: 1, Incarnation: "a"}); err != nil {
+				t.Fatal(err)
+			}
+			if _, _, err := c.BrokerHeartbeat(ctx, id, false); err != nil {
+				t.Fatal(err)
+			}
+		}
+		mustCreate(t, c, TopicSpec{Name: "t", NumPartitions: -1, ReplicationFactor: -1, Assignment: [][]int32{{2, 3}},
+			Configs: map[string]*string{"min.insync.replicas": str("2")}})
+		if _, err := c.AlterPartition(ctx, AlterPartitionRequest{BrokerID: 2, Topic: "t", Partition: 0, NewISR: []int32{2}}); err != nil {
+			t.Fatal(err)
+		}
+		// Broker 3, in the ELR, shuts down and comes back.
+		if _, _, err := c.BrokerHeartbeat(ctx, 3, true); err != nil {
+			t.Fatal(err)
+		}
+		prev := int64(-1)
+		if clean {
+			prev = c.Image().Brokers[3].Epoch
+		}
+		if err := c.RegisterBroker(ctx, BrokerInfo{NodeID: 3, Host: "h", Port: 1, Incarnation: "b", PreviousEpoch: prev}); err != nil {
+			t.Fatal(err)
+		}
+		if got := c.Image().Partition("t", 0).ELR; clean != slices.Equal(got, []int32{3}) {
+			t.Fatalf("clean restart %v: ELR %v", clean, got)
+		}
+		if _, _, err := c.BrokerHeartbeat(ctx, 3, false); err != nil {
+			t.Fatal(err)
+		}
+		// The ISR's last member fails: 3 leads only if it is still eligible.
+		if _, _, err := c.BrokerHeartbeat(ctx, 2, true); err != nil {
+			t.Fatal(err)
+		}
+		want := int32(-1)
+		if clean {
+			want = 3
+		}
+		if p := c.Image().Partition("t", 0); p.Leader != want {
+			t.Fatalf("clean restart %v: after 2 stopped: %+v, want leader %d", clean, p, want)
+		}
+	}
+}
+
+func TestCleanShutdownRecordIsTakenOnce(t *testing.T) {
+	dir := t.TempDir()
+	c := openController(t, testConfig(), dir)
+	epoch := c.Image().Brokers[1].Epoch
+	if c.previousEpoch != -1 {
+		t.Fatalf("first run's previous epoch %d, want -1", c.previousEpoch)
+	}
+	if err := c.RecordCleanShutdown(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	r := openController(t, testConfig(), dir)
+	if r.previousEpoch != epoch {
+		t.Fatalf("after a clean shutdown: previous epoch %d, want %d", r.previousEpoch, epoch)
+	}
+	if got := r.Image().Brokers[1].Epoch; got <= epoch {
+		t.Fatalf("new run's epoch %d, want above %d", got, epoch)
+	}
+	if err := r.Close(); err != nil { // no record: a crash, as far as the next run knows
+		t.Fatal(err)
+	}
+	if again := openQuorum(t, testConfig(), dir); again.previousEpoch != -1 {
+		t.Fatalf("after a shutdown that recorded nothing: previous epoch %d, want -1", again.previousEpoch)
+	}
+}

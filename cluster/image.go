@@ -23,6 +23,10 @@ type BrokerInfo struct {
 	// ISR as it learnt them from their fetches; a replica that restarted
 	// since (and may have lost what it had not flushed) no longer matches.
 	Epoch int64 `json:"epoch,omitempty"`
+	// PreviousEpoch, in a registration request only, is the epoch of the
+	// broker's previous run if that run shut down cleanly (Kafka's
+	// PreviousBrokerEpoch); 0 or -1 otherwise. Never stored.
+	PreviousEpoch int64 `json:"-"`
 }
 
 // PartitionInfo is the replicated state of one partition.

@@ -33,7 +33,8 @@ func (c *Controller) Register(ctx context.Context, host string, port int32) erro
 	if c.incarnation == "" {
 		c.incarnation = newIncarnation()
 	}
-	info := BrokerInfo{NodeID: c.cfg.NodeID, Host: host, Port: port, Rack: c.cfg.Rack, Incarnation: c.incarnation}
+	info := BrokerInfo{NodeID: c.cfg.NodeID, Host: host, Port: port, Rack: c.cfg.Rack, Incarnation: c.incarnation,
+		PreviousEpoch: c.previousEpoch}
 	if err := c.RegisterBroker(ctx, info); err != nil {
 		return err
 	}
@@ -61,13 +62,18 @@ func (c *Controller) Register(ctx context.Context, host string, port int32) erro
 
 // RegisterBroker registers info on the active controller (forwarding it
 // there when needed). A registration with a new incarnation fences the
-// broker's previous run first.
+// broker's previous run first, and unless info.PreviousEpoch proves that
+// run shut down cleanly, takes the broker out of every ELR as well.
 func (c *Controller) RegisterBroker(ctx context.Context, info BrokerInfo) error {
 	if !c.IsLeader() {
 		req := kmsg.NewPtrBrokerRegistrationRequest()
 		req.BrokerID = info.NodeID
 		req.ClusterID = c.Image().ClusterID
 		copy(req.IncarnationID[:], mustHex(info.Incarnation))
+		req.PreviousBrokerEpoch = -1
+		if info.PreviousEpoch > 0 {
+			req.PreviousBrokerEpoch = info.PreviousEpoch
+		}
 		req.Listeners = []kmsg.BrokerRegistrationRequestListener{{Name: "PLAINTEXT", Host: info.Host, Port: uint16(info.Port)}}
 		req.Rack = info.Rack
 		resp, err := c.forward(ctx, req, func(r kmsg.Response) bool {
@@ -92,9 +98,17 @@ func (c *Controller) RegisterBroker(ctx context.Context, info BrokerInfo) error 
 	}
 	var cmds []*Command
 	if exists {
-		// A new incarnation: the old one is fenced, and whatever it had
-		// not flushed may be gone, so it leaves every ELR as well.
-		if ch := restartChanges(im, info.NodeID, c.policyFor(im)); len(ch) > 0 {
+		// A new incarnation: the old one is fenced and, unless it shut
+		// down cleanly, may have lost what it had not flushed, so it
+		// leaves every ELR as well (Kafka's unclean shutdown handling).
+		var ch []PartitionChange
+		switch {
+		case info.PreviousEpoch <= 0 || info.PreviousEpoch != cur.Epoch:
+			ch = restartChanges(im, info.NodeID, c.policyFor(im))
+		case !cur.Fenced:
+			ch = fenceChanges(im, info.NodeID, c.policyFor(im))
+		}
+		if len(ch) > 0 {
 			cmds = append(cmds, &Command{Type: CmdChangePartitions, Changes: ch})
 		}
 	}
@@ -104,7 +118,8 @@ func (c *Controller) RegisterBroker(ctx context.Context, info BrokerInfo) error 
 		return err
 	}
 	c.lastSeen[info.NodeID] = time.Now()
-	c.logger.Info().Int32("broker", info.NodeID).Str("host", info.Host).Int32("port", info.Port).Msg("broker registered")
+	c.logger.Info().Int32("broker", info.NodeID).Str("host", info.Host).Int32("port", info.Port).
+		Bool("clean_shutdown", exists && info.PreviousEpoch > 0 && info.PreviousEpoch == cur.Epoch).Msg("broker registered")
 	return nil
 }
 

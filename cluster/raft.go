@@ -163,6 +163,11 @@ func Open(ctx context.Context, cfg Config, qc QuorumConfig, logger zerolog.Logge
 	}
 	c := &Controller{cfg: cfg, qc: qc, logger: logger, stop: make(chan struct{}), hbStop: make(chan struct{})}
 	c.lastSeen = make(map[int32]time.Time)
+	prev, err := takeCleanShutdown(qc.Dir)
+	if err != nil {
+		logger.Warn().Err(err).Msg("clean shutdown record unusable; registering as after an unclean shutdown")
+	}
+	c.previousEpoch = prev
 	f := &fsm{ctrl: c, st: NewState()}
 	c.fsm = f
 	c.img = f.st.Image(-1)

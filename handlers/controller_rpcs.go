@@ -62,7 +62,7 @@ func (h *Handlers) brokerRegistration(ctx context.Context, c controllerRPC, req 
 	l := r.Listeners[0]
 	err := c.RegisterBroker(ctx, cluster.BrokerInfo{
 		NodeID: r.BrokerID, Host: l.Host, Port: int32(l.Port), Rack: r.Rack,
-		Incarnation: cluster.IncarnationString(r.IncarnationID),
+		Incarnation: cluster.IncarnationString(r.IncarnationID), PreviousEpoch: r.PreviousBrokerEpoch,
 	})
 	resp.ErrorCode = controllerErrorCode(err)
 	if b, ok := h.meta.Image().Brokers[r.BrokerID]; err == nil && ok && b.Incarnation == cluster.IncarnationString(r.IncarnationID) {
