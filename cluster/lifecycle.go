@@ -143,7 +143,11 @@ func (c *Controller) BrokerHeartbeat(ctx context.Context, id int32, shutdown boo
 	if !c.IsLeader() {
 		req := kmsg.NewPtrBrokerHeartbeatRequest()
 		req.BrokerID = id
-		req.CurrentMetadataOffset = c.Image().Offset
+		im := c.Image()
+		req.CurrentMetadataOffset = im.Offset
+		if b, ok := im.Brokers[id]; ok && id == c.cfg.NodeID && b.Incarnation == c.incarnation && b.Epoch > 0 {
+			req.BrokerEpoch = b.Epoch
+		}
 		req.WantShutdown = shutdown
 		resp, err := c.forward(ctx, req, func(r kmsg.Response) bool {
 			return r.(*kmsg.BrokerHeartbeatResponse).ErrorCode == kerr.NotController.Code
