@@ -358,7 +358,13 @@ func (s *Server) closeAll() error {
 		s.replicas = nil
 	}
 	if s.logs != nil {
-		errs = append(errs, s.logs.Close())
+		err := s.logs.Close()
+		if err == nil && s.meta != nil {
+			// Every log is flushed and closed: the next run may register
+			// as after a clean shutdown (it stays an eligible leader).
+			err = s.meta.RecordCleanShutdown()
+		}
+		errs = append(errs, err)
 		s.logs = nil
 	}
 	if s.meta != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"maps"
 	mrand "math/rand/v2"
@@ -54,6 +55,10 @@ type AlterPartitionRequest struct {
 	LeaderEpoch    int32
 	PartitionEpoch int32
 	NewISR         []int32
+	// NewISREpochs, if set, holds the broker epoch of each NewISR member
+	// as the leader knows it from that replica's fetches, -1 where unknown
+	// (AlterPartition v3's NewIsrWithEpochs).
+	NewISREpochs []int64
 }
 
 // TopicSpec is a topic to create.
@@ -101,6 +106,9 @@ type Controller struct {
 
 	// incarnation identifies this process in its broker registration.
 	incarnation string
+	// previousEpoch is the broker epoch of this node's previous run if
+	// it shut down cleanly, -1 otherwise (see cleanshutdown.go).
+	previousEpoch int64
 	// hbStop ends the regular heartbeats once a controlled shutdown
 	// begins.
 	hbStop     chan struct{}
@@ -125,6 +133,51 @@ type Controller struct {
 
 	// dirs are this broker's log dirs, as registered and heartbeated.
 	dirs logDirState
+	// caughtUpTerm is the raft term in which this node, as the active
+	// controller, last applied everything committed before it (a raft
+	// barrier). Guarded by proposeMu.
+	caughtUpTerm uint64
+}
+
+// lockLeader takes proposeMu for validate-then-propose on the active
+// controller, once this node has applied the whole committed log. A node
+// elected controller may not have applied every entry its predecessor
+// committed (raft commits them through its first entry of the new term,
+// the fsm applies them after); validating a change against that older
+// image would accept an ISR naming a broker fenced in the meantime, hand
+// out a producer id block twice, or fence from a stale partition record.
+// The first change of each term therefore waits for a raft barrier, as
+// Kafka's controller replays the log before it acts.
+func (c *Controller) lockLeader(ctx context.Context) error {
+	c.proposeMu.Lock()
+	if err := c.caughtUpLocked(ctx); err != nil {
+		c.proposeMu.Unlock()
+		return err
+	}
+	return nil
+}
+
+// caughtUpLocked is lockLeader's barrier; proposeMu is held.
+func (c *Controller) caughtUpLocked(ctx context.Context) error {
+	if c.raft == nil {
+		return nil
+	}
+	term := c.raft.CurrentTerm()
+	if term == c.caughtUpTerm {
+		return nil
+	}
+	timeout := 10 * time.Second
+	if d, ok := ctx.Deadline(); ok {
+		timeout = min(timeout, time.Until(d))
+	}
+	if err := c.raft.Barrier(timeout).Error(); err != nil {
+		if errors.Is(err, raft.ErrNotLeader) || errors.Is(err, raft.ErrLeadershipLost) {
+			return ErrNotController
+		}
+		return fmt.Errorf("applying the committed metadata log: %w", err)
+	}
+	c.caughtUpTerm = term
+	return nil
 }
 
 // NewClusterID returns a random cluster id in Kafka's format (a base64url
@@ -210,7 +263,9 @@ func (c *Controller) CreateTopics(ctx context.Context, specs []TopicSpec, valida
 	if !c.IsLeader() {
 		return c.forwardCreateTopics(ctx, specs, validateOnly)
 	}
-	c.proposeMu.Lock()
+	if err := c.lockLeader(ctx); err != nil {
+		return allErrs(len(specs), err)
+	}
 	defer c.proposeMu.Unlock()
 	errs := make([]error, len(specs))
 	im := c.Image()
@@ -237,6 +292,15 @@ func (c *Controller) CreateTopics(ctx context.Context, specs []TopicSpec, valida
 		} else {
 			c.logger.Info().Str("topic", cmd.Topic.Name).Int("partitions", len(cmd.Topic.Partitions)).Msg("topic created")
 		}
+	}
+	return errs
+}
+
+// allErrs is n copies of err, the answer to every item of a request.
+func allErrs(n int, err error) []error {
+	errs := make([]error, n)
+	for i := range errs {
+		errs[i] = err
 	}
 	return errs
 }
@@ -372,7 +436,9 @@ func (c *Controller) DeleteTopics(ctx context.Context, names []string) []error {
 	if !c.IsLeader() {
 		return c.forwardDeleteTopics(ctx, names)
 	}
-	c.proposeMu.Lock()
+	if err := c.lockLeader(ctx); err != nil {
+		return allErrs(len(names), err)
+	}
 	defer c.proposeMu.Unlock()
 	errs := make([]error, len(names))
 	for i, name := range names {
@@ -398,7 +464,9 @@ func (c *Controller) CreatePartitions(ctx context.Context, name string, total in
 	if !c.IsLeader() {
 		return c.forwardCreatePartitions(ctx, name, total, assignment, validateOnly)
 	}
-	c.proposeMu.Lock()
+	if err := c.lockLeader(ctx); err != nil {
+		return err
+	}
 	defer c.proposeMu.Unlock()
 	im := c.Image()
 	t := im.Topics[name]
@@ -448,9 +516,13 @@ func (c *Controller) SetTopicConfigs(ctx context.Context, name string, configs m
 	if !c.IsLeader() {
 		return c.forwardAlterConfigs(ctx, 2, name, configs, validateOnly)
 	}
-	c.proposeMu.Lock()
+	if err := c.lockLeader(ctx); err != nil {
+		return err
+	}
 	defer c.proposeMu.Unlock()
-	if c.Image().Topics[name] == nil {
+	im := c.Image()
+	t := im.Topics[name]
+	if t == nil {
 		return fmt.Errorf("%w: %s", ErrUnknownTopic, name)
 	}
 	for k, v := range configs {
@@ -461,7 +533,22 @@ func (c *Controller) SetTopicConfigs(ctx context.Context, name string, configs m
 	if validateOnly {
 		return nil
 	}
-	return c.log.Propose(ctx, &Command{Type: CmdSetTopicConfigs, Name: name, Configs: maps.Clone(configs)})
+	cmds := []*Command{{Type: CmdSetTopicConfigs, Name: name, Configs: maps.Clone(configs)}}
+	if old, ok := t.Configs[minISRConfig]; configs[minISRConfig] != old || ok != hasKey(configs, minISRConfig) {
+		// As Kafka: a topic's min.insync.replicas changing clears its
+		// ELRs, which were chosen under the old value.
+		if ch := clearELRChanges(im, func(n string) bool { return n == name }); len(ch) > 0 {
+			cmds = append(cmds, &Command{Type: CmdChangePartitions, Changes: ch})
+		}
+	}
+	return c.log.Propose(ctx, cmds...)
+}
+
+const minISRConfig = "min.insync.replicas"
+
+func hasKey(m map[string]string, k string) bool {
+	_, ok := m[k]
+	return ok
 }
 
 // DynamicBrokerConfigs lists the broker properties that can change without
@@ -482,7 +569,9 @@ func (c *Controller) SetBrokerConfigs(ctx context.Context, resource string, conf
 	if !c.IsLeader() {
 		return c.forwardAlterConfigs(ctx, 4, resource, configs, validateOnly)
 	}
-	c.proposeMu.Lock()
+	if err := c.lockLeader(ctx); err != nil {
+		return err
+	}
 	defer c.proposeMu.Unlock()
 	if resource != "" {
 		if id, err := strconv.ParseInt(resource, 10, 32); err != nil || id < 0 {
@@ -509,10 +598,25 @@ func (c *Controller) SetBrokerConfigs(ctx context.Context, resource string, conf
 		sort.Strings(bad)
 		return fmt.Errorf("%w: cannot update these configs dynamically: %s", ErrInvalidRequest, strings.Join(bad, ", "))
 	}
+	im := c.Image()
+	_, had := im.BrokerConfigs[resource][minISRConfig]
+	if resource != "" && hasKey(configs, minISRConfig) && configs[minISRConfig] != im.BrokerConfigs[resource][minISRConfig] {
+		// As Kafka with ELR on: min.insync.replicas is a cluster-wide
+		// setting, so that every controller elects by the same value.
+		return fmt.Errorf("%w: broker-level min.insync.replicas cannot be altered while eligible leader replicas are enabled; set it cluster-wide", ErrInvalidConfig)
+	}
 	if validateOnly {
 		return nil
 	}
-	return c.log.Propose(ctx, &Command{Type: CmdSetBrokerConfigs, Name: resource, Configs: maps.Clone(configs)})
+	cmds := []*Command{{Type: CmdSetBrokerConfigs, Name: resource, Configs: maps.Clone(configs)}}
+	if resource == "" && (had || hasKey(configs, minISRConfig)) {
+		// As Kafka: setting the cluster-wide min.insync.replicas, even
+		// to the same value, clears every ELR.
+		if ch := clearELRChanges(im, func(string) bool { return true }); len(ch) > 0 {
+			cmds = append(cmds, &Command{Type: CmdChangePartitions, Changes: ch})
+		}
+	}
+	return c.log.Propose(ctx, cmds...)
 }
 
 func brokerSynonymDef(name string) *ConfigDef {
@@ -528,12 +632,15 @@ func brokerSynonymDef(name string) *ConfigDef {
 // the sender must be the current leader at the current leader epoch
 // (FENCED_LEADER_EPOCH otherwise), the partition epoch must match
 // (INVALID_UPDATE_VERSION), and every new ISR member must be a replica on
-// a live, unfenced broker (INELIGIBLE_REPLICA).
+// a live, unfenced broker whose broker epoch, where the request names one,
+// is still the registered one (INELIGIBLE_REPLICA; KIP-903).
 func (c *Controller) AlterPartition(ctx context.Context, req AlterPartitionRequest) (PartitionInfo, error) {
 	if !c.IsLeader() {
 		return c.forwardAlterPartition(ctx, req)
 	}
-	c.proposeMu.Lock()
+	if err := c.lockLeader(ctx); err != nil {
+		return PartitionInfo{}, err
+	}
 	defer c.proposeMu.Unlock()
 	im := c.Image()
 	cur := im.Partition(req.Topic, req.Partition)
@@ -552,18 +659,25 @@ func (c *Controller) AlterPartition(ctx context.Context, req AlterPartitionReque
 	if !contains32(req.NewISR, req.BrokerID) {
 		return *cur, fmt.Errorf("%w: the leader must stay in the ISR", ErrIneligibleReplica)
 	}
-	for _, r := range req.NewISR {
+	for i, r := range req.NewISR {
 		b, ok := im.Brokers[r]
 		if !contains32(cur.Replicas, r) || !ok || b.Fenced {
 			return *cur, fmt.Errorf("%w: broker %d", ErrIneligibleReplica, r)
+		}
+		if i < len(req.NewISREpochs) && req.NewISREpochs[i] >= 0 && req.NewISREpochs[i] != b.Epoch {
+			return *cur, fmt.Errorf("%w: broker %d is at epoch %d, not %d: it restarted since the leader saw it", ErrIneligibleReplica, r, b.Epoch, req.NewISREpochs[i])
 		}
 	}
 	if sameMembers(cur.ISR, req.NewISR) {
 		return *cur, nil
 	}
-	next := *cur
-	next.ISR = orderLike(cur.Replicas, req.NewISR)
-	next.PartitionEpoch++
+	t := im.Topics[req.Topic]
+	next, _ := changePartition(*cur, partitionTarget{
+		isr: req.NewISR, live: liveExcept(im, -1), minISR: effectiveMinISR(c.policyFor(im), t, *cur),
+	})
+	if next.Leader != cur.Leader {
+		return *cur, fmt.Errorf("%w: the ISR change would move the leadership", ErrInvalidRequest)
+	}
 	err := c.log.Propose(ctx, &Command{Type: CmdChangePartitions, Changes: []PartitionChange{{
 		Topic: req.Topic, ExpectPartitionEpoch: cur.PartitionEpoch, Next: next,
 	}}})
@@ -571,7 +685,7 @@ func (c *Controller) AlterPartition(ctx context.Context, req AlterPartitionReque
 		return *cur, err
 	}
 	c.logger.Info().Str("topic", req.Topic).Int32("partition", req.Partition).Ints32("isr", next.ISR).
-		Int32("partition_epoch", next.PartitionEpoch).Msg("ISR changed")
+		Ints32("elr", next.ELR).Int32("partition_epoch", next.PartitionEpoch).Msg("ISR changed")
 	return next, nil
 }
 

@@ -7,7 +7,14 @@
 // Commands. A controller validates a client's intent (topic names, partition
 // counts, replica assignment, configs), turns it into Commands and proposes
 // them to a Log; the Log orders and persists them and applies them to the
-// State. Readers take immutable Images and are told of every new one.
+// State, the commands of one entry all together or not at all. A node that
+// becomes the active controller applies the whole committed log before it
+// validates anything. Readers take immutable Images and are told of every
+// new one.
+//
+// Elections follow Kafka 4.x with eligible leader replicas (KIP-966)
+// always on, and ISR expansions carry broker epochs (KIP-903); see
+// election.go and docs/architecture.md.
 //
 // Everything outside this package reads metadata through the Metadata
 // interface, so the Log underneath can change (a one-voter quorum today,

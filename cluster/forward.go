@@ -285,12 +285,20 @@ func (c *Controller) forwardAlterPartition(ctx context.Context, ap AlterPartitio
 		return PartitionInfo{}, fmt.Errorf("%w: %s", ErrUnknownTopic, ap.Topic)
 	}
 	req := kmsg.NewPtrAlterPartitionRequest()
-	req.SetVersion(2)
+	req.SetVersion(3)
 	req.BrokerID = ap.BrokerID
 	rt := kmsg.NewAlterPartitionRequestTopic()
 	rt.Topic, rt.TopicID = ap.Topic, t.ID
 	rp := kmsg.NewAlterPartitionRequestTopicPartition()
-	rp.Partition, rp.LeaderEpoch, rp.PartitionEpoch, rp.NewISR = ap.Partition, ap.LeaderEpoch, ap.PartitionEpoch, ap.NewISR
+	rp.Partition, rp.LeaderEpoch, rp.PartitionEpoch = ap.Partition, ap.LeaderEpoch, ap.PartitionEpoch
+	for i, id := range ap.NewISR {
+		e := kmsg.NewAlterPartitionRequestTopicPartitionNewEpochISR()
+		e.BrokerID = id
+		if i < len(ap.NewISREpochs) {
+			e.BrokerEpoch = ap.NewISREpochs[i]
+		}
+		rp.NewEpochISR = append(rp.NewEpochISR, e)
+	}
 	rt.Partitions = append(rt.Partitions, rp)
 	req.Topics = append(req.Topics, rt)
 	resp, err := c.forward(ctx, req, func(r kmsg.Response) bool {

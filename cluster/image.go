@@ -21,6 +21,16 @@ type BrokerInfo struct {
 	LogDirs []string `json:"log_dirs,omitempty"`
 	// OfflineLogDirs are those of LogDirs the broker reports offline.
 	OfflineLogDirs []string `json:"offline_log_dirs,omitempty"`
+	// Epoch is the broker epoch (KIP-903): the offset of the metadata
+	// entry that registered this incarnation, so it grows with every
+	// restart. A leader names the epochs of the replicas it adds to an
+	// ISR as it learnt them from their fetches; a replica that restarted
+	// since (and may have lost what it had not flushed) no longer matches.
+	Epoch int64 `json:"epoch,omitempty"`
+	// PreviousEpoch, in a registration request only, is the epoch of the
+	// broker's previous run if that run shut down cleanly (Kafka's
+	// PreviousBrokerEpoch); 0 or -1 otherwise. Never stored.
+	PreviousEpoch int64 `json:"-"`
 }
 
 // PartitionInfo is the replicated state of one partition.
@@ -37,6 +47,15 @@ type PartitionInfo struct {
 	// Directories holds, by broker, the log dir id its replica is known
 	// to live in (see logdirs.go); replaced, never modified in place.
 	Directories map[int32]string `json:"directories,omitempty"`
+	// ELR are the eligible leader replicas (KIP-966): while the ISR is
+	// below min.insync.replicas, the replicas that left it, each holding
+	// every committed record. With an empty ISR the leader comes from
+	// here. Never holds a broker that restarted since.
+	ELR []int32 `json:"elr,omitempty"`
+	// LastKnownELR holds the last leader while the ISR is empty (Kafka's
+	// last-known-leader use of the field); it may lead again when ISR
+	// and ELR are both empty.
+	LastKnownELR []int32 `json:"last_known_elr,omitempty"`
 }
 
 // TopicInfo is one topic.

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -33,7 +34,8 @@ func (c *Controller) Register(ctx context.Context, host string, port int32) erro
 	if c.incarnation == "" {
 		c.incarnation = newIncarnation()
 	}
-	info := BrokerInfo{NodeID: c.cfg.NodeID, Host: host, Port: port, Rack: c.cfg.Rack, Incarnation: c.incarnation, LogDirs: c.registeredLogDirs()}
+	info := BrokerInfo{NodeID: c.cfg.NodeID, Host: host, Port: port, Rack: c.cfg.Rack, Incarnation: c.incarnation,
+		LogDirs: c.registeredLogDirs(), PreviousEpoch: c.previousEpoch}
 	if err := c.RegisterBroker(ctx, info); err != nil {
 		return err
 	}
@@ -61,13 +63,18 @@ func (c *Controller) Register(ctx context.Context, host string, port int32) erro
 
 // RegisterBroker registers info on the active controller (forwarding it
 // there when needed). A registration with a new incarnation fences the
-// broker's previous run first.
+// broker's previous run first, and unless info.PreviousEpoch proves that
+// run shut down cleanly, takes the broker out of every ELR as well.
 func (c *Controller) RegisterBroker(ctx context.Context, info BrokerInfo) error {
 	if !c.IsLeader() {
 		req := kmsg.NewPtrBrokerRegistrationRequest()
 		req.BrokerID = info.NodeID
 		req.ClusterID = c.Image().ClusterID
 		copy(req.IncarnationID[:], mustHex(info.Incarnation))
+		req.PreviousBrokerEpoch = -1
+		if info.PreviousEpoch > 0 {
+			req.PreviousBrokerEpoch = info.PreviousEpoch
+		}
 		req.Listeners = []kmsg.BrokerRegistrationRequestListener{{Name: "PLAINTEXT", Host: info.Host, Port: uint16(info.Port)}}
 		req.Rack = info.Rack
 		req.Version = 2 // LogDirs
@@ -87,7 +94,9 @@ func (c *Controller) RegisterBroker(ctx context.Context, info BrokerInfo) error 
 		}
 		return codeErr(resp.(*kmsg.BrokerRegistrationResponse).ErrorCode, nil)
 	}
-	c.proposeMu.Lock()
+	if err := c.lockLeader(ctx); err != nil {
+		return err
+	}
 	defer c.proposeMu.Unlock()
 	im := c.Image()
 	cur, exists := im.Brokers[info.NodeID]
@@ -95,8 +104,18 @@ func (c *Controller) RegisterBroker(ctx context.Context, info BrokerInfo) error 
 		return nil
 	}
 	var cmds []*Command
-	if exists && !cur.Fenced {
-		if ch := fenceChanges(im, info.NodeID, c.uncleanFor(im)); len(ch) > 0 {
+	if exists {
+		// A new incarnation: the old one is fenced and, unless it shut
+		// down cleanly, may have lost what it had not flushed, so it
+		// leaves every ELR as well (Kafka's unclean shutdown handling).
+		var ch []PartitionChange
+		switch {
+		case info.PreviousEpoch <= 0 || info.PreviousEpoch != cur.Epoch:
+			ch = restartChanges(im, info.NodeID, c.policyFor(im))
+		case !cur.Fenced:
+			ch = fenceChanges(im, info.NodeID, c.policyFor(im))
+		}
+		if len(ch) > 0 {
 			cmds = append(cmds, &Command{Type: CmdChangePartitions, Changes: ch})
 		}
 	}
@@ -106,7 +125,8 @@ func (c *Controller) RegisterBroker(ctx context.Context, info BrokerInfo) error 
 		return err
 	}
 	c.lastSeen[info.NodeID] = time.Now()
-	c.logger.Info().Int32("broker", info.NodeID).Str("host", info.Host).Int32("port", info.Port).Msg("broker registered")
+	c.logger.Info().Int32("broker", info.NodeID).Str("host", info.Host).Int32("port", info.Port).
+		Bool("clean_shutdown", exists && info.PreviousEpoch > 0 && info.PreviousEpoch == cur.Epoch).Msg("broker registered")
 	return nil
 }
 
@@ -131,7 +151,11 @@ func (c *Controller) BrokerHeartbeat(ctx context.Context, id int32, shutdown boo
 	if !c.IsLeader() {
 		req := kmsg.NewPtrBrokerHeartbeatRequest()
 		req.BrokerID = id
-		req.CurrentMetadataOffset = c.Image().Offset
+		im := c.Image()
+		req.CurrentMetadataOffset = im.Offset
+		if b, ok := im.Brokers[id]; ok && id == c.cfg.NodeID && b.Incarnation == c.incarnation && b.Epoch > 0 {
+			req.BrokerEpoch = b.Epoch
+		}
 		req.WantShutdown = shutdown
 		req.Version = 1 // OfflineLogDirs
 		req.OfflineLogDirs = offline
@@ -147,7 +171,9 @@ func (c *Controller) BrokerHeartbeat(ctx context.Context, id int32, shutdown boo
 		r := resp.(*kmsg.BrokerHeartbeatResponse)
 		return r.IsFenced, r.ShouldShutdown, codeErr(r.ErrorCode, nil)
 	}
-	c.proposeMu.Lock()
+	if err := c.lockLeader(ctx); err != nil {
+		return true, false, err
+	}
 	defer c.proposeMu.Unlock()
 	im := c.Image()
 	b, ok := im.Brokers[id]
@@ -172,7 +198,7 @@ func (c *Controller) BrokerHeartbeat(ctx context.Context, id int32, shutdown boo
 		}
 		b.Fenced = false
 		unfenced.Brokers[id] = b
-		if ch := unfenceChanges(&unfenced, id, c.uncleanFor(im)); len(ch) > 0 {
+		if ch := unfenceChanges(&unfenced, id, c.policyFor(im)); len(ch) > 0 {
 			cmds = append(cmds, &Command{Type: CmdChangePartitions, Changes: ch})
 		}
 		if err := c.log.Propose(ctx, cmds...); err != nil {
@@ -187,7 +213,7 @@ func (c *Controller) BrokerHeartbeat(ctx context.Context, id int32, shutdown boo
 // fenceLocked fences broker id and moves its leaderships, in one entry.
 func (c *Controller) fenceLocked(ctx context.Context, im *Image, id int32, why string) error {
 	cmds := []*Command{{Type: CmdFenceBroker, BrokerID: id}}
-	if ch := fenceChanges(im, id, c.uncleanFor(im)); len(ch) > 0 {
+	if ch := fenceChanges(im, id, c.policyFor(im)); len(ch) > 0 {
 		cmds = append(cmds, &Command{Type: CmdChangePartitions, Changes: ch})
 	}
 	if err := c.log.Propose(ctx, cmds...); err != nil {
@@ -197,10 +223,20 @@ func (c *Controller) fenceLocked(ctx context.Context, im *Image, id int32, why s
 	return nil
 }
 
-// uncleanFor returns whether a topic allows unclean leader election.
-func (c *Controller) uncleanFor(im *Image) func(*TopicInfo) bool {
-	return func(t *TopicInfo) bool {
-		return TopicConfigValue(im, t, c.cfg.NodeID, c.cfg.BrokerDefaults, "unclean.leader.election.enable") == "true"
+// policyFor returns the election settings of topics in im:
+// unclean.leader.election.enable and min.insync.replicas.
+func (c *Controller) policyFor(im *Image) policy {
+	return policy{
+		unclean: func(t *TopicInfo) bool {
+			return TopicConfigValue(im, t, c.cfg.NodeID, c.cfg.BrokerDefaults, "unclean.leader.election.enable") == "true"
+		},
+		minISR: func(t *TopicInfo) int {
+			n, err := strconv.Atoi(TopicConfigValue(im, t, c.cfg.NodeID, c.cfg.BrokerDefaults, "min.insync.replicas"))
+			if err != nil || n < 1 {
+				return 1
+			}
+			return n
+		},
 	}
 }
 
@@ -262,8 +298,14 @@ func (c *Controller) leaderLoop() {
 			wasLeader = false
 			continue
 		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		err := c.lockLeader(ctx)
+		cancel()
+		if err != nil {
+			c.logger.Debug().Err(err).Msg("controller not caught up with the metadata log")
+			continue
+		}
 		now := time.Now()
-		c.proposeMu.Lock()
 		im := c.Image()
 		if !wasLeader {
 			// A new controller does not know when brokers last
@@ -316,7 +358,9 @@ func (c *Controller) AllocateProducerIDs(ctx context.Context, id int32) (start i
 		}
 		return r.ProducerIDStart, r.ProducerIDLen, nil
 	}
-	c.proposeMu.Lock()
+	if err := c.lockLeader(ctx); err != nil {
+		return 0, 0, err
+	}
 	defer c.proposeMu.Unlock()
 	if _, ok := c.Image().Brokers[id]; !ok {
 		return 0, 0, fmt.Errorf("%w: broker %d is not registered", kerr.BrokerIDNotRegistered, id)
@@ -330,8 +374,9 @@ func (c *Controller) AllocateProducerIDs(ctx context.Context, id int32) (start i
 		if !errors.Is(err, ErrInvalidUpdateVersion) {
 			return 0, 0, err
 		}
-		// This controller's image was behind the log (just elected);
-		// wait until it has applied everything committed and retry.
+		// A guard: lockLeader applied the committed log this term and
+		// proposeMu keeps other allocations out, so the image should be
+		// current; if it was not, catch up and retry.
 		if c.raft != nil {
 			if err := c.raft.Barrier(5 * time.Second).Error(); err != nil {
 				return 0, 0, err

@@ -150,7 +150,7 @@ func (c *Controller) AssignReplicasToDirs(ctx context.Context, id int32, dir [16
 // offlineDirChanges returns the partition changes for broker id having
 // the log dirs offline: fencing's changes, restricted to the partitions
 // whose replica on id lives in one of them.
-func offlineDirChanges(im *Image, id int32, offline [][16]byte, unclean func(*TopicInfo) bool) []PartitionChange {
+func offlineDirChanges(im *Image, id int32, offline [][16]byte, pol policy) []PartitionChange {
 	if len(offline) == 0 {
 		return nil
 	}
@@ -159,7 +159,7 @@ func offlineDirChanges(im *Image, id int32, offline [][16]byte, unclean func(*To
 		dirs[DirID(d)] = true
 	}
 	var out []PartitionChange
-	for _, ch := range fenceChanges(im, id, unclean) {
+	for _, ch := range fenceChanges(im, id, pol) {
 		cur := im.Topics[ch.Topic].Partitions[ch.Next.Partition]
 		if dirs[cur.Directories[id]] {
 			out = append(out, ch)
@@ -183,7 +183,7 @@ func (c *Controller) handleOfflineDirsLocked(ctx context.Context, im *Image, id 
 	if !slices.Equal(ids, im.Brokers[id].OfflineLogDirs) {
 		cmds = append(cmds, &Command{Type: CmdSetOfflineLogDirs, BrokerID: id, LogDirs: ids})
 	}
-	ch := offlineDirChanges(im, id, offline, c.uncleanFor(im))
+	ch := offlineDirChanges(im, id, offline, c.policyFor(im))
 	if len(ch) > 0 {
 		cmds = append(cmds, &Command{Type: CmdChangePartitions, Changes: ch})
 	}

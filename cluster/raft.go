@@ -98,14 +98,10 @@ func (f *fsm) Apply(l *raft.Log) interface{} {
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	var err error
-	for _, cmd := range cmds {
-		if err = f.st.Apply(int64(l.Index), cmd); err != nil {
-			break
-		}
-	}
-	// Entries that failed still advance the applied offset; the state is
-	// what every node computes from the same entries.
+	// An entry applies as a whole or not at all. One that failed still
+	// advances the applied offset; the state is what every node computes
+	// from the same entries.
+	err := f.st.ApplyEntry(int64(l.Index), cmds)
 	f.st.offset = int64(l.Index)
 	f.publishLocked()
 	return applyResult{err}
@@ -167,6 +163,11 @@ func Open(ctx context.Context, cfg Config, qc QuorumConfig, logger zerolog.Logge
 	}
 	c := &Controller{cfg: cfg, qc: qc, logger: logger, stop: make(chan struct{}), hbStop: make(chan struct{})}
 	c.lastSeen = make(map[int32]time.Time)
+	prev, err := takeCleanShutdown(qc.Dir)
+	if err != nil {
+		logger.Warn().Err(err).Msg("clean shutdown record unusable; registering as after an unclean shutdown")
+	}
+	c.previousEpoch = prev
 	f := &fsm{ctrl: c, st: NewState()}
 	c.fsm = f
 	c.img = f.st.Image(-1)

@@ -110,14 +110,45 @@ func NewState() *State {
 // controller validates before proposing, so this guards against races
 // between two proposals).
 func (s *State) Apply(offset int64, cmd *Command) error {
-	if err := s.apply(cmd); err != nil {
-		return err
+	return s.ApplyEntry(offset, []*Command{cmd})
+}
+
+// ApplyEntry applies the commands of one log entry at offset, all or none:
+// they run against a copy of the state that replaces it only when every
+// one succeeded. An error names the command that failed; the state is then
+// unchanged. A fence that moves leaderships, say, is one entry of two
+// commands, and applying the first without the second would leave a
+// fenced broker leading with nothing to retry the move.
+func (s *State) ApplyEntry(offset int64, cmds []*Command) error {
+	next := s.clone()
+	for i, cmd := range cmds {
+		if err := next.apply(offset, cmd); err != nil {
+			if len(cmds) > 1 {
+				return fmt.Errorf("command %d of %d (%s): %w", i+1, len(cmds), cmd.Type, err)
+			}
+			return err
+		}
 	}
-	s.offset = offset
+	next.offset = offset
+	*s = *next
 	return nil
 }
 
-func (s *State) apply(cmd *Command) error {
+// clone returns a state that can be changed without changing s. Copying
+// the maps is enough: apply replaces the values they hold (topics, share
+// groups, config sets) rather than mutating them, as Image relies on too.
+func (s *State) clone() *State {
+	cp := *s
+	cp.brokers = maps.Clone(s.brokers)
+	cp.topics = maps.Clone(s.topics)
+	cp.ids = maps.Clone(s.ids)
+	cp.brokerConfigs = maps.Clone(s.brokerConfigs)
+	cp.groupConfigs = maps.Clone(s.groupConfigs)
+	cp.shareGroups = maps.Clone(s.shareGroups)
+	return &cp
+}
+
+func (s *State) apply(offset int64, cmd *Command) error {
 	switch cmd.Type {
 	case CmdAllocateProducerIDs:
 		// The controller computed the block from its image; refuse it if
@@ -134,7 +165,9 @@ func (s *State) apply(cmd *Command) error {
 		if cmd.Broker == nil {
 			return fmt.Errorf("register_broker without broker")
 		}
-		s.brokers[cmd.Broker.NodeID] = *cmd.Broker
+		b := *cmd.Broker
+		b.Epoch = offset
+		s.brokers[b.NodeID] = b
 	case CmdCreateTopic:
 		t := cmd.Topic
 		if t == nil {

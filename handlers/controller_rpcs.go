@@ -8,7 +8,8 @@ package handlers
 // NOT_CONTROLLER to a forwarded request rather than forwarding it again.
 //
 // AlterPartition names topics by name up to v1 and by id from v2; v3
-// carries the new ISR with broker epochs, of which only the ids are used.
+// carries the new ISR with broker epochs, which the controller checks
+// against the brokers' registrations (KIP-903).
 
 import (
 	"context"
@@ -66,8 +67,12 @@ func (h *Handlers) brokerRegistration(ctx context.Context, c controllerRPC, req 
 	err := c.RegisterBroker(ctx, cluster.BrokerInfo{
 		NodeID: r.BrokerID, Host: l.Host, Port: int32(l.Port), Rack: r.Rack,
 		Incarnation: cluster.IncarnationString(r.IncarnationID), LogDirs: dirIDs(r.LogDirs),
+		PreviousEpoch: r.PreviousBrokerEpoch,
 	})
 	resp.ErrorCode = controllerErrorCode(err)
+	if b, ok := h.meta.Image().Brokers[r.BrokerID]; err == nil && ok && b.Incarnation == cluster.IncarnationString(r.IncarnationID) {
+		resp.BrokerEpoch = b.Epoch
+	}
 	return resp, nil
 }
 
@@ -99,10 +104,12 @@ func (h *Handlers) alterPartition(ctx context.Context, req *protocol.Request) (k
 			rp := kmsg.NewAlterPartitionResponseTopicPartition()
 			rp.Partition = p.Partition
 			isr := p.NewISR
+			var epochs []int64
 			if req.Version >= 3 {
 				isr = nil
 				for _, e := range p.NewEpochISR {
 					isr = append(isr, e.BrokerID)
+					epochs = append(epochs, e.BrokerEpoch)
 				}
 			}
 			if name == "" {
@@ -110,7 +117,7 @@ func (h *Handlers) alterPartition(ctx context.Context, req *protocol.Request) (k
 			} else {
 				info, err := h.meta.AlterPartition(ctx, cluster.AlterPartitionRequest{
 					BrokerID: r.BrokerID, Topic: name, Partition: p.Partition,
-					LeaderEpoch: p.LeaderEpoch, PartitionEpoch: p.PartitionEpoch, NewISR: isr,
+					LeaderEpoch: p.LeaderEpoch, PartitionEpoch: p.PartitionEpoch, NewISR: isr, NewISREpochs: epochs,
 				})
 				if code := cluster.AlterPartitionErrorCode(err); code == kerr.NotController.Code {
 					// The whole request goes to the new controller.

@@ -72,12 +72,12 @@ func (h *Handlers) fetch(ctx context.Context, req *protocol.Request) (kmsg.Respo
 		ReadCommitted: r.IsolationLevel == 1,
 		ZeroCopy:      req.Conn != nil && req.Conn.ZeroCopy,
 	}
-	replicaID := r.ReplicaID
+	replicaID, replicaEpoch := r.ReplicaID, int64(-1)
 	if req.Version >= 15 {
-		replicaID = r.ReplicaState.ID
+		replicaID, replicaEpoch = r.ReplicaState.ID, r.ReplicaState.Epoch
 	}
 	if replicaID >= 0 {
-		params.FromFollower, params.ReplicaID = true, replicaID
+		params.FromFollower, params.ReplicaID, params.ReplicaEpoch = true, replicaID, replicaEpoch
 		params.ReadCommitted = false
 	} else {
 		params.MaxBytes = h.fetchMaxBytes(req, params.MaxBytes)

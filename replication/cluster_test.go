@@ -44,6 +44,8 @@ type simCluster struct {
 
 	cfg   replication.Config
 	nodes map[int32]*simNode
+	// alters are the AlterPartition requests received, in order.
+	alters []cluster.AlterPartitionRequest
 }
 
 // simNode is one broker.
@@ -93,6 +95,7 @@ func (m simMeta) AlterPartition(_ context.Context, req cluster.AlterPartitionReq
 	c := m.c
 	c.applyMu.Lock()
 	defer c.applyMu.Unlock()
+	c.alters = append(c.alters, req)
 	im := c.image()
 	cur := im.Partition(req.Topic, req.Partition)
 	switch {

@@ -24,8 +24,10 @@
 // # Follower
 //
 // fetcher.go: one fetcher goroutine per leader broker, fetching all the
-// partitions it leads for us in one Fetch v12 (with ReplicaID and
-// LastFetchedEpoch). A partition handed to a fetcher is first truncated by
+// partitions it leads for us in one Fetch v15 (topics by id, ReplicaState
+// with our id and broker epoch, LastFetchedEpoch). The leader keeps each
+// follower's broker epoch from its fetches and names it when it proposes
+// adding the follower to the ISR (AlterPartition v3, KIP-903). A partition handed to a fetcher is first truncated by
 // epoch (OffsetForLeaderEpoch v4, KIP-101/279); a DivergingEpoch in a fetch
 // response truncates it again. Its HW is min(leader HW, own LEO) and its
 // log start follows the leader's.

@@ -21,15 +21,15 @@ import (
 // first truncated by epoch (KIP-101/279): OffsetForLeaderEpoch v4 for the
 // latest epoch in its log, truncate to where the leader's log stops
 // agreeing, repeat while the leader answers with an epoch we do not hold.
-// Then it fetches at its LEO with Fetch v12 and LastFetchedEpoch; a
+// Then it fetches at its LEO with Fetch v15 and LastFetchedEpoch; a
 // response carrying DivergingEpoch (KIP-320 style truncation on fetch)
 // truncates again and fetching continues.
 
 const (
-	// Versions sent to other gokafka brokers. Fetch v12 is the first with
-	// LastFetchedEpoch/DivergingEpoch and still names topics and carries
-	// ReplicaID in the body (v15 moves it to ReplicaState).
-	replicaFetchVersion     = 12
+	// Versions sent to other gokafka brokers. Fetch v15 (KIP-903) carries
+	// our broker epoch in ReplicaState, which the leader names when it
+	// adds us to the ISR; from v13 topics go by id.
+	replicaFetchVersion     = 15
 	offsetForEpochVersion   = 4
 	replicaListOffsetsVersn = 4
 )
@@ -397,6 +397,13 @@ func (f *fetcher) fetch(states []*fetchState) {
 	req := kmsg.NewPtrFetchRequest()
 	req.Version = replicaFetchVersion
 	req.ReplicaID = f.m.nodeID
+	im := f.m.meta.Image()
+	req.ReplicaState.ID = f.m.nodeID
+	req.ReplicaState.Epoch = -1
+	if b, ok := im.Brokers[f.m.nodeID]; ok && b.Epoch > 0 {
+		req.ReplicaState.Epoch = b.Epoch
+	}
+	names := map[[16]byte]string{}
 	req.MaxWaitMillis = int32(cfg.ReplicaFetchWaitMax.Milliseconds())
 	req.MinBytes = cfg.ReplicaFetchMinBytes
 	req.MaxBytes = cfg.ReplicaFetchResponseMaxBytes
@@ -416,8 +423,16 @@ func (f *fetcher) fetch(states []*fetchState) {
 		lg := s.p.log
 		ti, ok := topics[s.p.TP.Topic]
 		if !ok {
+			top := im.Topics[s.p.TP.Topic]
+			if top == nil {
+				// Deleted; the reconcile of that change removes it
+				// here. Until then it waits like a refused fetch.
+				f.backoffLocked(s)
+				continue
+			}
 			t := kmsg.NewFetchRequestTopic()
-			t.Topic = s.p.TP.Topic
+			t.Topic, t.TopicID = s.p.TP.Topic, top.ID
+			names[top.ID] = top.Name
 			req.Topics = append(req.Topics, t)
 			ti = len(req.Topics) - 1
 			topics[s.p.TP.Topic] = ti
@@ -468,9 +483,13 @@ func (f *fetcher) fetch(states []*fetchState) {
 	var outOfRange []*fetchState
 	f.mu.Lock()
 	for _, t := range resp.Topics {
+		name, ok := names[t.TopicID]
+		if !ok {
+			continue
+		}
 		for i := range t.Partitions {
 			rp := &t.Partitions[i]
-			tp := partition.TopicPartition{Topic: t.Topic, Partition: rp.Partition}
+			tp := partition.TopicPartition{Topic: name, Partition: rp.Partition}
 			sp, ok := sent[tp]
 			if !ok || !f.currentLocked(sp.s) || sp.s.truncating {
 				continue

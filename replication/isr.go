@@ -13,7 +13,8 @@ import (
 // fake clock (isr_test.go).
 //
 // Rules, by the DESIGN section 2 numbering:
-//   - HW = min LEO over the ISR and the leader, and it only moves up (5).
+//   - HW = min LEO over the ISR and the leader, and it only moves up (5);
+//     it stands still while the ISR is below min.insync.replicas (KIP-966).
 //     While an AlterPartition is in flight the "maximal ISR" is used: the
 //     committed ISR plus a replica being added, so a shrink or an
 //     expansion that the controller has not yet accepted can never let the
@@ -394,9 +395,20 @@ func (s *leaderState) highWatermark() int64 {
 	return hw
 }
 
+// underMinISR is KIP-966's rule (Kafka 4.x): while the committed ISR is
+// smaller than min.insync.replicas (capped at the replica count, Kafka's
+// effective min ISR) the HW does not advance. Everything below it is then
+// held by every replica that left the ISR meanwhile, which is what lets
+// the controller elect such a replica (an eligible leader replica) if the
+// last ISR member fails. Parked acks=all produces are answered
+// NOT_ENOUGH_REPLICAS_AFTER_APPEND at once rather than left to time out.
+func (s *leaderState) underMinISR() bool {
+	return len(s.committed) < min(s.minISR, len(s.replicas))
+}
+
 func (s *leaderState) maybeAdvanceHW() Effects {
 	var eff Effects
-	if hw := s.highWatermark(); hw > s.hw {
+	if hw := s.highWatermark(); hw > s.hw && !s.underMinISR() {
 		s.hw = hw
 		eff.HWChanged, eff.HW = true, hw
 	}
@@ -409,10 +421,11 @@ func (s *leaderState) maybeAdvanceHW() Effects {
 func (s *leaderState) releaseWaiters() []WaiterDone {
 	var done []WaiterDone
 	n := 0
+	underMin := s.underMinISR()
 	for _, w := range s.waiters {
-		if s.hw >= w.required {
+		if s.hw >= w.required || underMin {
 			var err error
-			if len(s.maximalISR()) < s.minISR {
+			if underMin || len(s.maximalISR()) < s.minISR {
 				err = ErrNotEnoughReplicasAfterAppend
 			}
 			done = append(done, WaiterDone{ID: w.id, Err: err})

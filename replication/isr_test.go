@@ -229,7 +229,8 @@ func TestRule4_NotEnoughReplicasAfterAppendWhenISRShrinks(t *testing.T) {
 	if err := h.done[1]; !errors.Is(err, ErrNotEnoughReplicasAfterAppend) {
 		t.Fatalf("waiter error %v, want ErrNotEnoughReplicasAfterAppend", err)
 	}
-	h.wantHW(10)
+	// Below min.insync.replicas the HW stays where it was (KIP-966).
+	h.wantHW(0)
 }
 
 // While an expansion is in flight the HW is computed over the ISR with the

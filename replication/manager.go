@@ -60,6 +60,15 @@ type Partition struct {
 		// waiters are parked acks=all produces by id; st decides when
 		// each completes. Buffered (1) channels.
 		waiters map[uint64]chan error
+		// replicaEpochs holds each follower's broker epoch from its
+		// latest fetch (KIP-903; -1 if it sent none). proposalEpochs are
+		// the epochs of the ISR members of proposal proposalSeq of state
+		// machine proposalFrom, taken with the fetch positions that
+		// justified it, for its AlterPartition.
+		replicaEpochs  map[int32]int64
+		proposalFrom   *leaderState
+		proposalSeq    uint64
+		proposalEpochs []int64
 		// hwMoved is closed (and replaced) whenever the high watermark,
 		// the log start offset or the role changes, waking consumer
 		// fetches; leoMoved additionally on every append, waking
@@ -157,7 +166,34 @@ func (p *Partition) applyLocked(eff Effects) *ISRProposal {
 	if eff.Propose != nil {
 		p.mu.isr = slices.Clone(p.mu.st.ISR())
 	}
+	if eff.Propose != nil && (p.mu.proposalFrom != p.mu.st || eff.Propose.Seq != p.mu.proposalSeq) {
+		// A proposal sent again keeps the epochs it was made with.
+		p.mu.proposalFrom, p.mu.proposalSeq = p.mu.st, eff.Propose.Seq
+		p.mu.proposalEpochs = make([]int64, len(eff.Propose.NewISR))
+		for i, id := range eff.Propose.NewISR {
+			e, ok := p.mu.replicaEpochs[id]
+			if !ok {
+				e = -1
+			}
+			p.mu.proposalEpochs[i] = e
+		}
+	}
 	return eff.Propose
+}
+
+// noteReplicaEpoch records the broker epoch a follower's fetch carried.
+// Registration offsets start at 1, so 0 (a fetch that did not say) is
+// unknown like -1.
+func (p *Partition) noteReplicaEpoch(id int32, epoch int64) {
+	if epoch <= 0 {
+		epoch = -1
+	}
+	p.mu.Lock()
+	if p.mu.replicaEpochs == nil {
+		p.mu.replicaEpochs = map[int32]int64{}
+	}
+	p.mu.replicaEpochs[id] = epoch
+	p.mu.Unlock()
 }
 
 // endOffsetForEpochLocked answers OffsetForLeaderEpoch from the log's
@@ -391,10 +427,21 @@ func (m *Manager) afterUnlock(p *Partition, st *leaderState, prop *ISRProposal) 
 // returns; the state machine accepts whichever comes first and ignores the
 // other.
 func (m *Manager) alterPartition(p *Partition, st *leaderState, prop ISRProposal) {
+	var epochs []int64
+	p.mu.Lock()
+	if p.mu.proposalFrom == st && p.mu.proposalSeq == prop.Seq {
+		epochs = slices.Clone(p.mu.proposalEpochs)
+	}
+	p.mu.Unlock()
+	if i := slices.Index(prop.NewISR, m.nodeID); i >= 0 && i < len(epochs) {
+		if b, ok := m.meta.Image().Brokers[m.nodeID]; ok && b.Epoch > 0 {
+			epochs[i] = b.Epoch
+		}
+	}
 	ctx, cancel := context.WithTimeout(m.ctx, m.cfg.ReplicaSocketTimeout)
 	res, err := m.meta.AlterPartition(ctx, cluster.AlterPartitionRequest{
 		BrokerID: m.nodeID, Topic: p.TP.Topic, Partition: p.TP.Partition,
-		LeaderEpoch: prop.LeaderEpoch, PartitionEpoch: prop.PartitionEpoch, NewISR: prop.NewISR,
+		LeaderEpoch: prop.LeaderEpoch, PartitionEpoch: prop.PartitionEpoch, NewISR: prop.NewISR, NewISREpochs: epochs,
 	})
 	cancel()
 	outcome := alterOutcome(err)
@@ -827,6 +874,9 @@ type FetchParams struct {
 	// parks until the LEO moves.
 	FromFollower bool
 	ReplicaID    int32
+	// ReplicaEpoch is the follower's broker epoch (Fetch v15+
+	// ReplicaState), -1 if it sent none.
+	ReplicaEpoch int64
 	// ZeroCopy lets results carry file Regions instead of Records, for a
 	// connection that can send them with sendfile.
 	ZeroCopy bool
@@ -923,6 +973,9 @@ func (m *Manager) readAll(fp FetchParams, record bool) ([]FetchResult, int64, bo
 		p, err := m.leader(part.TP, part.CurrentLeaderEpoch)
 		if err == nil && fp.FromFollower {
 			err = p.checkReplica(fp.ReplicaID, part.CurrentLeaderEpoch)
+			if err == nil && record {
+				p.noteReplicaEpoch(fp.ReplicaID, fp.ReplicaEpoch)
+			}
 		}
 		if err != nil {
 			r.Err = err
