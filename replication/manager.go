@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/gokafka/gokafka/cluster"
 	"github.com/gokafka/gokafka/idempotent"
@@ -375,14 +376,9 @@ func (m *Manager) afterUnlock(p *Partition, st *leaderState, prop *ISRProposal) 
 	}
 	m.logger.Info().Str("topic", p.TP.Topic).Int32("partition", p.TP.Partition).Ints32("isr", prop.NewISR).
 		Int32("leader_epoch", prop.LeaderEpoch).Int32("partition_epoch", prop.PartitionEpoch).Msg("proposing ISR change")
-	ok := m.goTracked(func() { m.alterPartition(p, st, *prop) })
-	if !ok {
-		p.mu.Lock()
-		if p.mu.st == st {
-			p.applyLocked(st.AlterPartitionDone(prop.Seq, AlterRetry, LeaderAndISR{}))
-		}
-		p.mu.Unlock()
-	}
+	// After Close nothing is sent; the proposal stays pending, as its
+	// outcome would be unknown anyway.
+	m.goTracked(func() { m.alterPartition(p, st, *prop) })
 }
 
 // alterPartition sends one ISR proposal to the controller and feeds the
@@ -403,7 +399,7 @@ func (m *Manager) alterPartition(p *Partition, st *leaderState, prop ISRProposal
 	}
 	if outcome == AlterRetry {
 		// Do not hammer a controller that is down: the state machine
-		// proposes again on the next event once this one is released.
+		// keeps the proposal and asks for it to be sent again.
 		t := time.NewTimer(m.cfg.ReplicaFetchBackoff)
 		select {
 		case <-t.C:
@@ -431,12 +427,17 @@ func alterOutcome(err error) AlterPartitionOutcome {
 	switch {
 	case err == nil:
 		return AlterOK
-	case errors.Is(err, cluster.ErrFencedLeaderEpoch), errors.Is(err, cluster.ErrInvalidUpdateVersion),
-		errors.Is(err, cluster.ErrNotLeader), errors.Is(err, cluster.ErrUnknownTopic):
-		return AlterWaitForMetadata
-	case errors.Is(err, cluster.ErrIneligibleReplica), errors.Is(err, cluster.ErrInvalidRequest):
+	case errors.Is(err, cluster.ErrIneligibleReplica), errors.Is(err, kerr.OperationNotAttempted):
+		// The controller says the change was not applied, and no
+		// controller, past or future, will apply it.
 		return AlterRejected
+	case errors.Is(err, cluster.ErrFencedLeaderEpoch), errors.Is(err, cluster.ErrInvalidUpdateVersion),
+		errors.Is(err, cluster.ErrNotLeader), errors.Is(err, cluster.ErrUnknownTopic),
+		errors.Is(err, cluster.ErrInvalidRequest):
+		return AlterWaitForMetadata
 	}
+	// A timeout, NOT_CONTROLLER, a network error: the change may have been
+	// committed.
 	return AlterRetry
 }
 
