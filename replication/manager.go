@@ -27,6 +27,11 @@ var (
 	ErrNotEnoughReplicasAfterAppend = errors.New("not enough replicas after append")
 	ErrRequestTimedOut              = errors.New("request timed out")
 	ErrStorage                      = errors.New("kafka storage error")
+	// ErrOffsetNotAvailable (OFFSET_NOT_AVAILABLE, retriable): a new
+	// leader's HW has not yet reached the start of its epoch, so "latest"
+	// would be below what the previous leader already reported (KIP-207).
+	// It wraps the Kafka code itself, which the handlers pass through.
+	ErrOffsetNotAvailable = fmt.Errorf("%w: high watermark is behind the start of the leader epoch", kerr.OffsetNotAvailable)
 )
 
 // Partition is one hosted partition, led or followed by this broker.
@@ -943,6 +948,14 @@ func (m *Manager) readAll(fp FetchParams, record bool) ([]FetchResult, int64, bo
 			limit = budget
 		}
 		if limit <= 0 && !minOne {
+			// Nothing more fits in the response, but the follower's
+			// position is news all the same (Kafka reads such a partition
+			// with zero bytes and records it like any other).
+			if fp.FromFollower && record {
+				m.followerFetched(p, fp.ReplicaID, part.Offset, part.LogStartOffset, leo)
+				hw := p.log.HighWatermark()
+				r.HighWatermark, r.LastStableOffset = hw, hw
+			}
 			continue
 		}
 		maxOffset := hw
@@ -1052,14 +1065,23 @@ func (m *Manager) followerFetched(p *Partition, id int32, offset, logStart, lead
 // earliest, -3 max timestamp, otherwise the first offset with a timestamp
 // at or after ts. Latest is the high watermark (or the last stable offset
 // for read_committed), as consumers cannot read past it.
+//
+// KIP-207 (Kafka's Partition.fetchOffsetForTimestamp): a leader whose HW
+// has not yet reached the offset where its epoch started may be behind
+// the HW the previous leader reported, so "latest" — and a lookup that
+// lands at or past the HW — answers OFFSET_NOT_AVAILABLE (retriable)
+// until it has, rather than an offset that moves backwards.
 func (m *Manager) ListOffset(tp partition.TopicPartition, ts int64, currentEpoch int32, readCommitted bool) (offset, timestamp int64, leaderEpoch int32, err error) {
 	p, err := m.leader(tp, currentEpoch)
 	if err != nil {
 		return -1, -1, -1, err
 	}
 	lg := p.log
-	epoch := p.LeaderEpoch()
+	p.mu.Lock()
+	epoch, epochStart := p.mu.leaderEpoch, p.mu.epochStart
+	p.mu.Unlock()
 	limit := lg.HighWatermark()
+	lagging := epochStart > limit
 	if readCommitted {
 		if limit, err = p.lastStable(); err != nil {
 			return -1, -1, -1, err
@@ -1067,6 +1089,9 @@ func (m *Manager) ListOffset(tp partition.TopicPartition, ts int64, currentEpoch
 	}
 	switch ts {
 	case -1:
+		if lagging {
+			return -1, -1, -1, ErrOffsetNotAvailable
+		}
 		return limit, -1, epoch, nil
 	case -2:
 		return lg.LogStartOffset(), -1, lg.EpochForOffset(lg.LogStartOffset()), nil
@@ -1076,6 +1101,9 @@ func (m *Manager) ListOffset(tp partition.TopicPartition, ts int64, currentEpoch
 		return -1, -1, -1, err
 	}
 	if !ok || off >= limit {
+		if lagging {
+			return -1, -1, -1, ErrOffsetNotAvailable
+		}
 		return -1, -1, -1, nil
 	}
 	return off, t, e, nil

@@ -1,0 +1,98 @@
+package replication_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/gokafka/gokafka/cluster"
+	"github.com/gokafka/gokafka/replication"
+)
+
+// followerFetch is one fetch by replica id of partition 0 of "t" at offset
+// under leader epoch epoch.
+func followerFetch(rm *replication.Manager, id int32, epoch int32, offset int64) replication.FetchResult {
+	return rm.Fetch(context.Background(), replication.FetchParams{FromFollower: true, ReplicaID: id, MaxBytes: 1 << 20,
+		Partitions: []replication.FetchPartition{{TP: tp("t", 0), Offset: offset, MaxBytes: 1 << 20, CurrentLeaderEpoch: epoch}},
+	})[0]
+}
+
+// Issue 11 item 8, KIP-207: a leader elected with a HW below its log end
+// (it learnt the HW as a follower, behind the old leader's) must not answer
+// ListOffsets "latest" with that HW — consumers already saw the old
+// leader's, and the offset would move backwards. It answers
+// OFFSET_NOT_AVAILABLE until its HW reaches the start of its epoch.
+func TestListOffsetLatestIsNotAvailableUntilHWReachesEpochStart(t *testing.T) {
+	meta, rm := newFakeStack(t, imageWith(1, 0, 1, 2))
+	p := tp("t", 0)
+	for i := range 3 {
+		if _, err := rm.Produce(context.Background(), p, makeBatch(1, int64(1000+i), 1), 1, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if r := followerFetch(rm, 2, 0, 1); r.Err != nil || r.HighWatermark != 1 {
+		t.Fatalf("follower fetch: HW %d (%v), want 1", r.HighWatermark, r.Err)
+	}
+	if off, _, _, err := rm.ListOffset(p, -1, -1, false); err != nil || off != 1 {
+		t.Fatalf("latest at epoch 0: %d (%v), want 1", off, err)
+	}
+
+	// Leader again at epoch 1, its epoch starting at its LEO 3, its HW 1.
+	meta.publish(imageWith(1, 1, 1, 2))
+	for _, c := range []struct {
+		name string
+		ts   int64
+		rc   bool
+	}{{"latest", -1, false}, {"latest read_committed", -1, true}, {"timestamp past the HW", 1002, false}} {
+		if _, _, _, err := rm.ListOffset(p, c.ts, -1, c.rc); !errors.Is(err, replication.ErrOffsetNotAvailable) || !errors.Is(err, kerr.OffsetNotAvailable) {
+			t.Errorf("%s while the HW lags the epoch start: %v, want OFFSET_NOT_AVAILABLE", c.name, err)
+		}
+	}
+	if off, _, _, err := rm.ListOffset(p, -2, -1, false); err != nil || off != 0 {
+		t.Fatalf("earliest: %d (%v), want 0", off, err)
+	}
+	if off, _, _, err := rm.ListOffset(p, 1000, -1, false); err != nil || off != 0 {
+		t.Fatalf("timestamp below the HW: %d (%v), want 0", off, err)
+	}
+
+	if r := followerFetch(rm, 2, 1, 3); r.Err != nil || r.HighWatermark != 3 {
+		t.Fatalf("follower fetch at epoch 1: HW %d (%v), want 3", r.HighWatermark, r.Err)
+	}
+	if off, _, e, err := rm.ListOffset(p, -1, -1, false); err != nil || off != 3 || e != 1 {
+		t.Fatalf("latest once the HW reached the epoch start: %d epoch %d (%v), want 3 epoch 1", off, e, err)
+	}
+}
+
+// Issue 11 item 8: a follower's fetch position is recorded for every
+// partition of its fetch, also those read with no bytes left in the
+// response budget; otherwise the leader's HW (and the follower's ISR
+// membership) would depend on the order of partitions in the request.
+func TestFollowerFetchPositionRecordedWhenResponseBudgetIsSpent(t *testing.T) {
+	img := imageWith(1, 0, 1, 2)
+	top := *img.Topics["t"]
+	p1 := top.Partitions[0]
+	p1.Partition = 1
+	top.Partitions = append([]cluster.PartitionInfo{top.Partitions[0]}, p1)
+	img.Topics["t"] = &top
+	_, rm := newFakeStack(t, img)
+	for _, p := range []int32{0, 1} {
+		if _, err := rm.Produce(context.Background(), tp("t", p), makeBatch(1, 1000, 100), 1, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Partition 0's batch fills the 1-byte response budget (a first batch
+	// is always returned whole); partition 1 is read with nothing left.
+	// The follower already holds partition 1 up to the leader's LEO.
+	res := rm.Fetch(context.Background(), replication.FetchParams{FromFollower: true, ReplicaID: 2, MaxBytes: 1, Partitions: []replication.FetchPartition{
+		{TP: tp("t", 0), Offset: 0, MaxBytes: 1 << 20, CurrentLeaderEpoch: 0},
+		{TP: tp("t", 1), Offset: 1, MaxBytes: 1 << 20, CurrentLeaderEpoch: 0},
+	}})
+	if len(headers(t, res[0].Records)) != 1 {
+		t.Fatalf("partition 0: %d bytes, want its batch", len(res[0].Records))
+	}
+	if hw := rm.Get(tp("t", 1)).Log().HighWatermark(); hw != 1 || res[1].HighWatermark != 1 {
+		t.Fatalf("partition 1: HW %d (answered %d) after the follower fetched at 1, want 1", hw, res[1].HighWatermark)
+	}
+}
