@@ -277,7 +277,9 @@ func (f *fetcher) truncate(states []*fetchState) {
 			// epochs): fall back to the high watermark, the pre-KIP-101
 			// rule, which is safe for a log with nothing of its own.
 			s.p.producersTruncated()
-			if err := s.p.log.TruncateTo(s.p.log.HighWatermark()); err != nil {
+			err := s.p.log.TruncateTo(s.p.log.HighWatermark())
+			s.p.producersTruncated()
+			if err != nil {
 				f.logger.Warn().Err(err).Str("topic", s.p.TP.Topic).Int32("partition", s.p.TP.Partition).Msg("truncating to high watermark")
 				f.backoffLocked(s)
 				continue
@@ -357,7 +359,9 @@ func (f *fetcher) truncateLocked(s *fetchState, off int64) error {
 		f.logger.Info().Str("topic", s.p.TP.Topic).Int32("partition", s.p.TP.Partition).
 			Int64("offset", off).Int64("log_end_offset", leo).Msg("truncating follower log by leader epoch")
 		s.p.producersTruncated()
-		if err := lg.TruncateTo(off); err != nil {
+		err := lg.TruncateTo(off)
+		s.p.producersTruncated()
+		if err != nil {
 			f.logger.Warn().Err(err).Str("topic", s.p.TP.Topic).Int32("partition", s.p.TP.Partition).Msg("truncation failed")
 			f.backoffLocked(s)
 			return err
@@ -571,7 +575,9 @@ func (f *fetcher) handleOutOfRange(s *fetchState) {
 		f.logger.Info().Str("topic", s.p.TP.Topic).Int32("partition", s.p.TP.Partition).Int64("leader_log_start", leaderStart).
 			Int64("log_end_offset", lg.LogEndOffset()).Msg("follower log is behind the leader's log start; restarting it there")
 		s.p.producersTruncated()
-		if err := lg.TruncateFullyAndStartAt(leaderStart); err != nil {
+		err := lg.TruncateFullyAndStartAt(leaderStart)
+		s.p.producersTruncated()
+		if err != nil {
 			f.backoffLocked(s)
 		}
 		return

@@ -225,6 +225,8 @@ type Manager struct {
 	closed bool
 
 	fetch fetchers
+	// loadSem bounds the producer-state loads running at once.
+	loadSem chan struct{}
 
 	tickMu sync.Mutex
 	tick   *time.Timer
@@ -244,7 +246,8 @@ func NewManagerWithConfig(cfg Config, logs *partition.Manager, meta cluster.Meta
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	m := &Manager{cfg: cfg, nodeID: cfg.NodeID, logs: logs, meta: meta, logger: logger, now: time.Now, parts: make(map[partition.TopicPartition]*Partition)}
+	m := &Manager{cfg: cfg, nodeID: cfg.NodeID, logs: logs, meta: meta, logger: logger, now: time.Now, parts: make(map[partition.TopicPartition]*Partition),
+		loadSem: make(chan struct{}, maxProducerLoads)}
 	m.ctx, m.cancel = context.WithCancel(context.Background())
 	m.fetch.init(m)
 	// Watch first, then apply the current image, both under reconcileMu:
@@ -336,6 +339,20 @@ func (m *Manager) goTracked(fn func()) bool {
 		fn()
 	}()
 	return true
+}
+
+// spawnProducerLoad runs a background producer-state load, at most
+// maxProducerLoads at a time; false if closed. Close cancels the loads'
+// context and waits for them.
+func (m *Manager) spawnProducerLoad(load func(ctx context.Context)) bool {
+	return m.goTracked(func() {
+		select {
+		case m.loadSem <- struct{}{}:
+			defer func() { <-m.loadSem }()
+		case <-m.ctx.Done():
+		}
+		load(m.ctx)
+	})
 }
 
 // scheduleTick arms the ISR expiry check, every replica.lag.time.max.ms/2
@@ -558,6 +575,7 @@ func (m *Manager) ensure(tp partition.TopicPartition, pi *cluster.PartitionInfo,
 		}
 		p = &Partition{TP: tp, log: lg}
 		p.prod.expiry = m.cfg.ProducerIDExpiration
+		p.prod.spawn = m.spawnProducerLoad
 		p.mu.hwMoved = make(chan struct{})
 		p.mu.leoMoved = make(chan struct{})
 		p.mu.leaderEpoch = -1
@@ -619,6 +637,11 @@ func (m *Manager) makeLeader(p *Partition, pi *cluster.PartitionInfo, minISR int
 	p.notifyLocked(true, true)
 	p.mu.Unlock()
 	m.afterUnlock(p, st, prop)
+	if newEpoch {
+		// Load the producer state now (in the background) rather than at
+		// the first idempotent produce, which would have to wait for it.
+		p.startProducerLoad()
+	}
 }
 
 // makeFollower stops leader duties (parked produces get
@@ -730,21 +753,39 @@ func (m *Manager) ProduceWithOptions(ctx context.Context, tp partition.TopicPart
 		}
 	}
 
-	p.roleMu.RLock()
-	p.mu.Lock()
-	st := p.mu.st
-	if st == nil {
+	// An idempotent batch waits (holding no lock) for the producer state
+	// to load, at most the produce's timeout.
+	deadline := time.Now().Add(timeout)
+	var (
+		st   *leaderState
+		info partition.AppendInfo
+		dup  bool
+	)
+	for {
+		p.roleMu.RLock()
+		p.mu.Lock()
+		st = p.mu.st
+		if st == nil {
+			p.mu.Unlock()
+			p.roleMu.RUnlock()
+			return partition.AppendInfo{}, ErrNotLeaderOrFollower
+		}
+		epoch, isr, minISR := p.mu.leaderEpoch, len(st.ISR()), p.mu.minISR
 		p.mu.Unlock()
+		if acks == -1 && isr < minISR {
+			p.roleMu.RUnlock()
+			return partition.AppendInfo{}, ErrNotEnoughReplicas
+		}
+		var ld *producerLoad
+		info, dup, ld, err = p.appendAsLeader(records, hdrs[0], epoch, opts)
+		if ld == nil {
+			break
+		}
 		p.roleMu.RUnlock()
-		return partition.AppendInfo{}, ErrNotLeaderOrFollower
+		if err := waitProducers(ctx, ld, time.Until(deadline)); err != nil {
+			return partition.AppendInfo{}, err
+		}
 	}
-	epoch, isr, minISR := p.mu.leaderEpoch, len(st.ISR()), p.mu.minISR
-	p.mu.Unlock()
-	if acks == -1 && isr < minISR {
-		p.roleMu.RUnlock()
-		return partition.AppendInfo{}, ErrNotEnoughReplicas
-	}
-	info, dup, err := p.appendAsLeader(records, hdrs[0], epoch, opts)
 	if err != nil {
 		p.roleMu.RUnlock()
 		return info, err
@@ -872,7 +913,7 @@ func (m *Manager) Fetch(ctx context.Context, fp FetchParams) []FetchResult {
 				waits = append(waits, p.waitChan(fp.FromFollower))
 			}
 		}
-		res, total, respondNow := m.readAll(fp, first)
+		res, total, respondNow := m.readAll(ctx, fp, first)
 		first = false
 		if total >= int64(fp.MinBytes) || respondNow || fp.MaxWait <= 0 || len(waits) == 0 {
 			return res
@@ -882,7 +923,7 @@ func (m *Manager) Fetch(ctx context.Context, fp FetchParams) []FetchResult {
 			timer = time.NewTimer(fp.MaxWait)
 		}
 		if !WaitAny(ctx, timer.C, waits) {
-			res, _, _ = m.readAll(fp, false)
+			res, _, _ = m.readAll(ctx, fp, false)
 			return res
 		}
 	}
@@ -903,7 +944,10 @@ func CloseRegions(res []FetchResult) {
 // (as in Kafka, re-reads after a long-poll wait do not record again).
 // respondNow is set when an error or a diverging epoch must be answered
 // without waiting.
-func (m *Manager) readAll(fp FetchParams, record bool) ([]FetchResult, int64, bool) {
+//
+// A read_committed read waits at most the fetch's MaxWait for the
+// producer state to load, then answers ErrProducerStateLoading.
+func (m *Manager) readAll(ctx context.Context, fp FetchParams, record bool) ([]FetchResult, int64, bool) {
 	res := make([]FetchResult, len(fp.Partitions))
 	var total int64
 	respondNow := false
@@ -963,7 +1007,7 @@ func (m *Manager) readAll(fp FetchParams, record bool) ([]FetchResult, int64, bo
 		if fp.FromFollower {
 			maxOffset = 1<<63 - 1
 		} else if fp.ReadCommitted {
-			if lso, err = p.lastStable(); err != nil {
+			if lso, err = p.lastStable(ctx, fp.MaxWait); err != nil {
 				r.Err = err
 				respondNow = true
 				continue
@@ -989,7 +1033,7 @@ func (m *Manager) readAll(fp FetchParams, record bool) ([]FetchResult, int64, bo
 		if fp.ReadCommitted {
 			r.LastStableOffset = lso
 			if end := ri.NextOffset; end > part.Offset {
-				if r.AbortedTransactions, err = p.abortedIn(part.Offset, end); err != nil {
+				if r.AbortedTransactions, err = p.abortedIn(ctx, fp.MaxWait, part.Offset, end); err != nil {
 					CloseRegions(res[i : i+1])
 					r.Err, r.Records = err, nil
 					respondNow = true
@@ -1080,21 +1124,23 @@ func (m *Manager) ListOffset(tp partition.TopicPartition, ts int64, currentEpoch
 	p.mu.Lock()
 	epoch, epochStart := p.mu.leaderEpoch, p.mu.epochStart
 	p.mu.Unlock()
+	if ts == -2 {
+		return lg.LogStartOffset(), -1, lg.EpochForOffset(lg.LogStartOffset()), nil
+	}
 	limit := lg.HighWatermark()
 	lagging := epochStart > limit
+	if ts == -1 && lagging {
+		return -1, -1, -1, ErrOffsetNotAvailable
+	}
 	if readCommitted {
-		if limit, err = p.lastStable(); err != nil {
+		// No waiting here: a loading producer state is answered with a
+		// retriable error at once.
+		if limit, err = p.lastStable(context.Background(), 0); err != nil {
 			return -1, -1, -1, err
 		}
 	}
-	switch ts {
-	case -1:
-		if lagging {
-			return -1, -1, -1, ErrOffsetNotAvailable
-		}
+	if ts == -1 {
 		return limit, -1, epoch, nil
-	case -2:
-		return lg.LogStartOffset(), -1, lg.EpochForOffset(lg.LogStartOffset()), nil
 	}
 	off, t, e, ok, err := lg.OffsetForTimestamp(ts)
 	if err != nil {
