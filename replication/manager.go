@@ -44,6 +44,10 @@ type Partition struct {
 	// that no produce lands in a log that has just become a follower and
 	// is about to be truncated (Kafka's leaderIsrUpdateLock).
 	roleMu sync.RWMutex
+	// followMu is held (inside roleMu, shared) by a follower fetcher while
+	// it writes the log, so that the fetchers of an old and a new leader
+	// never write it at once; see fetcher.withPartition.
+	followMu sync.Mutex
 
 	// prod is the idempotent-producer state; see producers.go.
 	prod producers

@@ -468,7 +468,7 @@ func (p *Partition) appendAsLeader(records []byte, h partition.BatchHeader, lead
 			LogStartOffset: p.log.LogStartOffset(), MaxTimestamp: prev.Timestamp, NumRecords: prev.LastOffset - prev.FirstOffset + 1,
 		}, true, nil, nil
 	}
-	info, err = p.log.Append(records, leaderEpoch)
+	info, sync, err := p.log.AppendDeferSync(records, leaderEpoch)
 	if err != nil {
 		return info, false, nil, err
 	}
@@ -477,6 +477,13 @@ func (p *Partition) appendAsLeader(records []byte, h partition.BatchHeader, lead
 	p.expireProducersLocked(time.Now())
 	p.stageSnapshotOnRollLocked()
 	unlock()
+	// The fsyncs of the append (flush.messages, a new epoch's checkpoint)
+	// and the snapshot write happen with the producer-state lock released.
+	// The HW cannot pass the batch before the caller hears of it, after
+	// this; a retry arriving meanwhile is answered as a duplicate.
+	if err := sync(); err != nil {
+		return partition.AppendInfo{}, false, nil, err
+	}
 	p.writeStagedSnapshots()
 	return info, false, nil, nil
 }

@@ -24,9 +24,16 @@ type slowDisk struct {
 }
 
 func newSlowDisk(t *testing.T) *slowDisk {
+	return newSlowDiskFor(t, partition.NewMemFS(), func(op, name string) bool {
+		return op == "read" && (strings.HasSuffix(name, ".log") || strings.HasSuffix(name, ".snapshot"))
+	})
+}
+
+// newSlowDiskFor blocks, once armed, the operations match selects.
+func newSlowDiskFor(t *testing.T, fs partition.FS, match func(op, name string) bool) *slowDisk {
 	d := &slowDisk{entered: make(chan struct{}, 1), release: make(chan struct{})}
-	d.fs = &partition.ErrorFS{FS: partition.NewMemFS(), Inject: func(op, name string) error {
-		if op == "read" && d.armed.Load() && (strings.HasSuffix(name, ".log") || strings.HasSuffix(name, ".snapshot")) {
+	d.fs = &partition.ErrorFS{FS: fs, Inject: func(op, name string) error {
+		if d.armed.Load() && match(op, name) {
 			select {
 			case d.entered <- struct{}{}:
 			default:
@@ -49,7 +56,7 @@ func (d *slowDisk) waitEntered(t *testing.T) {
 	case <-d.entered:
 	case <-time.After(10 * time.Second):
 		d.unblock()
-		t.Fatal("no producer-state rebuild read the log")
+		t.Fatal("nothing reached the slow disk")
 	}
 }
 
