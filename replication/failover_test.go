@@ -3,11 +3,17 @@ package replication_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"slices"
+	"sync/atomic"
 	"testing"
+	"time"
 
+	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/gokafka/gokafka/cluster"
+	"github.com/gokafka/gokafka/partition"
 	"github.com/gokafka/gokafka/replication"
 )
 
@@ -95,4 +101,86 @@ func TestFollowerFetchPositionRecordedWhenResponseBudgetIsSpent(t *testing.T) {
 	if hw := rm.Get(tp("t", 1)).Log().HighWatermark(); hw != 1 || res[1].HighWatermark != 1 {
 		t.Fatalf("partition 1: HW %d (answered %d) after the follower fetched at 1, want 1", hw, res[1].HighWatermark)
 	}
+}
+
+// Issue 11 item 1, through the replica manager: an expansion the
+// controller answered NOT_CONTROLLER (it lost the quorum: the change may
+// be committed) is sent again, unchanged, and until an answer comes the
+// HW counts the added replica — nothing is acknowledged that it lacks.
+func TestAlterPartitionNotControllerIsResentAndHoldsTheHW(t *testing.T) {
+	img := imageWith(1, 0, 1, 2)
+	img.Topics["t"].Partitions[0].ISR = []int32{1}
+	calls := make(chan cluster.AlterPartitionRequest, 10)
+	answer := make(chan struct{})
+	meta := &fakeMeta{img: img}
+	var n atomic.Int32
+	meta.alter = func(req cluster.AlterPartitionRequest) (cluster.PartitionInfo, error) {
+		calls <- req
+		if n.Add(1) == 1 {
+			return cluster.PartitionInfo{}, fmt.Errorf("proposing: %w", cluster.ErrNotController)
+		}
+		<-answer
+		next := imageWith(1, 0, 1, 2)
+		pi := &next.Topics["t"].Partitions[0]
+		pi.ISR, pi.PartitionEpoch = req.NewISR, req.PartitionEpoch+1
+		return *pi, nil
+	}
+	logs := openLogs(t, partition.NewMemFS(), "/logs", meta)
+	t.Cleanup(func() { logs.Close() })
+	cfg := replication.DefaultConfig()
+	cfg.NodeID = nodeID
+	cfg.ReplicaFetchBackoff = time.Millisecond
+	rm, err := replication.NewManagerWithConfig(cfg, logs, meta, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(rm.Close)
+	t.Cleanup(func() {
+		select {
+		case <-answer:
+		default:
+			close(answer)
+		}
+	})
+	p := tp("t", 0)
+	if _, err := rm.Produce(context.Background(), p, makeBatch(1, 1000, 1), 1, 0); err != nil {
+		t.Fatal(err)
+	}
+	if r := followerFetch(rm, 2, 0, 1); r.Err != nil { // 2 caught up: expand to {1,2}
+		t.Fatal(r.Err)
+	}
+	next := func() cluster.AlterPartitionRequest {
+		t.Helper()
+		select {
+		case req := <-calls:
+			return req
+		case <-time.After(10 * time.Second):
+			t.Fatal("no AlterPartition sent")
+		}
+		panic("unreachable")
+	}
+	first := next()
+	second := next()
+	if !slices.Equal(first.NewISR, second.NewISR) || first.PartitionEpoch != second.PartitionEpoch || !sameMembers(second.NewISR, []int32{1, 2}) {
+		t.Fatalf("resent %+v after NOT_CONTROLLER, want the same change as %+v", second, first)
+	}
+	// The second send is in flight: 2 has not fetched what comes now.
+	if _, err := rm.Produce(context.Background(), p, makeBatch(1, 1001, 1), 1, 0); err != nil {
+		t.Fatal(err)
+	}
+	if hw := rm.Get(p).Log().HighWatermark(); hw != 1 {
+		t.Fatalf("HW %d while the expansion's outcome is unknown, want 1 (replica 2's LEO)", hw)
+	}
+	close(answer)
+	eventually(t, "the ISR includes 2", func() bool { return sameMembers(rm.Get(p).ISR(), []int32{1, 2}) })
+	if r := followerFetch(rm, 2, 0, 2); r.Err != nil || r.HighWatermark != 2 {
+		t.Fatalf("HW %d (%v) once 2 fetched, want 2", r.HighWatermark, r.Err)
+	}
+}
+
+func sameMembers(a, b []int32) bool {
+	a, b = slices.Clone(a), slices.Clone(b)
+	slices.Sort(a)
+	slices.Sort(b)
+	return slices.Equal(a, b)
 }
