@@ -441,6 +441,8 @@ func (f *fetcher) truncateTo(s *fetchState, off int64) error {
 			f.logger.Warn().Err(err).Str("topic", s.p.TP.Topic).Int32("partition", s.p.TP.Partition).Msg("truncation failed")
 			return err
 		}
+		// Rebuild what the truncation dropped, in the background.
+		s.p.startProducerLoad()
 	}
 	return nil
 }
@@ -682,6 +684,7 @@ func (f *fetcher) handleOutOfRange(s *fetchState) {
 		s.p.producersTruncated()
 		err = lg.TruncateFullyAndStartAt(leaderStart)
 		s.p.producersTruncated()
+		s.p.startProducerLoad()
 		restarted = true
 	}) {
 		return

@@ -678,6 +678,8 @@ func (m *Manager) makeFollower(p *Partition, pi *cluster.PartitionInfo, minISR i
 	p.mu.Unlock()
 	p.roleMu.Unlock()
 
+	// Followers keep the producer state too, ready for a failover.
+	p.startProducerLoad()
 	b, ok := im.Brokers[pi.Leader]
 	if pi.Leader < 0 || !ok {
 		m.fetch.remove(p.TP)

@@ -24,13 +24,18 @@ import (
 // NOT_LEADER_OR_FOLLOWER (ErrProducerStateLoading) after waiting for it
 // at most the produce's timeout.
 //
-// Lock order: Partition.roleMu → producers.mu → Partition.mu. mu is held
+// Lock order: Partition.roleMu → Partition.followMu → producers.mu →
+// Partition.mu. mu is held
 // across an idempotent batch's check, append and update, which is what
 // makes "is this a retry?" and "append it" one step; never across an
 // fsync (snapshots are written after it is released, and the append's
 // flush too) nor across a rebuild. snapMu serialises snapshot writes with
 // each other and with truncation; only snapshot writers and truncation
-// take it, never the request path while it waits.
+// take it, never the request path while it waits; it comes before mu.
+//
+// Followers keep the state as Kafka's do: a follower loads it in the
+// background when it starts following and again after a truncation, and
+// keeps it current as it appends, so that a failover finds it ready.
 type producers struct {
 	mu sync.Mutex
 	st *idempotent.State // nil until loaded
@@ -123,8 +128,8 @@ func lastSequence(base, delta int32) int32 {
 // producerStateLocked returns the loaded state. When it is not loaded it
 // makes sure a background load is under way and returns
 // ErrProducerStateLoading and that load, which the caller may wait for
-// after releasing its locks (see waitProducers); ErrStorage if the load
-// could not start.
+// after releasing its locks (see waitProducers); NOT_LEADER_OR_FOLLOWER
+// if the manager is closed and no load can start.
 func (p *Partition) producerStateLocked() (*idempotent.State, *producerLoad, error) {
 	if p.prod.st != nil {
 		return p.prod.st, nil, nil

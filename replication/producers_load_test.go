@@ -154,3 +154,54 @@ func TestLeaderRefusesIdempotentProduceRetriablyUntilProducerStateLoaded(t *test
 		t.Fatalf("retry once loaded: offset %d (%v), want the original %d", retry.FirstOffset, err, first.FirstOffset)
 	}
 }
+
+// Issue 11 item 3: followers keep the producer state as they replicate
+// (Kafka's do), so a failover needs no rebuild: with every log and
+// snapshot read blocked, the new leader recognises a retry of a batch the
+// old leader wrote at once.
+func TestNewLeaderServesIdempotentProduceWithoutRebuilding(t *testing.T) {
+	c := newSimCluster(t, testReplConfig(10*time.Second), 1, 2)
+	f := c.nodes[2]
+	f.stop()
+	d := newSlowDiskFor(t, f.fs, func(op, name string) bool {
+		return op == "read" && (strings.HasSuffix(name, ".log") || strings.HasSuffix(name, ".snapshot"))
+	})
+	f.wrapFS = func(partition.FS) partition.FS { return d.fs }
+	f.start()
+	c.createTopic("t", []int32{1, 2}, nil)
+	p := tp("t", 0)
+	first, err := produceIdem(c.nodes[1].rm, p, idemBatch(3, 7, 0, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the follower loaded its producer state", func() bool {
+		fp := f.rm.Get(p)
+		return fp != nil && replication.ProducerStateLoaded(fp) && fp.Log().LogEndOffset() == 3
+	})
+	d.armed.Store(true)
+	c.nodes[1].stop()
+	c.fence(1)
+	if !f.rm.Get(p).IsLeader() {
+		t.Fatal("node 2 did not become leader")
+	}
+	res := make(chan error, 1)
+	var retry partition.AppendInfo
+	go func() {
+		var err error
+		retry, err = produceIdem(f.rm, p, idemBatch(3, 7, 0, 0))
+		res <- err
+	}()
+	select {
+	case err := <-res:
+		if err != nil || retry.FirstOffset != first.FirstOffset {
+			t.Fatalf("retry at the new leader: offset %d (%v), want the original %d", retry.FirstOffset, err, first.FirstOffset)
+		}
+	case <-d.entered:
+		d.unblock()
+		<-res
+		t.Fatal("the new leader rebuilt its producer state from disk")
+	case <-time.After(10 * time.Second):
+		d.unblock()
+		t.Fatal("the retry at the new leader did not complete")
+	}
+}
