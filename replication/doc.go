@@ -36,11 +36,13 @@
 // # Producer state
 //
 // producers.go keeps each partition's idempotent-producer state current
-// on leader and follower appends; when it is not loaded (at start, after a
-// truncation) a background load rebuilds it from the last snapshot and the
-// log, holding no lock. A leader answers idempotent produce only with the
-// state loaded: a produce waits for the load at most its timeout, then
-// gets NOT_LEADER_OR_FOLLOWER (retriable).
+// on leader and follower appends. A background load, holding no lock,
+// rebuilds it from the last snapshot and the log when a partition starts
+// being led or followed, after a follower's truncation, or when it is
+// first needed, so that a failover normally finds it ready. A leader
+// answers idempotent produce only with the state loaded: a produce waits
+// for the load at most its timeout, then gets NOT_LEADER_OR_FOLLOWER
+// (retriable).
 //
 // # Transactions
 //
@@ -67,8 +69,8 @@
 //     waits for them.
 //   - one producer-state load per partition whose state is not loaded
 //     (producers.go), at most two reading at once; started when the
-//     partition becomes leader or its state is first needed. Close
-//     cancels and waits for them.
+//     partition becomes leader or follower, after a follower's truncation,
+//     or when its state is first needed. Close cancels and waits for them.
 //   - the ISR expiry check, a re-armed timer every replica.lag.time.max.ms/2
 //     (no goroutine between runs).
 //   - the Watch callback runs reconcile on the metadata's applying
