@@ -184,3 +184,28 @@ func sameMembers(a, b []int32) bool {
 	slices.Sort(b)
 	return slices.Equal(a, b)
 }
+
+// A panic in a replica-manager task (here the AlterPartition call) is
+// logged, not fatal to the broker.
+func TestPanicInAlterPartitionDoesNotTakeTheBrokerDown(t *testing.T) {
+	img := imageWith(1, 0, 1, 2)
+	img.Topics["t"].Partitions[0].ISR = []int32{1}
+	called := make(chan struct{}, 1)
+	meta := &fakeMeta{img: img}
+	meta.alter = func(cluster.AlterPartitionRequest) (cluster.PartitionInfo, error) {
+		called <- struct{}{}
+		panic("controller client bug")
+	}
+	logs := openLogs(t, partition.NewMemFS(), "/logs", meta)
+	t.Cleanup(func() { logs.Close() })
+	rm := newManager(t, logs, meta)
+	p := tp("t", 0)
+	mustProduce(t, rm, p, makeBatch(1, 1000, 1))
+	if r := followerFetch(rm, 2, 0, 1); r.Err != nil {
+		t.Fatal(r.Err)
+	}
+	<-called
+	if _, err := rm.Produce(context.Background(), p, makeBatch(1, 1001, 1), 1, 0); err != nil {
+		t.Fatalf("produce after the panic: %v", err)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime/debug"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -330,7 +331,8 @@ func (m *Manager) Close() {
 	}
 }
 
-// goTracked runs fn on a goroutine Close waits for; false if closed.
+// goTracked runs fn on a goroutine Close waits for, logging a panic
+// rather than dying of it; false if closed.
 func (m *Manager) goTracked(fn func()) bool {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
@@ -340,6 +342,11 @@ func (m *Manager) goTracked(fn func()) bool {
 	m.wg.Add(1)
 	go func() {
 		defer m.wg.Done()
+		defer func() {
+			if r := recover(); r != nil {
+				m.logger.Error().Interface("panic", r).Bytes("stack", debug.Stack()).Msg("replica manager task failed")
+			}
+		}()
 		fn()
 	}()
 	return true

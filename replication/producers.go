@@ -325,9 +325,14 @@ func scanProducers(ctx context.Context, lg *partition.Log, st *idempotent.State,
 // Batches below the state's end were already read by a load that ran
 // between the append and this call.
 func (p *Partition) producersAppended(records []byte) {
+	p.foldReplicated(records)
+	p.writeStagedSnapshots()
+}
+
+func (p *Partition) foldReplicated(records []byte) {
 	p.prod.mu.Lock()
+	defer p.prod.mu.Unlock()
 	if p.prod.st == nil {
-		p.prod.mu.Unlock()
 		return
 	}
 	for b := records; len(b) > 0; {
@@ -336,7 +341,6 @@ func (p *Partition) producersAppended(records []byte) {
 			// Cannot happen for batches the log accepted; rebuild to be sure.
 			p.prod.st = nil
 			p.prod.load = nil
-			p.prod.mu.Unlock()
 			return
 		}
 		if h.LastOffset() >= p.prod.st.End() {
@@ -346,8 +350,6 @@ func (p *Partition) producersAppended(records []byte) {
 	}
 	p.prod.st.PruneCompleted(p.log.HighWatermark())
 	p.stageSnapshotOnRollLocked()
-	p.prod.mu.Unlock()
-	p.writeStagedSnapshots()
 }
 
 // producersTruncated drops the state around a truncation of the log: the
