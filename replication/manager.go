@@ -460,13 +460,19 @@ func alterOutcome(err error) AlterPartitionOutcome {
 	switch {
 	case err == nil:
 		return AlterOK
-	case errors.Is(err, cluster.ErrIneligibleReplica), errors.Is(err, kerr.OperationNotAttempted):
+	case errors.Is(err, cluster.ErrIneligibleReplica), errors.Is(err, kerr.IneligibleReplica),
+		errors.Is(err, kerr.OperationNotAttempted):
 		// The controller says the change was not applied, and no
 		// controller, past or future, will apply it.
 		return AlterRejected
 	case errors.Is(err, cluster.ErrFencedLeaderEpoch), errors.Is(err, cluster.ErrInvalidUpdateVersion),
 		errors.Is(err, cluster.ErrNotLeader), errors.Is(err, cluster.ErrUnknownTopic),
-		errors.Is(err, cluster.ErrInvalidRequest):
+		errors.Is(err, cluster.ErrInvalidRequest),
+		errors.Is(err, kerr.FencedLeaderEpoch), errors.Is(err, kerr.InvalidUpdateVersion),
+		errors.Is(err, kerr.UnknownTopicOrPartition), errors.Is(err, kerr.UnknownTopicID),
+		errors.Is(err, kerr.InvalidRequest), errors.Is(err, kerr.NewLeaderElected):
+		// Our state is stale, or the change was applied and we are no
+		// longer leader (NEW_LEADER_ELECTED): wait for metadata.
 		return AlterWaitForMetadata
 	}
 	// A timeout, NOT_CONTROLLER, a network error: the change may have been
