@@ -10,7 +10,7 @@ package handlers
 // it, or -1 when there is none. The current leader epoch (v4+) is checked
 // as in KIP-320. A leader whose high watermark has not yet reached the
 // start of its leader epoch answers "latest", and a timestamp lookup that
-// lands at or past the high watermark, with OFFSET_NOT_AVAILABLE
+// finds nothing below the high watermark, with OFFSET_NOT_AVAILABLE
 // (retriable, KIP-207), so that the offset never moves backwards across a
 // failover. v1+ answers a single offset; v0 answers a list of at most
 // MaxNumOffsets offsets, which gokafka fills with the one offset found (the

@@ -1132,7 +1132,7 @@ func (m *Manager) followerFetched(p *Partition, id int32, offset, logStart, lead
 // KIP-207 (Kafka's Partition.fetchOffsetForTimestamp): a leader whose HW
 // has not yet reached the offset where its epoch started may be behind
 // the HW the previous leader reported, so "latest" — and a lookup that
-// lands at or past the HW — answers OFFSET_NOT_AVAILABLE (retriable)
+// finds nothing below the HW — answers OFFSET_NOT_AVAILABLE (retriable)
 // until it has, rather than an offset that moves backwards.
 func (m *Manager) ListOffset(tp partition.TopicPartition, ts int64, currentEpoch int32, readCommitted bool) (offset, timestamp int64, leaderEpoch int32, err error) {
 	p, err := m.leader(tp, currentEpoch)
