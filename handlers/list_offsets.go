@@ -8,7 +8,11 @@ package handlers
 // KIP-734), -4 the earliest local offset (v8+, KIP-405; the same as -2
 // here), anything else the first offset whose timestamp is at or after
 // it, or -1 when there is none. The current leader epoch (v4+) is checked
-// as in KIP-320. v1+ answers a single offset; v0 answers a list of at most
+// as in KIP-320. A leader whose high watermark has not yet reached the
+// start of its leader epoch answers "latest", and a timestamp lookup that
+// finds nothing below the high watermark, with OFFSET_NOT_AVAILABLE
+// (retriable, KIP-207), so that the offset never moves backwards across a
+// failover. v1+ answers a single offset; v0 answers a list of at most
 // MaxNumOffsets offsets, which gokafka fills with the one offset found (the
 // list form dates from when offsets were looked up per segment).
 

@@ -12,7 +12,8 @@
 //   - a batch equal to one of the last five (same epoch and sequence range)
 //     is a retry: it is answered with its original offsets, not appended;
 //   - otherwise its first sequence must follow the last one (with a wrap
-//     from MaxInt32 to 0), or be 0 for a new epoch, else
+//     from MaxInt32 to 0), or be 0 for a new epoch (also one a transaction
+//     marker bumped, before any batch was written in it), else
 //     OUT_OF_ORDER_SEQUENCE_NUMBER; a producer with no state (new, or
 //     expired) may start anywhere;
 //   - producers idle for producer.id.expiration.ms are forgotten.

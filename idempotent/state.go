@@ -148,6 +148,12 @@ func (s *State) Check(b Batch) (*BatchMeta, error) {
 			}
 		} else if last, ok := e.lastSeq(); ok && !inSequence(last, b.FirstSeq) {
 			return nil, fmt.Errorf("%w: producer %d sequence %d does not follow %d", ErrOutOfOrderSequence, b.ProducerID, b.FirstSeq, last)
+		} else if !ok && b.FirstSeq != 0 {
+			// The producer is known at this epoch but has written no batch
+			// in it yet: a transaction marker bumped its epoch (which
+			// forgets the batches of the old one). Kafka's checkSequence
+			// then compares with NO_SEQUENCE, so only 0 follows.
+			return nil, fmt.Errorf("%w: producer %d must start epoch %d at sequence 0, got %d", ErrOutOfOrderSequence, b.ProducerID, b.Epoch, b.FirstSeq)
 		}
 	}
 	if !b.Control && e.CurrentTxnFirstOffset >= 0 && !b.Transactional && b.Epoch == e.Epoch {

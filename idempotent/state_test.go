@@ -226,3 +226,27 @@ func TestMarkerFromOlderCoordinatorEpochIsFenced(t *testing.T) {
 		t.Fatalf("marker from the same coordinator epoch: %v", err)
 	}
 }
+
+// Issue 11 item 8: a transaction marker written at a bumped epoch (an
+// abort the coordinator started, KIP-890 markers) forgets the producer's
+// batches of the old epoch; its next batch, at the new epoch, must start
+// at sequence 0 as Kafka's checkSequence requires (NO_SEQUENCE + 1).
+func TestMarkerBumpingEpochMakesNextSequenceZero(t *testing.T) {
+	s := NewState()
+	if _, err := appendBatch(t, s, Batch{ProducerID: 1, Epoch: 3, FirstSeq: 0, LastSeq: 4, Transactional: true}, 10); err != nil {
+		t.Fatal(err)
+	}
+	s.Update(Batch{ProducerID: 1, Epoch: 4, Control: true, Abort: true}, 15, 15)
+	if _, err := s.Check(Batch{ProducerID: 1, Epoch: 4, FirstSeq: 5, LastSeq: 5, Transactional: true}); !errors.Is(err, ErrOutOfOrderSequence) {
+		t.Fatalf("sequence 5 right after a marker bumped the epoch: %v, want ErrOutOfOrderSequence", err)
+	}
+	if _, err := s.Check(Batch{ProducerID: 1, Epoch: 3, FirstSeq: 5, LastSeq: 5, Transactional: true}); !errors.Is(err, ErrInvalidProducerEpoch) {
+		t.Fatalf("old epoch after the bump: %v, want ErrInvalidProducerEpoch", err)
+	}
+	if _, err := appendBatch(t, s, Batch{ProducerID: 1, Epoch: 4, FirstSeq: 0, LastSeq: 2, Transactional: true}, 16); err != nil {
+		t.Fatalf("sequence 0 at the bumped epoch: %v", err)
+	}
+	if _, err := s.Check(Batch{ProducerID: 1, Epoch: 4, FirstSeq: 3, LastSeq: 3, Transactional: true}); err != nil {
+		t.Fatalf("next in sequence: %v", err)
+	}
+}

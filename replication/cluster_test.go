@@ -58,6 +58,12 @@ type simNode struct {
 	srv  *protocol.Server
 	ln   net.Listener
 	up   bool
+
+	// wrapFS, if set, is the disk the broker sees over fs (faults).
+	wrapFS func(partition.FS) partition.FS
+	// opened, if set, runs when start has recovered the logs, before the
+	// replica manager can fetch or truncate anything.
+	opened func()
 }
 
 // simMeta is one broker's view of the shared metadata.
@@ -292,12 +298,19 @@ func (n *simNode) start() {
 		}
 		return replication.LogConfig(im, im.Topics[topic], n.id, meta.BrokerDefaults())
 	}
-	n.logs, err = partition.OpenManager(n.fs, partition.ManagerConfig{
+	var fs partition.FS = n.fs
+	if n.wrapFS != nil {
+		fs = n.wrapFS(n.fs)
+	}
+	n.logs, err = partition.OpenManager(fs, partition.ManagerConfig{
 		Dirs: []string{"/logs"}, NodeID: n.id, ClusterID: "sim", Defaults: partition.DefaultConfig(),
 		RetentionCheckInterval: time.Hour, CheckpointInterval: time.Hour, FlushSchedulerInterval: time.Hour,
 	}, configFor, logger)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if n.opened != nil {
+		n.opened()
 	}
 	cfg := n.c.cfg
 	cfg.NodeID = n.id

@@ -30,7 +30,21 @@
 // adding the follower to the ISR (AlterPartition v3, KIP-903). A partition handed to a fetcher is first truncated by
 // epoch (OffsetForLeaderEpoch v4, KIP-101/279); a DivergingEpoch in a fetch
 // response truncates it again. Its HW is min(leader HW, own LEO) and its
-// log start follows the leader's.
+// log start follows the leader's. The fetcher's lock only guards its set
+// of partitions; a response is appended, and a log truncated, under that
+// partition's role lock (shared) and follow lock, so an fsync of one
+// partition never holds up another's role change.
+//
+// # Producer state
+//
+// producers.go keeps each partition's idempotent-producer state current
+// on leader and follower appends. A background load, holding no lock,
+// rebuilds it from the last snapshot and the log when a partition starts
+// being led or followed, after a follower's truncation, or when it is
+// first needed, so that a failover normally finds it ready. A leader
+// answers idempotent produce only with the state loaded: a produce waits
+// for the load at most its timeout, then gets NOT_LEADER_OR_FOLLOWER
+// (retriable).
 //
 // # Transactions
 //
@@ -52,7 +66,13 @@
 //   - one fetcher per leader broker we follow partitions of; stopped when it
 //     has no partitions left, on Close, and waited for.
 //   - one short-lived goroutine per AlterPartition in flight (at most one per
-//     partition); Close cancels and waits for them.
+//     partition); one whose outcome is unknown is sent again after
+//     replica.fetch.backoff.ms until a controller answers. Close cancels and
+//     waits for them.
+//   - one producer-state load per partition whose state is not loaded
+//     (producers.go), at most two reading at once; started when the
+//     partition becomes leader or follower, after a follower's truncation,
+//     or when its state is first needed. Close cancels and waits for them.
 //   - the ISR expiry check, a re-armed timer every replica.lag.time.max.ms/2
 //     (no goroutine between runs).
 //   - the Watch callback runs reconcile on the metadata's applying
@@ -60,13 +80,19 @@
 //
 // # Lock order
 //
-//	Manager.reconcileMu → fetchers.mu → fetcher.mu → Partition.roleMu →
-//	Partition.mu → partition.Log's locks
+//	Manager.reconcileMu → fetchers.mu → fetcher.mu
+//	Partition.roleMu → Partition.followMu → producers.mu → Partition.mu →
+//	partition.Log's locks
 //
 // Manager.mu is only held briefly to look partitions up and is never held
-// while taking a Partition's locks. fetcher.mu is held while a response is
-// applied to the logs (so removing a partition waits for that) but never
-// across a network call. Partition.roleMu is held shared across a leader
-// append, which may fsync with flush.messages; exclusively only by role
-// changes. Nothing is held while waiting for a produce or fetch to complete.
+// while taking a Partition's locks. fetcher.mu guards only the fetcher's
+// partitions: it is held neither across a network call nor while a log is
+// written, and never while taking a Partition's locks but the log's.
+// Partition.roleMu is held shared across a leader append and a follower's
+// append or truncation, which may fsync; exclusively only by role
+// changes, which so wait for them (as Kafka's leaderIsrUpdateLock). followMu
+// keeps the fetchers of an old and a new leader from writing a log at
+// once. producers.mu is never held across an fsync or a producer-state
+// rebuild. Nothing is held while waiting for a produce or fetch to
+// complete, or for a producer-state load.
 package replication

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -132,6 +133,10 @@ type fetchState struct {
 	// delayUntil pauses the partition after an error
 	// (replica.fetch.backoff.ms).
 	delayUntil time.Time
+	// removed is set (under the fetcher's mu) when the partition leaves
+	// this fetcher or is re-added under another state; a write to its log
+	// checks it under the partition's locks (see withPartition).
+	removed atomic.Bool
 }
 
 type fetcher struct {
@@ -146,9 +151,11 @@ type fetcher struct {
 	wake   chan struct{}
 	done   chan struct{}
 
-	// mu guards parts and is held while a response is applied to logs, so
-	// that removing a partition waits for that to finish. Never held
-	// across a network call.
+	// mu guards parts and the fetchStates in it. It is held neither
+	// across a network call nor while a log is written (appends,
+	// truncation, and the fsyncs they may do): those run under the
+	// partition's own locks (withPartition), so that a slow disk under one
+	// partition never holds up the role change of another.
 	mu    sync.Mutex
 	parts map[partition.TopicPartition]*fetchState
 }
@@ -179,6 +186,9 @@ func (f *fetcher) stop() {
 
 func (f *fetcher) add(p *Partition, epoch int32) {
 	f.mu.Lock()
+	if old := f.parts[p.TP]; old != nil {
+		old.removed.Store(true)
+	}
 	f.parts[p.TP] = &fetchState{p: p, epoch: epoch, truncating: true}
 	f.mu.Unlock()
 	select {
@@ -190,8 +200,46 @@ func (f *fetcher) add(p *Partition, epoch int32) {
 func (f *fetcher) removePartition(tp partition.TopicPartition) int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if s := f.parts[tp]; s != nil {
+		s.removed.Store(true)
+	}
 	delete(f.parts, tp)
 	return len(f.parts)
+}
+
+// withPartition runs fn, which writes s's log, under the partition's role
+// lock (shared) and follow lock, unless s was removed meanwhile; false if
+// it did not run. A role change that removed s takes the role lock
+// exclusively and so waits for fn to end (Kafka's follower append under
+// leaderIsrUpdateLock); the fetcher of the partition's next leader takes
+// the follow lock and so never writes the log at the same time.
+func (f *fetcher) withPartition(s *fetchState, fn func()) bool {
+	p := s.p
+	p.roleMu.RLock()
+	defer p.roleMu.RUnlock()
+	p.followMu.Lock()
+	defer p.followMu.Unlock()
+	if s.removed.Load() {
+		return false
+	}
+	fn()
+	return true
+}
+
+// settle applies, under mu, what writing s's log decided: backoff pauses
+// it, truncating sets its next step. Nothing if s is no longer current.
+func (f *fetcher) settle(s *fetchState, backoff bool, truncating *bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !f.currentLocked(s) {
+		return
+	}
+	if truncating != nil {
+		s.truncating = *truncating
+	}
+	if backoff {
+		f.backoffLocked(s)
+	}
 }
 
 func (f *fetcher) run() {
@@ -266,6 +314,7 @@ func (f *fetcher) truncate(states []*fetchState) {
 	req.ReplicaID = f.m.nodeID
 	sent := map[partition.TopicPartition]*fetchState{}
 	topics := map[string]int{}
+	var toHW []*fetchState
 	f.mu.Lock()
 	for _, s := range states {
 		if !f.currentLocked(s) {
@@ -273,16 +322,7 @@ func (f *fetcher) truncate(states []*fetchState) {
 		}
 		latest := s.p.log.LatestEpoch()
 		if latest < 0 {
-			// No epochs to compare (an empty log, or one written before
-			// epochs): fall back to the high watermark, the pre-KIP-101
-			// rule, which is safe for a log with nothing of its own.
-			s.p.producersTruncated()
-			if err := s.p.log.TruncateTo(s.p.log.HighWatermark()); err != nil {
-				f.logger.Warn().Err(err).Str("topic", s.p.TP.Topic).Int32("partition", s.p.TP.Partition).Msg("truncating to high watermark")
-				f.backoffLocked(s)
-				continue
-			}
-			s.truncating = false
+			toHW = append(toHW, s)
 			continue
 		}
 		ti, ok := topics[s.p.TP.Topic]
@@ -301,6 +341,21 @@ func (f *fetcher) truncate(states []*fetchState) {
 		sent[s.p.TP] = s
 	}
 	f.mu.Unlock()
+	for _, s := range toHW {
+		// No epochs to compare (an empty log, or one written before
+		// epochs): fall back to the high watermark, the pre-KIP-101 rule,
+		// which is safe for a log with nothing of its own.
+		var err error
+		if !f.withPartition(s, func() { err = f.truncateTo(s, s.p.log.HighWatermark()) }) {
+			continue
+		}
+		if err != nil {
+			f.settle(s, true, nil)
+			continue
+		}
+		done := false
+		f.settle(s, false, &done)
+	}
 	if len(sent) == 0 {
 		return
 	}
@@ -308,20 +363,27 @@ func (f *fetcher) truncate(states []*fetchState) {
 	ctx, cancel := context.WithTimeout(f.ctx, f.m.cfg.ReplicaSocketTimeout)
 	kresp, err := f.client.Request(ctx, req)
 	cancel()
-	f.mu.Lock()
-	defer f.mu.Unlock()
 	if err != nil {
 		if f.ctx.Err() == nil {
 			f.logger.Warn().Err(err).Msg("OffsetForLeaderEpoch to the leader failed")
 		}
+		f.mu.Lock()
 		for _, s := range sent {
 			if f.currentLocked(s) {
 				f.backoffLocked(s)
 			}
 		}
+		f.mu.Unlock()
 		return
 	}
+	type answer struct {
+		s         *fetchState
+		epoch     int32
+		endOffset int64
+	}
+	var answers []answer
 	resp := kresp.(*kmsg.OffsetForLeaderEpochResponse)
+	f.mu.Lock()
 	for _, t := range resp.Topics {
 		for _, rp := range t.Partitions {
 			tp := partition.TopicPartition{Topic: t.Topic, Partition: rp.Partition}
@@ -336,11 +398,7 @@ func (f *fetcher) truncate(states []*fetchState) {
 				f.backoffLocked(s)
 				continue
 			}
-			off, done := truncationOffset(s.p.log, rp.LeaderEpoch, rp.EndOffset)
-			if err := f.truncateLocked(s, off); err != nil {
-				continue
-			}
-			s.truncating = !done
+			answers = append(answers, answer{s, rp.LeaderEpoch, rp.EndOffset})
 		}
 	}
 	for _, s := range sent {
@@ -349,19 +407,42 @@ func (f *fetcher) truncate(states []*fetchState) {
 			f.backoffLocked(s)
 		}
 	}
+	f.mu.Unlock()
+	for _, a := range answers {
+		var err error
+		var done bool
+		if !f.withPartition(a.s, func() {
+			var off int64
+			off, done = truncationOffset(a.s.p.log, a.epoch, a.endOffset)
+			err = f.truncateTo(a.s, off)
+		}) {
+			continue
+		}
+		if err != nil {
+			f.settle(a.s, true, nil)
+			continue
+		}
+		truncating := !done
+		f.settle(a.s, false, &truncating)
+	}
 }
 
-func (f *fetcher) truncateLocked(s *fetchState, off int64) error {
+// truncateTo truncates s's log to off, if it ends past it, and drops the
+// producer state made from what goes. Run under withPartition.
+func (f *fetcher) truncateTo(s *fetchState, off int64) error {
 	lg := s.p.log
 	if leo := lg.LogEndOffset(); off < leo {
 		f.logger.Info().Str("topic", s.p.TP.Topic).Int32("partition", s.p.TP.Partition).
 			Int64("offset", off).Int64("log_end_offset", leo).Msg("truncating follower log by leader epoch")
 		s.p.producersTruncated()
-		if err := lg.TruncateTo(off); err != nil {
+		err := lg.TruncateTo(off)
+		s.p.producersTruncated()
+		if err != nil {
 			f.logger.Warn().Err(err).Str("topic", s.p.TP.Topic).Int32("partition", s.p.TP.Partition).Msg("truncation failed")
-			f.backoffLocked(s)
 			return err
 		}
+		// Rebuild what the truncation dropped, in the background.
+		s.p.startProducerLoad()
 	}
 	return nil
 }
@@ -480,7 +561,12 @@ func (f *fetcher) fetch(states []*fetchState) {
 		f.mu.Unlock()
 		return
 	}
+	type data struct {
+		sentPart
+		rp *kmsg.FetchResponseTopicPartition
+	}
 	var outOfRange []*fetchState
+	var apply []data
 	f.mu.Lock()
 	for _, t := range resp.Topics {
 		name, ok := names[t.TopicID]
@@ -496,7 +582,7 @@ func (f *fetcher) fetch(states []*fetchState) {
 			}
 			switch rp.ErrorCode {
 			case 0:
-				f.applyLocked(sp.s, sp.offset, rp)
+				apply = append(apply, data{sp, rp})
 			case kerr.OffsetOutOfRange.Code:
 				outOfRange = append(outOfRange, sp.s)
 			default:
@@ -506,35 +592,60 @@ func (f *fetcher) fetch(states []*fetchState) {
 		}
 	}
 	f.mu.Unlock()
+	// The response buffer is reused by the next request: everything is
+	// appended before that.
+	for _, d := range apply {
+		var out applyOutcome
+		if !f.withPartition(d.s, func() { out = f.applyPartition(d.s, d.offset, d.rp) }) {
+			continue
+		}
+		switch out {
+		case applyBackoff:
+			f.settle(d.s, true, nil)
+		case applyRetruncate:
+			truncating := true
+			f.settle(d.s, true, &truncating)
+		}
+	}
 	for _, s := range outOfRange {
 		f.handleOutOfRange(s)
 	}
 }
 
-// applyLocked applies one partition's fetch response
-// (ReplicaFetcherThread.processPartitionData).
-func (f *fetcher) applyLocked(s *fetchState, offset int64, rp *kmsg.FetchResponseTopicPartition) {
+// applyOutcome is what applying a partition's fetch data asks of its
+// fetch state.
+type applyOutcome int
+
+const (
+	applyDone       applyOutcome = iota
+	applyBackoff                 // pause it (replica.fetch.backoff.ms)
+	applyRetruncate              // pause it, then truncate by epoch again
+)
+
+// applyPartition applies one partition's fetch response
+// (ReplicaFetcherThread.processPartitionData). Run under withPartition.
+func (f *fetcher) applyPartition(s *fetchState, offset int64, rp *kmsg.FetchResponseTopicPartition) applyOutcome {
 	lg := s.p.log
 	if rp.DivergingEpoch.Epoch >= 0 || rp.DivergingEpoch.EndOffset >= 0 {
 		off, _ := truncationOffset(lg, rp.DivergingEpoch.Epoch, rp.DivergingEpoch.EndOffset)
 		// Even when incomplete, fetching continues: the next fetch carries
 		// our new last epoch and the leader answers again if needed.
-		f.truncateLocked(s, off)
-		return
+		if f.truncateTo(s, off) != nil {
+			return applyBackoff
+		}
+		return applyDone
 	}
 	if lg.LogEndOffset() != offset {
 		// Only this fetcher writes the log while it follows; a mismatch
 		// means the partition was reset meanwhile. Fetch again.
-		return
+		return applyDone
 	}
 	if len(rp.RecordBatches) > 0 {
 		if _, err := lg.AppendAsFollower(rp.RecordBatches); err != nil {
 			// The batches do not continue our log: it diverged in a way the
 			// epochs did not reveal yet. Truncate again by epoch.
 			f.logger.Warn().Err(err).Str("topic", s.p.TP.Topic).Int32("partition", s.p.TP.Partition).Msg("appending replicated batches failed")
-			s.truncating = true
-			f.backoffLocked(s)
-			return
+			return applyRetruncate
 		}
 		s.p.producersAppended(rp.RecordBatches)
 	}
@@ -549,6 +660,7 @@ func (f *fetcher) applyLocked(s *fetchState, offset int64, rp *kmsg.FetchRespons
 	s.p.mu.Lock()
 	s.p.notifyLocked(true, true)
 	s.p.mu.Unlock()
+	return applyDone
 }
 
 // handleOutOfRange is AbstractFetcherThread.handleOutOfRangeError: our LEO
@@ -570,33 +682,40 @@ func (f *fetcher) handleOutOfRange(s *fetchState) {
 	ctx, cancel := context.WithTimeout(f.ctx, f.m.cfg.ReplicaSocketTimeout)
 	kresp, err := f.client.Request(ctx, req)
 	cancel()
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if !f.currentLocked(s) {
-		return
-	}
 	if err != nil {
-		f.backoffLocked(s)
+		f.settle(s, true, nil)
 		return
 	}
 	resp := kresp.(*kmsg.ListOffsetsResponse)
 	if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 || resp.Topics[0].Partitions[0].ErrorCode != 0 {
-		f.backoffLocked(s)
+		f.settle(s, true, nil)
 		return
 	}
 	leaderStart := resp.Topics[0].Partitions[0].Offset
-	lg := s.p.log
-	if leaderStart > lg.LogEndOffset() {
+	restarted := false
+	if !f.withPartition(s, func() {
+		lg := s.p.log
+		if leaderStart <= lg.LogEndOffset() {
+			return
+		}
 		f.logger.Info().Str("topic", s.p.TP.Topic).Int32("partition", s.p.TP.Partition).Int64("leader_log_start", leaderStart).
 			Int64("log_end_offset", lg.LogEndOffset()).Msg("follower log is behind the leader's log start; restarting it there")
 		s.p.producersTruncated()
-		if err := lg.TruncateFullyAndStartAt(leaderStart); err != nil {
-			f.backoffLocked(s)
+		err = lg.TruncateFullyAndStartAt(leaderStart)
+		s.p.producersTruncated()
+		s.p.startProducerLoad()
+		restarted = true
+	}) {
+		return
+	}
+	if restarted {
+		if err != nil {
+			f.settle(s, true, nil)
 		}
 		return
 	}
-	s.truncating = true
-	f.backoffLocked(s)
+	truncating := true
+	f.settle(s, true, &truncating)
 }
 
 func errName(code int16) string {

@@ -209,6 +209,8 @@ type fakeMeta struct {
 	mu      sync.Mutex
 	img     *cluster.Image
 	watches []func(prev, next *cluster.Image)
+	// alter, if set, answers AlterPartition.
+	alter func(cluster.AlterPartitionRequest) (cluster.PartitionInfo, error)
 }
 
 var errFake = errors.New("not supported by fakeMeta")
@@ -249,7 +251,10 @@ func (f *fakeMeta) SetTopicConfigs(context.Context, string, map[string]string, b
 func (f *fakeMeta) SetBrokerConfigs(context.Context, string, map[string]string, bool) error {
 	return errFake
 }
-func (f *fakeMeta) AlterPartition(context.Context, cluster.AlterPartitionRequest) (cluster.PartitionInfo, error) {
+func (f *fakeMeta) AlterPartition(_ context.Context, req cluster.AlterPartitionRequest) (cluster.PartitionInfo, error) {
+	if f.alter != nil {
+		return f.alter(req)
+	}
 	return cluster.PartitionInfo{}, errFake
 }
 func (f *fakeMeta) NodeID() int32                          { return nodeID }

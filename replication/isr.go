@@ -26,7 +26,9 @@ import (
 //     for longer than replica.lag.time.max.ms leaves the ISR (3).
 //   - A follower rejoins when its LEO >= HW and it has reached the start of
 //     the current leader epoch (3).
-//   - At most one AlterPartition is in flight.
+//   - At most one AlterPartition is in flight. One whose outcome is
+//     unknown stays pending and is sent again; only a definitive refusal
+//     or newer metadata ends it (Partition.handleAlterPartitionError).
 //   - An acks=all produce completes once HW > its last offset, with
 //     NOT_ENOUGH_REPLICAS_AFTER_APPEND if the (maximal) ISR is then smaller
 //     than min.insync.replicas (1, 4).
@@ -90,14 +92,19 @@ const (
 	AlterOK AlterPartitionOutcome = iota
 	// AlterWaitForMetadata: our leader or partition epoch is stale
 	// (FENCED_LEADER_EPOCH, INVALID_UPDATE_VERSION, not leader, unknown
-	// partition). The proposal stays pending until newer metadata replaces
-	// the partition state, so nothing else is proposed from stale state.
+	// partition, INVALID_REQUEST). The proposal stays pending until newer
+	// metadata replaces the partition state, so nothing else is proposed
+	// from stale state.
 	AlterWaitForMetadata
-	// AlterRejected: the controller refused the new ISR (INELIGIBLE_REPLICA).
-	// The committed state is restored.
+	// AlterRejected: the controller says the change was not and will
+	// never be applied (INELIGIBLE_REPLICA, OPERATION_NOT_ATTEMPTED). Only
+	// then is the committed state restored.
 	AlterRejected
-	// AlterRetry: anything else (controller unreachable). The committed
-	// state is restored so that the next event proposes again.
+	// AlterRetry: the outcome is unknown (the call timed out, the
+	// controller moved, NOT_CONTROLLER, a network error). The controller
+	// may have committed the change, so the proposal stays pending — the
+	// HW keeps counting the maximal ISR — and the same change is sent
+	// again until a controller answers.
 	AlterRetry
 )
 
@@ -342,6 +349,14 @@ func (s *leaderState) AlterPartitionDone(seq uint64, outcome AlterPartitionOutco
 		return s.maybeAdvanceHW()
 	case AlterWaitForMetadata:
 		return Effects{}
+	case AlterRetry:
+		// Kafka's Partition.handleAlterPartitionError: an unknown outcome
+		// is never treated as a refusal. Forgetting an expansion here
+		// would let the HW advance without the added replica although the
+		// controller may count it in the ISR (and elect it).
+		p := *s.pending
+		p.NewISR = slices.Clone(p.NewISR)
+		return Effects{Propose: &p}
 	default:
 		s.pending, s.pendingExpand = nil, false
 		return s.maybeAdvanceHW()

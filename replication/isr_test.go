@@ -1,9 +1,15 @@
 package replication
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"testing"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/gokafka/gokafka/cluster"
 )
 
 // Tests of the leader's ISR/HW state machine (isr.go), named after the
@@ -336,4 +342,105 @@ func TestSoleReplicaHWFollowsLEO(t *testing.T) {
 	h := newISR(t, []int32{1}, 0, 0, 1)
 	h.append(3)
 	h.wantHW(3)
+}
+
+// Issue 11 item 1 (Kafka's Partition.handleAlterPartitionError): an
+// expansion whose AlterPartition outcome is unknown (timed out, the
+// controller lost leadership, NOT_CONTROLLER) may have been committed, so
+// the leader keeps the maximal ISR and sends the very same change again.
+// Forgetting it would let the HW pass records the added replica lacks
+// although the controller may count it in the ISR and later elect it.
+func TestAlterPartitionUnknownOutcomeKeepsPendingExpansionAndResends(t *testing.T) {
+	h := newISR(t, []int32{1, 2}, 0, 0, 1)
+	h.append(10)
+	h.fetch(2, 10)
+	h.fetch(3, 10) // 3 reaches the HW: {1,2,3} proposed
+	h.wantProposals(1)
+	first := h.lastProposal()
+
+	h.collect(h.s.AlterPartitionDone(first.Seq, AlterRetry, LeaderAndISR{}))
+	if !h.s.Inflight() {
+		t.Fatal("pending expansion dropped after an AlterPartition with an unknown outcome")
+	}
+	h.wantProposals(2)
+	if p := h.lastProposal(); !sameSet(p.NewISR, first.NewISR) || p.LeaderEpoch != first.LeaderEpoch || p.PartitionEpoch != first.PartitionEpoch {
+		t.Fatalf("resent %+v, want the same change %+v", p, first)
+	}
+
+	// Writes go on while the controller is unreachable: 3 stops fetching
+	// (it is on the other side of the split), 2 keeps up.
+	h.at(1).append(20)
+	h.fetch(2, 20)
+	h.wantHW(10) // still held by 3, a member of the maximal ISR
+	h.at(testLagMs + 1).tick()
+	h.wantProposals(2) // no shrink proposed from state the controller may not hold
+
+	h.collect(h.s.AlterPartitionDone(h.lastProposal().Seq, AlterRetry, LeaderAndISR{}))
+	h.wantProposals(3)
+	h.wantHW(10)
+
+	// The controller finally answers: it had committed the expansion.
+	h.accept()
+	if !sameSet(h.s.ISR(), []int32{1, 2, 3}) {
+		t.Fatalf("ISR %v, want [1 2 3]", h.s.ISR())
+	}
+	h.fetch(3, 20)
+	h.wantHW(20)
+}
+
+// Only a definitive refusal (INELIGIBLE_REPLICA, OPERATION_NOT_ATTEMPTED)
+// or a newer partition epoch from metadata ends a pending change whose
+// send failed before.
+func TestAlterPartitionPendingChangeEndsOnlyOnRefusalOrNewerMetadata(t *testing.T) {
+	h := newISR(t, []int32{1, 2}, 0, 0, 1)
+	h.append(10)
+	h.fetch(2, 10)
+	h.fetch(3, 10)
+	h.collect(h.s.AlterPartitionDone(h.lastProposal().Seq, AlterRetry, LeaderAndISR{}))
+	h.collect(h.s.AlterPartitionDone(h.lastProposal().Seq, AlterRejected, LeaderAndISR{}))
+	if h.s.Inflight() {
+		t.Fatal("a refused change is still pending")
+	}
+	h.append(12)
+	h.fetch(2, 12)
+	h.wantHW(12) // 3 is not in the ISR: it no longer holds the HW
+
+	h.fetch(3, 12)
+	h.collect(h.s.AlterPartitionDone(h.lastProposal().Seq, AlterRetry, LeaderAndISR{}))
+	h.collect(h.s.UpdateLeaderAndISR(LeaderAndISR{LeaderEpoch: 5, PartitionEpoch: 8, Replicas: []int32{1, 2, 3}, ISR: []int32{1, 2, 3}, MinISR: 1}, h.now))
+	if h.s.Inflight() {
+		t.Fatal("pending change kept after metadata at a newer partition epoch")
+	}
+}
+
+// The errors an AlterPartition can end with, classified as Kafka's
+// Partition.handleAlterPartitionError does: only INELIGIBLE_REPLICA and
+// OPERATION_NOT_ATTEMPTED say "not applied"; stale-state answers wait for
+// metadata; anything else is an unknown outcome.
+func TestAlterPartitionErrorClassification(t *testing.T) {
+	for _, c := range []struct {
+		err  error
+		want AlterPartitionOutcome
+	}{
+		{nil, AlterOK},
+		{cluster.ErrIneligibleReplica, AlterRejected},
+		{fmt.Errorf("forwarded: %w", kerr.OperationNotAttempted), AlterRejected},
+		{cluster.ErrFencedLeaderEpoch, AlterWaitForMetadata},
+		{cluster.ErrInvalidUpdateVersion, AlterWaitForMetadata},
+		{cluster.ErrNotLeader, AlterWaitForMetadata},
+		{cluster.ErrUnknownTopic, AlterWaitForMetadata},
+		{cluster.ErrInvalidRequest, AlterWaitForMetadata},
+		{kerr.InvalidRequest, AlterWaitForMetadata},
+		{kerr.UnknownTopicID, AlterWaitForMetadata},
+		{kerr.NewLeaderElected, AlterWaitForMetadata},
+		{kerr.IneligibleReplica, AlterRejected},
+		{cluster.ErrNotController, AlterRetry},
+		{kerr.NotController, AlterRetry},
+		{context.DeadlineExceeded, AlterRetry},
+		{errors.New("connection reset by peer"), AlterRetry},
+	} {
+		if got := alterOutcome(c.err); got != c.want {
+			t.Errorf("alterOutcome(%v) = %d, want %d", c.err, got, c.want)
+		}
+	}
 }

@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime/debug"
 	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
+	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/gokafka/gokafka/cluster"
 	"github.com/gokafka/gokafka/idempotent"
@@ -26,6 +28,11 @@ var (
 	ErrNotEnoughReplicasAfterAppend = errors.New("not enough replicas after append")
 	ErrRequestTimedOut              = errors.New("request timed out")
 	ErrStorage                      = errors.New("kafka storage error")
+	// ErrOffsetNotAvailable (OFFSET_NOT_AVAILABLE, retriable): a new
+	// leader's HW has not yet reached the start of its epoch, so "latest"
+	// would be below what the previous leader already reported (KIP-207).
+	// It wraps the Kafka code itself, which the handlers pass through.
+	ErrOffsetNotAvailable = fmt.Errorf("%w: high watermark is behind the start of the leader epoch", kerr.OffsetNotAvailable)
 )
 
 // Partition is one hosted partition, led or followed by this broker.
@@ -38,6 +45,10 @@ type Partition struct {
 	// that no produce lands in a log that has just become a follower and
 	// is about to be truncated (Kafka's leaderIsrUpdateLock).
 	roleMu sync.RWMutex
+	// followMu is held (inside roleMu, shared) by a follower fetcher while
+	// it writes the log, so that the fetchers of an old and a new leader
+	// never write it at once; see fetcher.withPartition.
+	followMu sync.Mutex
 
 	// prod is the idempotent-producer state; see producers.go.
 	prod producers
@@ -255,6 +266,8 @@ type Manager struct {
 	closed bool
 
 	fetch fetchers
+	// loadSem bounds the producer-state loads running at once.
+	loadSem chan struct{}
 
 	tickMu sync.Mutex
 	tick   *time.Timer
@@ -274,7 +287,8 @@ func NewManagerWithConfig(cfg Config, logs *partition.Manager, meta cluster.Meta
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	m := &Manager{cfg: cfg, nodeID: cfg.NodeID, logs: logs, meta: meta, logger: logger, now: time.Now, parts: make(map[partition.TopicPartition]*Partition)}
+	m := &Manager{cfg: cfg, nodeID: cfg.NodeID, logs: logs, meta: meta, logger: logger, now: time.Now, parts: make(map[partition.TopicPartition]*Partition),
+		loadSem: make(chan struct{}, maxProducerLoads)}
 	m.ctx, m.cancel = context.WithCancel(context.Background())
 	m.fetch.init(m)
 	// Watch first, then apply the current image, both under reconcileMu:
@@ -353,7 +367,8 @@ func (m *Manager) Close() {
 	}
 }
 
-// goTracked runs fn on a goroutine Close waits for; false if closed.
+// goTracked runs fn on a goroutine Close waits for, logging a panic
+// rather than dying of it; false if closed.
 func (m *Manager) goTracked(fn func()) bool {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
@@ -363,9 +378,28 @@ func (m *Manager) goTracked(fn func()) bool {
 	m.wg.Add(1)
 	go func() {
 		defer m.wg.Done()
+		defer func() {
+			if r := recover(); r != nil {
+				m.logger.Error().Interface("panic", r).Bytes("stack", debug.Stack()).Msg("replica manager task failed")
+			}
+		}()
 		fn()
 	}()
 	return true
+}
+
+// spawnProducerLoad runs a background producer-state load, at most
+// maxProducerLoads at a time; false if closed. Close cancels the loads'
+// context and waits for them.
+func (m *Manager) spawnProducerLoad(load func(ctx context.Context)) bool {
+	return m.goTracked(func() {
+		select {
+		case m.loadSem <- struct{}{}:
+			defer func() { <-m.loadSem }()
+		case <-m.ctx.Done():
+		}
+		load(m.ctx)
+	})
 }
 
 // scheduleTick arms the ISR expiry check, every replica.lag.time.max.ms/2
@@ -411,14 +445,9 @@ func (m *Manager) afterUnlock(p *Partition, st *leaderState, prop *ISRProposal) 
 	}
 	m.logger.Info().Str("topic", p.TP.Topic).Int32("partition", p.TP.Partition).Ints32("isr", prop.NewISR).
 		Int32("leader_epoch", prop.LeaderEpoch).Int32("partition_epoch", prop.PartitionEpoch).Msg("proposing ISR change")
-	ok := m.goTracked(func() { m.alterPartition(p, st, *prop) })
-	if !ok {
-		p.mu.Lock()
-		if p.mu.st == st {
-			p.applyLocked(st.AlterPartitionDone(prop.Seq, AlterRetry, LeaderAndISR{}))
-		}
-		p.mu.Unlock()
-	}
+	// After Close nothing is sent; the proposal stays pending, as its
+	// outcome would be unknown anyway.
+	m.goTracked(func() { m.alterPartition(p, st, *prop) })
 }
 
 // alterPartition sends one ISR proposal to the controller and feeds the
@@ -450,7 +479,7 @@ func (m *Manager) alterPartition(p *Partition, st *leaderState, prop ISRProposal
 	}
 	if outcome == AlterRetry {
 		// Do not hammer a controller that is down: the state machine
-		// proposes again on the next event once this one is released.
+		// keeps the proposal and asks for it to be sent again.
 		t := time.NewTimer(m.cfg.ReplicaFetchBackoff)
 		select {
 		case <-t.C:
@@ -478,12 +507,23 @@ func alterOutcome(err error) AlterPartitionOutcome {
 	switch {
 	case err == nil:
 		return AlterOK
-	case errors.Is(err, cluster.ErrFencedLeaderEpoch), errors.Is(err, cluster.ErrInvalidUpdateVersion),
-		errors.Is(err, cluster.ErrNotLeader), errors.Is(err, cluster.ErrUnknownTopic):
-		return AlterWaitForMetadata
-	case errors.Is(err, cluster.ErrIneligibleReplica), errors.Is(err, cluster.ErrInvalidRequest):
+	case errors.Is(err, cluster.ErrIneligibleReplica), errors.Is(err, kerr.IneligibleReplica),
+		errors.Is(err, kerr.OperationNotAttempted):
+		// The controller says the change was not applied, and no
+		// controller, past or future, will apply it.
 		return AlterRejected
+	case errors.Is(err, cluster.ErrFencedLeaderEpoch), errors.Is(err, cluster.ErrInvalidUpdateVersion),
+		errors.Is(err, cluster.ErrNotLeader), errors.Is(err, cluster.ErrUnknownTopic),
+		errors.Is(err, cluster.ErrInvalidRequest),
+		errors.Is(err, kerr.FencedLeaderEpoch), errors.Is(err, kerr.InvalidUpdateVersion),
+		errors.Is(err, kerr.UnknownTopicOrPartition), errors.Is(err, kerr.UnknownTopicID),
+		errors.Is(err, kerr.InvalidRequest), errors.Is(err, kerr.NewLeaderElected):
+		// Our state is stale, or the change was applied and we are no
+		// longer leader (NEW_LEADER_ELECTED): wait for metadata.
+		return AlterWaitForMetadata
 	}
+	// A timeout, NOT_CONTROLLER, a network error: the change may have been
+	// committed.
 	return AlterRetry
 }
 
@@ -602,6 +642,7 @@ func (m *Manager) ensure(tp partition.TopicPartition, pi *cluster.PartitionInfo,
 		}
 		p = &Partition{TP: tp, log: lg}
 		p.prod.expiry = m.cfg.ProducerIDExpiration
+		p.prod.spawn = m.spawnProducerLoad
 		p.mu.hwMoved = make(chan struct{})
 		p.mu.leoMoved = make(chan struct{})
 		p.mu.leaderEpoch = -1
@@ -663,6 +704,11 @@ func (m *Manager) makeLeader(p *Partition, pi *cluster.PartitionInfo, minISR int
 	p.notifyLocked(true, true)
 	p.mu.Unlock()
 	m.afterUnlock(p, st, prop)
+	if newEpoch {
+		// Load the producer state now (in the background) rather than at
+		// the first idempotent produce, which would have to wait for it.
+		p.startProducerLoad()
+	}
 }
 
 // makeFollower stops leader duties (parked produces get
@@ -695,6 +741,8 @@ func (m *Manager) makeFollower(p *Partition, pi *cluster.PartitionInfo, minISR i
 	p.mu.Unlock()
 	p.roleMu.Unlock()
 
+	// Followers keep the producer state too, ready for a failover.
+	p.startProducerLoad()
 	b, ok := im.Brokers[pi.Leader]
 	if pi.Leader < 0 || !ok {
 		m.fetch.remove(p.TP)
@@ -777,21 +825,39 @@ func (m *Manager) ProduceWithOptions(ctx context.Context, tp partition.TopicPart
 		}
 	}
 
-	p.roleMu.RLock()
-	p.mu.Lock()
-	st := p.mu.st
-	if st == nil {
+	// An idempotent batch waits (holding no lock) for the producer state
+	// to load, at most the produce's timeout.
+	deadline := time.Now().Add(timeout)
+	var (
+		st   *leaderState
+		info partition.AppendInfo
+		dup  bool
+	)
+	for {
+		p.roleMu.RLock()
+		p.mu.Lock()
+		st = p.mu.st
+		if st == nil {
+			p.mu.Unlock()
+			p.roleMu.RUnlock()
+			return partition.AppendInfo{}, ErrNotLeaderOrFollower
+		}
+		epoch, isr, minISR := p.mu.leaderEpoch, len(st.ISR()), p.mu.minISR
 		p.mu.Unlock()
+		if acks == -1 && isr < minISR {
+			p.roleMu.RUnlock()
+			return partition.AppendInfo{}, ErrNotEnoughReplicas
+		}
+		var ld *producerLoad
+		info, dup, ld, err = p.appendAsLeader(records, hdrs[0], epoch, opts)
+		if ld == nil {
+			break
+		}
 		p.roleMu.RUnlock()
-		return partition.AppendInfo{}, ErrNotLeaderOrFollower
+		if err := waitProducers(ctx, ld, time.Until(deadline)); err != nil {
+			return partition.AppendInfo{}, err
+		}
 	}
-	epoch, isr, minISR := p.mu.leaderEpoch, len(st.ISR()), p.mu.minISR
-	p.mu.Unlock()
-	if acks == -1 && isr < minISR {
-		p.roleMu.RUnlock()
-		return partition.AppendInfo{}, ErrNotEnoughReplicas
-	}
-	info, dup, err := p.appendAsLeader(records, hdrs[0], epoch, opts)
 	if err != nil {
 		p.roleMu.RUnlock()
 		return info, err
@@ -923,7 +989,7 @@ func (m *Manager) Fetch(ctx context.Context, fp FetchParams) []FetchResult {
 				waits = append(waits, p.waitChan(fp.FromFollower))
 			}
 		}
-		res, total, respondNow := m.readAll(fp, first)
+		res, total, respondNow := m.readAll(ctx, fp, first)
 		first = false
 		if total >= int64(fp.MinBytes) || respondNow || fp.MaxWait <= 0 || len(waits) == 0 {
 			return res
@@ -936,7 +1002,7 @@ func (m *Manager) Fetch(ctx context.Context, fp FetchParams) []FetchResult {
 		woke := WaitAny(ctx, timer.C, waits)
 		addParked(ctx, parkedAt)
 		if !woke {
-			res, _, _ = m.readAll(fp, false)
+			res, _, _ = m.readAll(ctx, fp, false)
 			return res
 		}
 	}
@@ -957,7 +1023,10 @@ func CloseRegions(res []FetchResult) {
 // (as in Kafka, re-reads after a long-poll wait do not record again).
 // respondNow is set when an error or a diverging epoch must be answered
 // without waiting.
-func (m *Manager) readAll(fp FetchParams, record bool) ([]FetchResult, int64, bool) {
+//
+// A read_committed read waits at most the fetch's MaxWait for the
+// producer state to load, then answers ErrProducerStateLoading.
+func (m *Manager) readAll(ctx context.Context, fp FetchParams, record bool) ([]FetchResult, int64, bool) {
 	res := make([]FetchResult, len(fp.Partitions))
 	var total int64
 	respondNow := false
@@ -1005,6 +1074,14 @@ func (m *Manager) readAll(fp FetchParams, record bool) ([]FetchResult, int64, bo
 			limit = budget
 		}
 		if limit <= 0 && !minOne {
+			// Nothing more fits in the response, but the follower's
+			// position is news all the same (Kafka reads such a partition
+			// with zero bytes and records it like any other).
+			if fp.FromFollower && record {
+				m.followerFetched(p, fp.ReplicaID, part.Offset, part.LogStartOffset, leo)
+				hw := p.log.HighWatermark()
+				r.HighWatermark, r.LastStableOffset = hw, hw
+			}
 			continue
 		}
 		maxOffset := hw
@@ -1012,7 +1089,7 @@ func (m *Manager) readAll(fp FetchParams, record bool) ([]FetchResult, int64, bo
 		if fp.FromFollower {
 			maxOffset = 1<<63 - 1
 		} else if fp.ReadCommitted {
-			if lso, err = p.lastStable(); err != nil {
+			if lso, err = p.lastStable(ctx, fp.MaxWait); err != nil {
 				r.Err = err
 				respondNow = true
 				continue
@@ -1038,7 +1115,7 @@ func (m *Manager) readAll(fp FetchParams, record bool) ([]FetchResult, int64, bo
 		if fp.ReadCommitted {
 			r.LastStableOffset = lso
 			if end := ri.NextOffset; end > part.Offset {
-				if r.AbortedTransactions, err = p.abortedIn(part.Offset, end); err != nil {
+				if r.AbortedTransactions, err = p.abortedIn(ctx, fp.MaxWait, part.Offset, end); err != nil {
 					CloseRegions(res[i : i+1])
 					r.Err, r.Records = err, nil
 					respondNow = true
@@ -1114,30 +1191,47 @@ func (m *Manager) followerFetched(p *Partition, id int32, offset, logStart, lead
 // earliest, -3 max timestamp, otherwise the first offset with a timestamp
 // at or after ts. Latest is the high watermark (or the last stable offset
 // for read_committed), as consumers cannot read past it.
+//
+// KIP-207 (Kafka's Partition.fetchOffsetForTimestamp): a leader whose HW
+// has not yet reached the offset where its epoch started may be behind
+// the HW the previous leader reported, so "latest" — and a lookup that
+// finds nothing below the HW — answers OFFSET_NOT_AVAILABLE (retriable)
+// until it has, rather than an offset that moves backwards.
 func (m *Manager) ListOffset(tp partition.TopicPartition, ts int64, currentEpoch int32, readCommitted bool) (offset, timestamp int64, leaderEpoch int32, err error) {
 	p, err := m.leader(tp, currentEpoch)
 	if err != nil {
 		return -1, -1, -1, err
 	}
 	lg := p.log
-	epoch := p.LeaderEpoch()
+	p.mu.Lock()
+	epoch, epochStart := p.mu.leaderEpoch, p.mu.epochStart
+	p.mu.Unlock()
+	if ts == -2 {
+		return lg.LogStartOffset(), -1, lg.EpochForOffset(lg.LogStartOffset()), nil
+	}
 	limit := lg.HighWatermark()
+	lagging := epochStart > limit
+	if ts == -1 && lagging {
+		return -1, -1, -1, ErrOffsetNotAvailable
+	}
 	if readCommitted {
-		if limit, err = p.lastStable(); err != nil {
+		// No waiting here: a loading producer state is answered with a
+		// retriable error at once.
+		if limit, err = p.lastStable(context.Background(), 0); err != nil {
 			return -1, -1, -1, err
 		}
 	}
-	switch ts {
-	case -1:
+	if ts == -1 {
 		return limit, -1, epoch, nil
-	case -2:
-		return lg.LogStartOffset(), -1, lg.EpochForOffset(lg.LogStartOffset()), nil
 	}
 	off, t, e, ok, err := lg.OffsetForTimestamp(ts)
 	if err != nil {
 		return -1, -1, -1, err
 	}
 	if !ok || off >= limit {
+		if lagging {
+			return -1, -1, -1, ErrOffsetNotAvailable
+		}
 		return -1, -1, -1, nil
 	}
 	return off, t, e, nil

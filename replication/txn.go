@@ -8,7 +8,6 @@ package replication
 import (
 	"context"
 	"encoding/binary"
-	"fmt"
 	"hash/crc32"
 	"time"
 
@@ -127,10 +126,15 @@ func (m *Manager) AppendControl(ctx context.Context, tp partition.TopicPartition
 
 // lastStable returns the last stable offset of a partition: the first
 // offset of its earliest unfinished transaction, or the high watermark.
-func (p *Partition) lastStable() (int64, error) {
-	p.prod.mu.Lock()
+// While the producer state loads it waits at most wait (with no lock
+// held), then answers ErrProducerStateLoading.
+func (p *Partition) lastStable(ctx context.Context, wait time.Duration) (int64, error) {
+	st, err := p.lockProducers(ctx, wait)
+	if err != nil {
+		return -1, err
+	}
 	defer p.prod.mu.Unlock()
-	return p.lastStableLocked()
+	return lastStableOf(st, p.log.HighWatermark()), nil
 }
 
 // lastStableIfLoaded is the last stable offset when the producer state is
@@ -143,39 +147,30 @@ func (p *Partition) lastStableIfLoaded() int64 {
 	if p.prod.st == nil {
 		return p.log.HighWatermark()
 	}
-	lso, err := p.lastStableLocked()
-	if err != nil {
-		return p.log.HighWatermark()
-	}
-	return lso
+	return lastStableOf(p.prod.st, p.log.HighWatermark())
 }
 
-func (p *Partition) lastStableLocked() (int64, error) {
-	st, err := p.producerStateLocked()
-	if err != nil {
-		return -1, fmt.Errorf("%w: %v", ErrStorage, err)
-	}
-	hw := p.log.HighWatermark()
+func lastStableOf(st *idempotent.State, hw int64) int64 {
 	if f := st.FirstUnstableOffset(hw); f >= 0 && f < hw {
-		return f, nil
+		return f
 	}
-	return hw, nil
+	return hw
 }
 
 // abortedIn returns the aborted transactions overlapping [from, to).
-func (p *Partition) abortedIn(from, to int64) ([]idempotent.TxnRange, error) {
-	p.prod.mu.Lock()
-	defer p.prod.mu.Unlock()
-	st, err := p.producerStateLocked()
+func (p *Partition) abortedIn(ctx context.Context, wait time.Duration, from, to int64) ([]idempotent.TxnRange, error) {
+	st, err := p.lockProducers(ctx, wait)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrStorage, err)
+		return nil, err
 	}
+	defer p.prod.mu.Unlock()
 	st.DropAbortedBefore(p.log.LogStartOffset())
 	return st.AbortedIn(from, to), nil
 }
 
 // InTxn reports whether producer pid has a transaction open at epoch on a
-// partition this broker hosts.
+// partition this broker hosts. False while its producer state loads (the
+// caller then verifies the transaction with its coordinator).
 func (m *Manager) InTxn(tp partition.TopicPartition, pid int64, epoch int16) bool {
 	p := m.Get(tp)
 	if p == nil {
@@ -183,7 +178,7 @@ func (m *Manager) InTxn(tp partition.TopicPartition, pid int64, epoch int16) boo
 	}
 	p.prod.mu.Lock()
 	defer p.prod.mu.Unlock()
-	st, err := p.producerStateLocked()
+	st, _, err := p.producerStateLocked()
 	return err == nil && st.InTxn(pid, epoch)
 }
 
@@ -203,12 +198,11 @@ func (m *Manager) Producers(tp partition.TopicPartition) ([]ProducerEntry, error
 	if err != nil {
 		return nil, err
 	}
-	p.prod.mu.Lock()
-	defer p.prod.mu.Unlock()
-	st, err := p.producerStateLocked()
+	st, err := p.lockProducers(context.Background(), 0)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrStorage, err)
+		return nil, err
 	}
+	defer p.prod.mu.Unlock()
 	var out []ProducerEntry
 	for _, e := range st.Entries() {
 		pe := ProducerEntry{ProducerID: e.ProducerID, Epoch: e.Epoch, LastSequence: -1, LastTimestamp: e.LastTimestamp,
