@@ -17,6 +17,9 @@ type Request struct {
 	Body kmsg.Request
 	// Conn describes the connection the request arrived on.
 	Conn *ConnInfo
+
+	// park gives back the request's queued.max.requests slot (Park).
+	park func()
 }
 
 // ConnInfo identifies a client connection.
