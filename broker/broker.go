@@ -38,6 +38,9 @@ type Config struct {
 	DefaultReplicationFactor int16
 	AutoCreateTopics         bool
 	DeleteTopicEnable        bool
+	// FetchMaxBytes is fetch.max.bytes, the most one Fetch response
+	// carries.
+	FetchMaxBytes int32
 
 	// Quorum configures the metadata quorum; its Dir and BindAddr are
 	// derived from LogDirs and the CONTROLLER listener.
@@ -185,7 +188,7 @@ func Start(ctx context.Context, cfg Config, logger zerolog.Logger) (_ *Server, e
 	if err != nil {
 		return nil, fmt.Errorf("start group coordinator: %w", err)
 	}
-	h := handlers.Register(reg, handlers.Config{NodeID: cfg.NodeID, AutoCreateTopics: cfg.AutoCreateTopics}, s.meta, s.replicas, logger.With().Str("component", "handlers").Logger())
+	h := handlers.Register(reg, handlers.Config{NodeID: cfg.NodeID, AutoCreateTopics: cfg.AutoCreateTopics, FetchMaxBytes: cfg.FetchMaxBytes}, s.meta, s.replicas, logger.With().Str("component", "handlers").Logger())
 	h.SetGroupCoordinator(s.groups)
 	s.txn, err = txn.New(cfg.Txn, s.meta, txn.ReplicaStore(s.replicas), s.groups, h.NextProducerID, logger.With().Str("component", "txn").Logger())
 	if err != nil {
@@ -204,8 +207,9 @@ func Start(ctx context.Context, cfg Config, logger zerolog.Logger) (_ *Server, e
 	if err := s.meta.Register(ctx, adv.Host, int32(adv.Port)); err != nil {
 		return nil, fmt.Errorf("register broker: %w", err)
 	}
-	for _, ln := range s.listeners {
-		go func(ln net.Listener) { s.serveErr <- s.srv.Serve(ln) }(ln)
+	for i, ln := range s.listeners {
+		name := lns[i].Name // listener.name.<name>.max.connections
+		go func(ln net.Listener) { s.serveErr <- s.srv.ServeListener(ln, name) }(ln)
 	}
 	return s, nil
 }
