@@ -198,7 +198,12 @@ func Start(ctx context.Context, cfg Config, logger zerolog.Logger) (_ *Server, e
 	s.shareC = share.NewCoordinator(cfg.Share, cfg.NodeID, s.meta, logger.With().Str("component", "share").Logger())
 	s.shareM = share.NewManager(cfg.Share, s.meta, share.ReplicaSource(s.replicas), logger.With().Str("component", "share").Logger())
 	h.SetShare(s.shareC, s.shareM, cfg.Share)
-	s.srv = protocol.NewServer(cfg.Protocol, reg, logger.With().Str("component", "net").Logger())
+	pcfg := cfg.Protocol
+	if pcfg.InterBrokerListener == "" {
+		// Kafka's default inter.broker.listener.name: the first listener.
+		pcfg.InterBrokerListener = lns[0].Name
+	}
+	s.srv = protocol.NewServer(pcfg, reg, logger.With().Str("component", "net").Logger())
 
 	adv, err := s.advertised(lns)
 	if err != nil {

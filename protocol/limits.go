@@ -5,7 +5,9 @@ package protocol
 //   - max.connections and listener.name.<listener>.max.connections: when a
 //     limit is reached the listener stops accepting (new connections wait
 //     in the kernel's listen backlog) until a connection closes, as Kafka's
-//     Acceptor does.
+//     Acceptor does. The inter-broker listener is not held back by
+//     max.connections, only by its own limit (Kafka also closes another
+//     listener's least recently used connection then; gokafka does not).
 //   - max.connections.per.ip and max.connections.per.ip.overrides: a
 //     connection from an address that already holds its maximum is
 //     accepted and closed at once with a log line, as Kafka's
@@ -132,7 +134,9 @@ func (s *Server) acceptSlot(listener string) bool {
 	for !s.mu.closing {
 		total, perListener := s.mu.accepted, s.mu.perListener[listener]
 		lim := s.cfg.ListenerMaxConnections[listener]
-		if (s.cfg.MaxConnections <= 0 || total < s.cfg.MaxConnections) && (lim <= 0 || perListener < lim) {
+		brokerWide := s.cfg.MaxConnections <= 0 || total < s.cfg.MaxConnections ||
+			listener != "" && listener == s.cfg.InterBrokerListener
+		if brokerWide && (lim <= 0 || perListener < lim) {
 			s.mu.accepted++
 			s.mu.perListener[listener]++
 			return true

@@ -359,3 +359,29 @@ func TestGroupPanicClosesOnlyItsConnection(t *testing.T) {
 	expectClosed(t, bad)
 	roundTrip(t, good, 2)
 }
+
+// At max.connections the inter-broker listener still accepts (Kafka lets
+// broker-to-broker connections in at the broker-wide limit).
+func TestMaxConnectionsLetsInterBrokerListenerIn(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.MaxConnections = 1
+	cfg.InterBrokerListener = "BROKER"
+	srv := NewServer(cfg, apiVersionsReg(), zerolog.Nop())
+	var addrs []string
+	for _, name := range []string{"CLIENT", "BROKER"} {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		go srv.ServeListener(ln, name)
+		addrs = append(addrs, ln.Addr().String())
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		srv.Shutdown(ctx)
+	})
+	roundTrip(t, dial(t, addrs[0]), 1)
+	eventually(t, "the client listener to stop accepting", func() bool { return srv.acceptorsWaiting() >= 1 })
+	roundTrip(t, dial(t, addrs[1]), 2)
+}

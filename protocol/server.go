@@ -32,6 +32,10 @@ type Config struct {
 
 	// MaxConnections is max.connections, across listeners.
 	MaxConnections int
+	// InterBrokerListener names the listener max.connections does not
+	// stop (Kafka lets inter-broker connections in at the broker-wide
+	// limit; its own listener limit still applies).
+	InterBrokerListener string
 	// ListenerMaxConnections is listener.name.<listener>.max.connections,
 	// by listener name.
 	ListenerMaxConnections map[string]int
