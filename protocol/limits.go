@@ -27,6 +27,10 @@ package protocol
 //   - connections.max.idle.ms is also the write deadline of every
 //     response: a client that stops reading is disconnected, and its
 //     queued responses (and the files they pin) are dropped.
+//   - Per connection at most MaxQueuedResponses (8) responses wait for the
+//     writer, holding at most MaxQueuedResponseBytes (64 MiB) plus one
+//     response in memory: Kafka mutes a connection until its response is
+//     sent, gokafka lets a client pipeline within these bounds.
 
 import (
 	"context"

@@ -385,3 +385,61 @@ func TestMaxConnectionsLetsInterBrokerListenerIn(t *testing.T) {
 	eventually(t, "the client listener to stop accepting", func() bool { return srv.acceptorsWaiting() >= 1 })
 	roundTrip(t, dial(t, addrs[1]), 2)
 }
+
+// A client that pipelines requests with large responses and does not read
+// them makes its connection hold at most MaxQueuedResponseBytes (plus the
+// response being written and one more) in memory, not MaxQueuedResponses
+// of them.
+func TestQueuedResponseBytesBounded(t *testing.T) {
+	reg := NewRegistry()
+	big := make([]kmsg.MetadataResponseTopic, 40000)
+	for i := range big {
+		name := strings.Repeat("t", 40)
+		big[i] = kmsg.MetadataResponseTopic{Topic: &name}
+	}
+	reg.Register(3, 0, 12, func(_ context.Context, req *Request) (kmsg.Response, error) {
+		resp := req.Body.(*kmsg.MetadataRequest).ResponseKind().(*kmsg.MetadataResponse)
+		resp.Topics = big
+		return resp, nil
+	})
+	cfg := DefaultConfig()
+	cfg.MaxQueuedResponseBytes = 2 << 20 // about one response
+	srv, addr := serveReg(t, cfg, reg, "")
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.(*net.TCPConn).SetReadBuffer(4096)
+	req := kmsg.NewPtrMetadataRequest()
+	req.SetVersion(9)
+	b := kmsg.NewRequestFormatter(kmsg.FormatterClientID("reader-never")).AppendRequest(nil, req, 1)
+	go func() {
+		for range 32 {
+			c.SetWriteDeadline(time.Now().Add(10 * time.Second))
+			if _, err := c.Write(b); err != nil {
+				return
+			}
+		}
+	}()
+	conn := func() *conn {
+		srv.mu.Lock()
+		defer srv.mu.Unlock()
+		for c := range srv.mu.conns {
+			return c
+		}
+		return nil
+	}
+	eventually(t, "the reader to wait for room in the response queue", func() bool {
+		sc := conn()
+		if sc == nil {
+			return false
+		}
+		sc.outBytes.mu.Lock()
+		defer sc.outBytes.mu.Unlock()
+		return sc.outBytes.used >= sc.outBytes.limit || len(sc.out) == cap(sc.out)
+	})
+	if n := len(conn().out); n > 2 {
+		t.Fatalf("%d responses of about 2 MiB queued with a 2 MiB bound", n)
+	}
+}

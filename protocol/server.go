@@ -27,6 +27,10 @@ type Config struct {
 	IdleTimeout time.Duration
 	// MaxQueuedResponses bounds the encoded responses waiting for the writer.
 	MaxQueuedResponses int
+	// MaxQueuedResponseBytes bounds the bytes of those responses held in
+	// memory (file regions a response sends do not count); a response is
+	// queued while anything is left, so one larger response still goes.
+	MaxQueuedResponseBytes int64
 
 	// The limits below are described in limits.go; zero means no limit.
 
@@ -52,7 +56,7 @@ type Config struct {
 
 // DefaultConfig returns Kafka's defaults.
 func DefaultConfig() Config {
-	return Config{MaxRequestBytes: 104857600, IdleTimeout: 10 * time.Minute, MaxQueuedResponses: 8, QueuedMaxRequests: 500}
+	return Config{MaxRequestBytes: 104857600, IdleTimeout: 10 * time.Minute, MaxQueuedResponses: 8, MaxQueuedResponseBytes: 64 << 20, QueuedMaxRequests: 500}
 }
 
 // CloseReason says why a connection was closed. Every close logs one.
@@ -201,6 +205,7 @@ func (s *Server) startConn(nc net.Conn, listener string) {
 		out:  make(chan frame, s.cfg.MaxQueuedResponses),
 	}
 	c.listener, c.ip = listener, hostOf(nc.RemoteAddr().String())
+	c.outBytes = newBudget(s.cfg.MaxQueuedResponseBytes)
 	c.logger = s.logger.With().Uint64("conn", id).Str("remote", c.info.RemoteAddr).Logger()
 	c.ctx, c.cancel = context.WithCancel(s.baseCtx)
 
@@ -292,6 +297,9 @@ type conn struct {
 	// park gives back the queued.max.requests slot of the request being
 	// served (Request.Park); set by the reader before each request.
 	park func()
+	// outBytes bounds the bytes of responses queued for the writer
+	// (MaxQueuedResponseBytes).
+	outBytes *budget
 }
 
 func (c *conn) setReason(r CloseReason, err error) {
@@ -367,6 +375,14 @@ func (c *conn) readLoop() {
 			return
 		}
 		if resp.b != nil || resp.pieces != nil {
+			// The bytes of queued responses are bounded too, not only
+			// their number (limits.go).
+			resp.held = resp.memBytes()
+			if !c.outBytes.take(c.ctx, resp.held) {
+				resp.close()
+				c.setReason(CloseShutdown, nil)
+				return
+			}
 			select {
 			case c.out <- resp:
 			case <-c.srv.baseCtx.Done():
@@ -496,6 +512,7 @@ func (c *conn) writeLoop() {
 	for f := range c.out {
 		if failed {
 			f.close()
+			c.outBytes.give(f.held)
 			continue
 		}
 		// connections.max.idle.ms bounds every response's write too: a
@@ -511,6 +528,7 @@ func (c *conn) writeLoop() {
 			c.nc.SetReadDeadline(time.Now())
 			c.cancel()
 		}
+		c.outBytes.give(f.held)
 	}
 }
 

@@ -342,6 +342,9 @@ func (s *settings) brokerConfig() (broker.Config, error) {
 			MaxRequestBytes:    int32(min(s.positive("socket.request.max.bytes"), math.MaxInt32)),
 			IdleTimeout:        ms(s.i64("connections.max.idle.ms")),
 			MaxQueuedResponses: 8,
+			// gokafka's own bound (Kafka holds one response per
+			// connection): see protocol/limits.go.
+			MaxQueuedResponseBytes: 64 << 20,
 
 			MaxConnections:               int(min(s.positive("max.connections"), math.MaxInt32)),
 			ListenerMaxConnections:       s.listenerLimits(),
