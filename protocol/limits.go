@@ -123,10 +123,14 @@ func hostOf(addr string) string {
 	return addr
 }
 
-// acceptSlot waits until listener may accept another connection under
-// max.connections and its listener.name.<listener>.max.connections, and
-// reserves it. It returns false when the server is closing.
-func (s *Server) acceptSlot(listener string) bool {
+// acceptSlot waits until listener may hold another connection under
+// max.connections and its listener.name.<listener>.max.connections and,
+// with reserve, takes the slot. The acceptor waits without reserving
+// before it accepts (an idle acceptor must not hold a slot another
+// listener could use) and reserves after; like Kafka's acceptor it may
+// then wait again, holding the one socket it accepted. It returns false
+// when the server is closing.
+func (s *Server) acceptSlot(listener string, reserve bool) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	waiting := false
@@ -141,8 +145,10 @@ func (s *Server) acceptSlot(listener string) bool {
 		brokerWide := s.cfg.MaxConnections <= 0 || total < s.cfg.MaxConnections ||
 			listener != "" && listener == s.cfg.InterBrokerListener
 		if brokerWide && (lim <= 0 || perListener < lim) {
-			s.mu.accepted++
-			s.mu.perListener[listener]++
+			if reserve {
+				s.mu.accepted++
+				s.mu.perListener[listener]++
+			}
 			return true
 		}
 		if !waiting {

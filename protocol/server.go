@@ -163,13 +163,12 @@ func (s *Server) ServeListener(ln net.Listener, name string) error {
 
 	var backoff time.Duration
 	for {
-		if !s.acceptSlot(name) {
+		if !s.acceptSlot(name, false) {
 			return nil
 		}
 		nc, err := ln.Accept()
 		if err != nil {
 			s.mu.Lock()
-			s.releaseSlotLocked(name)
 			closing := s.mu.closing
 			s.mu.Unlock()
 			if closing {
@@ -187,6 +186,10 @@ func (s *Server) ServeListener(ln net.Listener, name string) error {
 			return err
 		}
 		backoff = 0
+		if !s.acceptSlot(name, true) {
+			nc.Close()
+			return nil
+		}
 		s.startConn(nc, name)
 	}
 }
