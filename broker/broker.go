@@ -42,6 +42,9 @@ type Config struct {
 	DefaultReplicationFactor int16
 	AutoCreateTopics         bool
 	DeleteTopicEnable        bool
+	// FetchMaxBytes is fetch.max.bytes, the most one Fetch response
+	// carries.
+	FetchMaxBytes int32
 
 	// Quorum configures the metadata quorum; its Dir and BindAddr are
 	// derived from LogDirs and the CONTROLLER listener.
@@ -202,7 +205,7 @@ func Start(ctx context.Context, cfg Config, logger zerolog.Logger) (_ *Server, e
 	if err != nil {
 		return nil, fmt.Errorf("start group coordinator: %w", err)
 	}
-	h := handlers.Register(reg, handlers.Config{NodeID: cfg.NodeID, AutoCreateTopics: cfg.AutoCreateTopics}, s.meta, s.replicas, logger.With().Str("component", "handlers").Logger())
+	h := handlers.Register(reg, handlers.Config{NodeID: cfg.NodeID, AutoCreateTopics: cfg.AutoCreateTopics, FetchMaxBytes: cfg.FetchMaxBytes}, s.meta, s.replicas, logger.With().Str("component", "handlers").Logger())
 	h.SetGroupCoordinator(s.groups)
 	s.txn, err = txn.New(cfg.Txn, s.meta, txn.ReplicaStore(s.replicas), s.groups, h.NextProducerID, logger.With().Str("component", "txn").Logger())
 	if err != nil {
@@ -213,7 +216,12 @@ func Start(ctx context.Context, cfg Config, logger zerolog.Logger) (_ *Server, e
 	s.shareM = share.NewManager(cfg.Share, s.meta, share.ReplicaSource(s.replicas), logger.With().Str("component", "share").Logger())
 	h.SetShare(s.shareC, s.shareM, cfg.Share)
 	h.SetQuotas(s.watchQuotas(cfg.Quota))
-	s.srv = protocol.NewServer(cfg.Protocol, reg, logger.With().Str("component", "net").Logger())
+	pcfg := cfg.Protocol
+	if pcfg.InterBrokerListener == "" {
+		// Kafka's default inter.broker.listener.name: the first listener.
+		pcfg.InterBrokerListener = lns[0].Name
+	}
+	s.srv = protocol.NewServer(pcfg, reg, logger.With().Str("component", "net").Logger())
 
 	adv, err := s.advertised(lns)
 	if err != nil {
@@ -222,8 +230,9 @@ func Start(ctx context.Context, cfg Config, logger zerolog.Logger) (_ *Server, e
 	if err := s.meta.Register(ctx, adv.Host, int32(adv.Port)); err != nil {
 		return nil, fmt.Errorf("register broker: %w", err)
 	}
-	for _, ln := range s.listeners {
-		go func(ln net.Listener) { s.serveErr <- s.srv.Serve(ln) }(ln)
+	for i, ln := range s.listeners {
+		name := lns[i].Name // listener.name.<name>.max.connections
+		go func(ln net.Listener) { s.serveErr <- s.srv.ServeListener(ln, name) }(ln)
 	}
 	return s, nil
 }

@@ -30,6 +30,17 @@ package handlers
 // without). From v12 a LastFetchedEpoch the leader's log does not agree
 // with is answered with DivergingEpoch instead of records (KIP-320 style
 // truncation on fetch; consumers get the same check).
+//
+// Limits (KafkaApis.handleFetchRequest): the response is bounded by the
+// broker's fetch.max.bytes whatever MaxBytes the request asks (v0-v2 carry
+// none), and MinBytes by that bound; each partition's PartitionMaxBytes
+// is honoured within it. A MaxBytes of zero or less still returns the
+// first batch, as Kafka's minOneMessage does, and nothing more. A
+// partition named more than once is read and answered once, where it was
+// first named, with the parameters it was last named with: Kafka's
+// FetchRequest collects partitions in a LinkedHashMap, which answers a
+// sessionless fetch the same way. So a request pins at most one file per
+// distinct partition it names, however long it is.
 
 import (
 	"context"
@@ -59,19 +70,15 @@ func (h *Handlers) fetch(ctx context.Context, req *protocol.Request) (kmsg.Respo
 	im := h.meta.Image()
 	useIDs := req.Version >= 13
 
-	// Resolve names (or ids) first; unknown ones are answered without
-	// reading.
-	type slot struct {
-		topic, part int
-		idx         int // index into params.Partitions, -1 if errored
-	}
 	params := replication.FetchParams{
 		MinBytes:      r.MinBytes,
-		MaxBytes:      r.MaxBytes,
+		MaxBytes:      fetchMaxBytes(r.MaxBytes, h.cfg.FetchMaxBytes),
 		MaxWait:       time.Duration(r.MaxWaitMillis) * time.Millisecond,
 		ReadCommitted: r.IsolationLevel == 1,
 		ZeroCopy:      req.Conn != nil && req.Conn.ZeroCopy,
+		OnPark:        req.Park,
 	}
+	params.MinBytes = min(params.MinBytes, params.MaxBytes)
 	replicaID, replicaEpoch := r.ReplicaID, int64(-1)
 	if req.Version >= 15 {
 		replicaID, replicaEpoch = r.ReplicaState.ID, r.ReplicaState.Epoch
@@ -82,50 +89,59 @@ func (h *Handlers) fetch(ctx context.Context, req *protocol.Request) (kmsg.Respo
 	} else {
 		params.MaxBytes = h.fetchMaxBytes(req, params.MaxBytes)
 	}
-	var slots []slot
-	for ti, t := range r.Topics {
-		rt := kmsg.NewFetchResponseTopic()
-		rt.Topic, rt.TopicID = t.Topic, t.TopicID
-		name, topicErr := t.Topic, int16(0)
+
+	// Each distinct partition once, in the order first named, with the
+	// last parameters given for it (see above).
+	parts := dedupFetchPartitions(r, useIDs)
+	type slot struct {
+		topic, part int
+		idx         int // index into params.Partitions, -1 if errored
+	}
+	slots := make([]slot, 0, len(parts))
+	for _, fp := range parts {
+		t, p := &r.Topics[fp.topic], &r.Topics[fp.topic].Partitions[fp.part]
+		if n := len(resp.Topics); n == 0 || resp.Topics[n-1].Topic != t.Topic || resp.Topics[n-1].TopicID != t.TopicID {
+			rt := kmsg.NewFetchResponseTopic()
+			rt.Topic, rt.TopicID = t.Topic, t.TopicID
+			resp.Topics = append(resp.Topics, rt)
+		}
+		rt := &resp.Topics[len(resp.Topics)-1]
+		rp := kmsg.NewFetchResponseTopicPartition()
+		rp.Partition = p.Partition
+		rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = -1, -1, -1
+		rp.PreferredReadReplica = -1
+		rt.Partitions = append(rt.Partitions, rp)
+		at := slot{len(resp.Topics) - 1, len(rt.Partitions) - 1, -1}
+
+		name := t.Topic
 		if useIDs {
-			if ti := im.TopicByID(cluster.TopicID(t.TopicID)); ti != nil {
-				name = ti.Name
-			} else {
-				topicErr = kerr.UnknownTopicID.Code
+			ti := im.TopicByID(cluster.TopicID(t.TopicID))
+			if ti == nil {
+				rt.Partitions[at.part].ErrorCode = kerr.UnknownTopicID.Code
+				slots = append(slots, at)
+				continue
 			}
+			name = ti.Name
 		}
-		for pi, p := range t.Partitions {
-			rp := kmsg.NewFetchResponseTopicPartition()
-			rp.Partition = p.Partition
-			rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = -1, -1, -1
-			rp.PreferredReadReplica = -1
-			switch {
-			case topicErr != 0:
-				rp.ErrorCode = topicErr
-				slots = append(slots, slot{ti, pi, -1})
-			default:
-				slots = append(slots, slot{ti, pi, len(params.Partitions)})
-				fp := replication.FetchPartition{
-					TP:                 partition.TopicPartition{Topic: name, Partition: p.Partition},
-					Offset:             p.FetchOffset,
-					MaxBytes:           p.PartitionMaxBytes,
-					CurrentLeaderEpoch: p.CurrentLeaderEpoch,
-					LogStartOffset:     -1,
-				}
-				if req.Version < 9 {
-					fp.CurrentLeaderEpoch = -1
-				}
-				if req.Version >= 12 && p.LastFetchedEpoch >= 0 {
-					fp.LastFetchedEpoch, fp.HasLastFetchedEpoch = p.LastFetchedEpoch, true
-				}
-				if req.Version >= 5 {
-					fp.LogStartOffset = p.LogStartOffset
-				}
-				params.Partitions = append(params.Partitions, fp)
-			}
-			rt.Partitions = append(rt.Partitions, rp)
+		at.idx = len(params.Partitions)
+		slots = append(slots, at)
+		part := replication.FetchPartition{
+			TP:                 partition.TopicPartition{Topic: name, Partition: p.Partition},
+			Offset:             p.FetchOffset,
+			MaxBytes:           p.PartitionMaxBytes,
+			CurrentLeaderEpoch: p.CurrentLeaderEpoch,
+			LogStartOffset:     -1,
 		}
-		resp.Topics = append(resp.Topics, rt)
+		if req.Version < 9 {
+			part.CurrentLeaderEpoch = -1
+		}
+		if req.Version >= 12 && p.LastFetchedEpoch >= 0 {
+			part.LastFetchedEpoch, part.HasLastFetchedEpoch = p.LastFetchedEpoch, true
+		}
+		if req.Version >= 5 {
+			part.LogStartOffset = p.LogStartOffset
+		}
+		params.Partitions = append(params.Partitions, part)
 	}
 
 	results := h.replicas.Fetch(ctx, params)
@@ -176,4 +192,52 @@ func (h *Handlers) fetch(ctx context.Context, req *protocol.Request) (kmsg.Respo
 		return spliced, nil
 	}
 	return resp, nil
+}
+
+// defaultFetchMaxBytes is Kafka's fetch.max.bytes.
+const defaultFetchMaxBytes = 57671680
+
+// fetchMaxBytes bounds a request's MaxBytes by the broker's fetch.max.bytes
+// (0: Kafka's default). A non-positive MaxBytes becomes 1: the first
+// batch, and nothing after it.
+func fetchMaxBytes(asked, broker int32) int32 {
+	if broker <= 0 {
+		broker = defaultFetchMaxBytes
+	}
+	return max(min(asked, broker), 1)
+}
+
+// fetchPart locates one partition entry of a FetchRequest.
+type fetchPart struct{ topic, part int }
+
+// dedupFetchPartitions lists the request's partitions once each, in the
+// order they were first named, each pointing at the entry that named it
+// last (Kafka's LinkedHashMap.put keeps the first position and the last
+// value). Topics are told apart by name, or by id from v13.
+func dedupFetchPartitions(r *kmsg.FetchRequest, useIDs bool) []fetchPart {
+	type key struct {
+		name string
+		id   [16]byte
+		part int32
+	}
+	var order []fetchPart
+	seen := make(map[key]int)
+	for ti := range r.Topics {
+		t := &r.Topics[ti]
+		for pi := range t.Partitions {
+			k := key{part: t.Partitions[pi].Partition}
+			if useIDs {
+				k.id = t.TopicID
+			} else {
+				k.name = t.Topic
+			}
+			if i, dup := seen[k]; dup {
+				order[i] = fetchPart{ti, pi}
+				continue
+			}
+			seen[k] = len(order)
+			order = append(order, fetchPart{ti, pi})
+		}
+	}
+	return order
 }

@@ -21,6 +21,9 @@ type Config struct {
 	NodeID int32
 	// AutoCreateTopics is auto.create.topics.enable.
 	AutoCreateTopics bool
+	// FetchMaxBytes is fetch.max.bytes, the most a Fetch response carries
+	// (0: Kafka's default, 55 MiB).
+	FetchMaxBytes int32
 }
 
 // Handlers serves the Kafka APIs.

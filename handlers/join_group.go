@@ -26,6 +26,9 @@ func (h *Handlers) registerJoinGroup(reg *protocol.Registry) {
 
 func (h *Handlers) joinGroup(ctx context.Context, req *protocol.Request) (kmsg.Response, error) {
 	r := req.Body.(*kmsg.JoinGroupRequest)
+	// It may wait (a rebalance, records to arrive): as Kafka parks it in
+	// purgatory, it holds no queued.max.requests slot.
+	req.Park()
 	resp := r.ResponseKind().(*kmsg.JoinGroupResponse)
 	if h.refuseShareGroupJoin(r.Group, resp) {
 		return resp, nil

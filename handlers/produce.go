@@ -26,11 +26,16 @@ package handlers
 // answer and the append; otherwise it goes to the coordinator's broker
 // (AddPartitionsToTxn v4, VerifyOnly) before the append. Control batches
 // are refused: only the coordinator writes markers (WriteTxnMarkers).
+//
+// A request's partitions are appended by at most produceWorkers
+// goroutines (a protocol.Group, so a panic in one is the handler's panic),
+// never one goroutine per entry; acks=all then waits for all of them at
+// once, under the request's one timeout, with the request parked
+// (protocol.Request.Park) rather than holding a queued.max.requests slot.
 
 import (
 	"context"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -42,6 +47,9 @@ import (
 	"github.com/gokafka/gokafka/replication"
 )
 
+// produceWorkers bounds the goroutines appending one request's partitions.
+const produceWorkers = 8
+
 func (h *Handlers) registerProduce(reg *protocol.Registry) {
 	reg.Register(0, 0, 11, h.produce)
 }
@@ -51,13 +59,16 @@ func (h *Handlers) produce(ctx context.Context, req *protocol.Request) (kmsg.Res
 	resp := r.ResponseKind().(*kmsg.ProduceResponse)
 	timeout := time.Duration(r.TimeoutMillis) * time.Millisecond
 
-	// Partitions are appended and (for acks=all) waited on together, so a
-	// request spanning many partitions takes one timeout, not one each.
-	var wg sync.WaitGroup
-	n := 0
-	for _, t := range r.Topics {
-		n += len(t.Partitions)
+	// Partitions are appended first, then (for acks=all) waited on
+	// together, so a request spanning many partitions takes one timeout,
+	// not one each.
+	type entry struct {
+		topic   string
+		records []byte
+		rp      *kmsg.ProduceResponseTopicPartition
+		wait    replication.ProduceWait
 	}
+	var entries []entry
 	for _, t := range r.Topics {
 		rt := kmsg.NewProduceResponseTopic()
 		rt.Topic = t.Topic
@@ -74,36 +85,56 @@ func (h *Handlers) produce(ctx context.Context, req *protocol.Request) (kmsg.Res
 			case r.Acks != 0 && r.Acks != 1 && r.Acks != -1:
 				rp.ErrorCode = kerr.InvalidRequiredAcks.Code
 			default:
-				one := func(topic string, records []byte) {
-					tp := partition.TopicPartition{Topic: topic, Partition: rp.Partition}
-					opts, err := h.txnProduceOptions(ctx, r.TransactionID, tp, records)
-					var info partition.AppendInfo
-					if err == nil {
-						info, err = h.replicas.ProduceWithOptions(ctx, tp, records, r.Acks, timeout, opts)
-					}
-					if err == nil {
-						rp.BaseOffset, rp.LogAppendTime, rp.LogStartOffset = info.FirstOffset, info.LogAppendTime, info.LogStartOffset
-						return
-					}
-					rp.ErrorCode = errorCode(err)
-					if req.Version >= 8 {
-						rp.ErrorMessage = errorMessage(err)
-					}
-					h.logger.Debug().Str("topic", topic).Int32("partition", rp.Partition).Int16("code", rp.ErrorCode).Err(err).Msg("produce failed")
-				}
-				if n == 1 {
-					one(t.Topic, p.Records)
-					break
-				}
-				wg.Add(1)
-				go func(topic string, records []byte) {
-					defer wg.Done()
-					one(topic, records)
-				}(t.Topic, p.Records)
+				entries = append(entries, entry{topic: t.Topic, records: p.Records, rp: rp})
 			}
 		}
 	}
-	wg.Wait()
+	fail := func(e *entry, err error) {
+		e.rp.BaseOffset, e.rp.LogAppendTime, e.rp.LogStartOffset = -1, -1, -1
+		e.rp.ErrorCode = errorCode(err)
+		if req.Version >= 8 {
+			e.rp.ErrorMessage = errorMessage(err)
+		}
+		h.logger.Debug().Str("topic", e.topic).Int32("partition", e.rp.Partition).Int16("code", e.rp.ErrorCode).Err(err).Msg("produce failed")
+	}
+	appendOne := func(e *entry) {
+		tp := partition.TopicPartition{Topic: e.topic, Partition: e.rp.Partition}
+		opts, err := h.txnProduceOptions(ctx, r.TransactionID, tp, e.records)
+		var info partition.AppendInfo
+		if err == nil {
+			info, e.wait, err = h.replicas.AppendWithOptions(ctx, tp, e.records, r.Acks, timeout, opts)
+		}
+		if err != nil {
+			fail(e, err)
+			return
+		}
+		e.rp.BaseOffset, e.rp.LogAppendTime, e.rp.LogStartOffset = info.FirstOffset, info.LogAppendTime, info.LogStartOffset
+	}
+	if len(entries) == 1 {
+		appendOne(&entries[0])
+	} else {
+		g := protocol.NewGroup(produceWorkers)
+		for i := range entries {
+			g.Go(func() { appendOne(&entries[i]) })
+		}
+		g.Wait()
+	}
+	var deadline chan time.Time
+	for i := range entries {
+		e := &entries[i]
+		if e.wait == nil {
+			continue
+		}
+		if deadline == nil {
+			req.Park()
+			deadline = make(chan time.Time)
+			t := time.AfterFunc(timeout, func() { close(deadline) })
+			defer t.Stop()
+		}
+		if err := e.wait(ctx, deadline); err != nil {
+			fail(e, err)
+		}
+	}
 	failed := false
 	for _, rt := range resp.Topics {
 		for _, rp := range rt.Partitions {

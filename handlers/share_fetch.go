@@ -45,6 +45,9 @@ func (h *Handlers) registerShareFetch(reg *protocol.Registry) {
 
 func (h *Handlers) shareFetch(ctx context.Context, req *protocol.Request) (kmsg.Response, error) {
 	r := req.Body.(*kmsg.ShareFetchRequest)
+	// It may wait (a rebalance, records to arrive): as Kafka parks it in
+	// purgatory, it holds no queued.max.requests slot.
+	req.Park()
 	resp := r.ResponseKind().(*kmsg.ShareFetchResponse)
 	if !h.shareReady() {
 		resp.ErrorCode = shareErrorCode(share.ErrCoordinatorUnavailable)

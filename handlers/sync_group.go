@@ -23,6 +23,9 @@ func (h *Handlers) registerSyncGroup(reg *protocol.Registry) {
 
 func (h *Handlers) syncGroup(ctx context.Context, req *protocol.Request) (kmsg.Response, error) {
 	r := req.Body.(*kmsg.SyncGroupRequest)
+	// It may wait (a rebalance, records to arrive): as Kafka parks it in
+	// purgatory, it holds no queued.max.requests slot.
+	req.Park()
 	resp := r.ResponseKind().(*kmsg.SyncGroupResponse)
 	var res group.SyncResult
 	if c := h.coordinator(); c == nil {

@@ -10,7 +10,6 @@ package handlers
 
 import (
 	"context"
-	"sync"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -26,7 +25,9 @@ func (h *Handlers) registerWriteTxnMarkers(reg *protocol.Registry) {
 func (h *Handlers) writeTxnMarkers(ctx context.Context, req *protocol.Request) (kmsg.Response, error) {
 	r := req.Body.(*kmsg.WriteTxnMarkersRequest)
 	resp := r.ResponseKind().(*kmsg.WriteTxnMarkersResponse)
-	var wg sync.WaitGroup
+	// At most produceWorkers markers are written at once; a panic in one
+	// is the handler's (protocol.Group).
+	g := protocol.NewGroup(produceWorkers)
 	resp.Markers = make([]kmsg.WriteTxnMarkersResponseMarker, len(r.Markers))
 	for mi, m := range r.Markers {
 		rm := &resp.Markers[mi]
@@ -46,15 +47,13 @@ func (h *Handlers) writeTxnMarkers(ctx context.Context, req *protocol.Request) (
 					rp.ErrorCode = kerr.CoordinatorNotAvailable.Code
 					continue
 				}
-				wg.Add(1)
-				go func(m kmsg.WriteTxnMarkersRequestMarker, topic string, p int32) {
-					defer wg.Done()
-					tp := txn.TopicPartition{Topic: topic, Partition: p}
+				g.Go(func() {
+					tp := txn.TopicPartition{Topic: t.Topic, Partition: p}
 					rp.ErrorCode = errorCode(h.txn.ApplyMarker(ctx, tp, m.ProducerID, m.ProducerEpoch, m.CoordinatorEpoch, m.Committed))
-				}(m, t.Topic, p)
+				})
 			}
 		}
 	}
-	wg.Wait()
+	g.Wait()
 	return resp, nil
 }

@@ -30,7 +30,10 @@
 // the timestamp-type bit and MaxTimestamp and recompute the CRC, exactly as
 // Kafka's DefaultRecordBatch.setMaxTimestamp does. Nothing is decompressed
 // on the produce or fetch path; only ListOffsets-by-timestamp looks inside
-// a batch (records.go).
+// a batch, through RecordIter (records.go), which streams the records
+// through the decoder and refuses a batch that expands past its declared
+// record count times max.message.bytes (at most 256 MiB) as
+// CORRUPT_MESSAGE, so a decompression bomb costs bounded memory and CPU.
 //
 // Index entries point at batch starts: the offset index maps a batch's
 // base offset to its position, one entry once index.interval.bytes have

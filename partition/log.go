@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"path/filepath"
 	"sort"
@@ -1385,6 +1386,7 @@ func (l *Log) OffsetForTimestamp(ts int64) (offset int64, timestamp int64, leade
 		return 0, 0, -1, false, ErrLogClosed
 	}
 	logStart, leo := l.mu.logStart, l.mu.leo
+	maxRecord := l.mu.cfg.MaxMessageBytes
 	switch {
 	case ts == -1:
 		ep := l.mu.epochs.latestEpoch()
@@ -1412,14 +1414,14 @@ func (l *Log) OffsetForTimestamp(ts int64) (offset int64, timestamp int64, leade
 			return 0, 0, -1, false, nil
 		}
 		v := views[best]
-		return v.findTimestamp(v.maxTs, v.offMax, logStart, true)
+		return v.findTimestamp(v.maxTs, v.offMax, logStart, true, maxRecord)
 	}
 	for _, v := range views {
 		if v.maxTs < ts || v.size == 0 {
 			continue
 		}
 		from := max(v.s.base+lookupTime(v.tidx, ts), logStart)
-		off, t, ep, ok, err := v.findTimestamp(ts, from, logStart, false)
+		off, t, ep, ok, err := v.findTimestamp(ts, from, logStart, false, maxRecord)
 		if err != nil || ok {
 			return off, t, ep, ok, err
 		}
@@ -1429,8 +1431,9 @@ func (l *Log) OffsetForTimestamp(ts int64) (offset int64, timestamp int64, leade
 
 // findTimestamp scans the segment's batches from the one holding offset
 // `from` for the first record with timestamp >= ts (== ts if exact) at or
-// after minOffset.
-func (v segView) findTimestamp(ts, from, minOffset int64, exact bool) (int64, int64, int32, bool, error) {
+// after minOffset. A batch's records are streamed from the file
+// (RecordIter), never read whole, with records up to maxRecord bytes.
+func (v segView) findTimestamp(ts, from, minOffset int64, exact bool, maxRecord int32) (int64, int64, int32, bool, error) {
 	pos, _, found, err := findBatch(v.s.log, v.idx, v.s.base, from, v.size)
 	if err != nil || !found {
 		return 0, 0, -1, false, err
@@ -1442,25 +1445,27 @@ func (v segView) findTimestamp(ts, from, minOffset int64, exact bool) (int64, in
 			return 0, 0, -1, false, err
 		}
 		if h.MaxTimestamp >= ts && h.LastOffset() >= minOffset {
-			batch := make([]byte, h.Size())
-			if n, err := v.s.log.ReadAt(batch, pos); n < len(batch) {
+			if pos+int64(h.Size()) > v.size {
+				return 0, 0, -1, false, fmt.Errorf("%w: batch at offset %d runs past the segment", ErrCorruptMessage, h.BaseOffset)
+			}
+			body := io.NewSectionReader(v.s.log, pos+BatchHeaderSize, int64(h.Size()-BatchHeaderSize))
+			it, err := NewRecordIter(h, body, maxRecord, false)
+			if err != nil {
 				return 0, 0, -1, false, err
 			}
 			var hit struct {
 				off, ts int64
 				ok      bool
 			}
-			err := recordTimestamps(batch, h, func(o, t int64) bool {
-				if o < minOffset {
-					return true
-				}
-				if (exact && t == ts) || (!exact && t >= ts) {
+			for it.Next() {
+				o, t := it.Offset, it.Timestamp
+				if o >= minOffset && ((exact && t == ts) || (!exact && t >= ts)) {
 					hit.off, hit.ts, hit.ok = o, t, true
-					return false
+					break
 				}
-				return true
-			})
-			if err != nil {
+			}
+			it.Close()
+			if err := it.Err(); err != nil {
 				return 0, 0, -1, false, err
 			}
 			if hit.ok {

@@ -1,10 +1,13 @@
 package partition
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
+	"math"
 
 	"github.com/golang/snappy"
 	"github.com/klauspost/compress/gzip"
@@ -12,52 +15,209 @@ import (
 	"github.com/pierrec/lz4/v4"
 )
 
-// This file is the lookup path only (ListOffsets by timestamp): it looks
-// inside batches to find one record's offset. The produce and fetch paths
-// never decompress.
+// Reading the records inside a batch: the lookup path (ListOffsets by
+// timestamp) and whoever else must look inside batches. The produce and
+// fetch paths never decompress.
+//
+// Decompression is streamed and bounded: a RecordIter holds one record
+// (or, skipping bodies, a few bytes of it) and the decoder's window, never
+// the whole batch, and stops with ErrCorruptMessage once the batch has
+// expanded past RecordsLimit, so a small batch that decompresses to
+// gigabytes costs bounded memory and bounded CPU.
 
-// maxDecompressed bounds how much a single batch may expand to, so that a
-// hostile batch already on disk cannot exhaust memory during a lookup.
+// maxDecompressed caps how much any one batch may expand to.
 const maxDecompressed = 256 << 20
 
-// recordsSection returns the uncompressed records of a batch.
-func recordsSection(batch []byte, h BatchHeader) ([]byte, error) {
-	body := batch[BatchHeaderSize:]
+// maxRecordOverhead bounds a record's framing beyond its key and value:
+// the length, attributes, timestamp and offset deltas, key and value
+// lengths and header count varints.
+const maxRecordOverhead = 64
+
+// zstdMaxWindow bounds the history a zstd stream may ask the decoder to
+// keep (Kafka's producers use windows of a few MiB).
+const zstdMaxWindow = 64 << 20
+
+// RecordsLimit is how far batch h may expand when its records are read:
+// its declared record count times the largest record (maxRecordBytes,
+// the topic's max.message.bytes, plus framing), and never more than
+// maxDecompressed.
+func RecordsLimit(h BatchHeader, maxRecordBytes int32) int64 {
+	per := int64(max(maxRecordBytes, 0)) + maxRecordOverhead
+	return min(int64(max(h.NumRecords, 0))*per, maxDecompressed)
+}
+
+// RecordIter reads the records of one batch in order, decompressing as it
+// goes. It never panics on any input; a batch that ends early, frames a
+// record badly, holds a record larger than maxRecordBytes or expands past
+// RecordsLimit ends the iteration with an error wrapping
+// ErrCorruptMessage.
+type RecordIter struct {
+	h         BatchHeader
+	br        *bufio.Reader
+	closeFn   func()
+	left      int32
+	maxRecord int64
+	withBody  bool
+	done      bool
+	err       error
+
+	// Offset and Timestamp are the current record's (the batch's
+	// MaxTimestamp for LogAppendTime batches).
+	Offset, Timestamp int64
+	// Body is the current record after its length prefix (attributes
+	// through headers), only for an iterator made withBody; it is reused
+	// by Next.
+	Body []byte
+}
+
+// NewRecordIter iterates the records of batch h whose bytes after the
+// batch header (its records, compressed as h says) body yields. With
+// withBody each record's bytes are read into Body; without, only their
+// offsets and timestamps are decoded and the rest is skipped as it
+// streams by. Close releases the decoder.
+func NewRecordIter(h BatchHeader, body io.Reader, maxRecordBytes int32, withBody bool) (*RecordIter, error) {
+	limit := RecordsLimit(h, maxRecordBytes)
+	it := &RecordIter{h: h, left: h.NumRecords, maxRecord: int64(max(maxRecordBytes, 0)) + maxRecordOverhead, withBody: withBody, closeFn: func() {}}
+	var src io.Reader
 	switch h.Compression() {
 	case CompressionNone:
-		return body, nil
+		src = body
 	case CompressionGzip:
-		r, err := gzip.NewReader(bytes.NewReader(body))
+		r, err := gzip.NewReader(body)
 		if err != nil {
 			return nil, fmt.Errorf("%w: gzip: %v", ErrCorruptMessage, err)
 		}
-		defer r.Close()
-		return readBounded(r)
+		src, it.closeFn = r, func() { r.Close() }
 	case CompressionSnappy:
-		return snappyDecode(body)
-	case CompressionLZ4:
-		return readBounded(lz4.NewReader(bytes.NewReader(body)))
-	case CompressionZstd:
-		d, err := zstd.NewReader(bytes.NewReader(body), zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(maxDecompressed))
+		r, err := newSnappyReader(body, limit)
 		if err != nil {
 			return nil, err
 		}
-		defer d.Close()
-		return readBounded(d)
+		src = r
+	case CompressionLZ4:
+		src = lz4.NewReader(body)
+	case CompressionZstd:
+		d, err := zstd.NewReader(body, zstd.WithDecoderConcurrency(1), zstd.WithDecoderLowmem(true),
+			zstd.WithDecoderMaxWindow(zstdMaxWindow), zstd.WithDecoderMaxMemory(uint64(max(limit, 1))))
+		if err != nil {
+			return nil, fmt.Errorf("%w: zstd: %v", ErrCorruptMessage, err)
+		}
+		src, it.closeFn = d, d.Close
 	default:
 		return nil, fmt.Errorf("%w: codec %d", ErrUnsupportedCompression, h.Compression())
 	}
+	it.br = bufio.NewReaderSize(&boundedReader{r: src, left: limit, limit: limit}, 32<<10)
+	return it, nil
 }
 
-func readBounded(r io.Reader) ([]byte, error) {
-	b, err := io.ReadAll(io.LimitReader(r, maxDecompressed+1))
+// Close releases the decoder. Idempotent.
+func (it *RecordIter) Close() {
+	it.closeFn()
+	it.closeFn = func() {}
+}
+
+// Err is the error that ended the iteration, if any.
+func (it *RecordIter) Err() error { return it.err }
+
+func (it *RecordIter) fail(format string, args ...any) bool {
+	it.err = fmt.Errorf("%w: record %d of batch at offset %d: %s", ErrCorruptMessage, it.h.NumRecords-it.left, it.h.BaseOffset, fmt.Sprintf(format, args...))
+	return false
+}
+
+// Next moves to the next record, reporting false at the end of the batch
+// or on an error (Err).
+func (it *RecordIter) Next() bool {
+	if it.err != nil {
+		return false
+	}
+	if it.left <= 0 {
+		// As Kafka's DefaultRecordBatch iterator: bytes past the declared
+		// records make the batch corrupt.
+		if !it.done {
+			it.done = true
+			if _, err := it.br.ReadByte(); err == nil {
+				return it.fail("records remain past the declared count")
+			} else if !errors.Is(err, io.EOF) {
+				return it.fail("%v", err)
+			}
+		}
+		return false
+	}
+	length, err := binary.ReadVarint(it.br)
 	if err != nil {
-		return nil, fmt.Errorf("%w: decompress: %v", ErrCorruptMessage, err)
+		return it.fail("length: %v", readErr(err))
 	}
-	if len(b) > maxDecompressed {
-		return nil, fmt.Errorf("%w: batch decompresses beyond %d bytes", ErrCorruptMessage, maxDecompressed)
+	if length < 1 || length > it.maxRecord {
+		return it.fail("length %d", length)
 	}
-	return b, nil
+	var head []byte
+	var small [32]byte
+	if it.withBody {
+		if int64(cap(it.Body)) < length {
+			it.Body = make([]byte, length)
+		}
+		it.Body = it.Body[:length]
+		if _, err := io.ReadFull(it.br, it.Body); err != nil {
+			return it.fail("body: %v", readErr(err))
+		}
+		head = it.Body
+	} else {
+		head = small[:min(length, int64(len(small)))]
+		if _, err := io.ReadFull(it.br, head); err != nil {
+			return it.fail("body: %v", readErr(err))
+		}
+		if _, err := it.br.Discard(int(length) - len(head)); err != nil {
+			return it.fail("body: %v", readErr(err))
+		}
+	}
+	p := 1 // attributes
+	tsDelta, n := binary.Varint(head[p:])
+	if n <= 0 {
+		return it.fail("timestamp delta")
+	}
+	p += n
+	offDelta, n := binary.Varint(head[p:])
+	if n <= 0 || offDelta < 0 || offDelta > math.MaxInt32 {
+		return it.fail("offset delta")
+	}
+	it.Offset = it.h.BaseOffset + offDelta
+	it.Timestamp = it.h.FirstTimestamp + tsDelta
+	if it.h.TimestampType() == 1 {
+		it.Timestamp = it.h.MaxTimestamp
+	}
+	it.left--
+	return true
+}
+
+func readErr(err error) error {
+	if errors.Is(err, io.EOF) {
+		return io.ErrUnexpectedEOF
+	}
+	return err
+}
+
+// boundedReader fails once more than limit bytes have come out of r.
+type boundedReader struct {
+	r           io.Reader
+	left, limit int64
+}
+
+func (b *boundedReader) Read(p []byte) (int, error) {
+	if b.left < 0 {
+		return 0, fmt.Errorf("%w: batch decompresses beyond %d bytes", ErrCorruptMessage, b.limit)
+	}
+	if int64(len(p)) > b.left+1 {
+		p = p[:b.left+1]
+	}
+	n, err := b.r.Read(p)
+	b.left -= int64(n)
+	if b.left < 0 {
+		return n, fmt.Errorf("%w: batch decompresses beyond %d bytes", ErrCorruptMessage, b.limit)
+	}
+	if err != nil && !errors.Is(err, io.EOF) {
+		err = fmt.Errorf("%w: decompress: %v", ErrCorruptMessage, err)
+	}
+	return n, err
 }
 
 // xerialMagic starts snappy data framed the way the Java client's
@@ -65,91 +225,107 @@ func readBounded(r io.Reader) ([]byte, error) {
 // raw snappy blocks.
 var xerialMagic = []byte{0x82, 'S', 'N', 'A', 'P', 'P', 'Y', 0}
 
-func snappyDecode(b []byte) ([]byte, error) {
-	if !bytes.HasPrefix(b, xerialMagic) {
-		if n, err := snappy.DecodedLen(b); err != nil || n > maxDecompressed {
-			return nil, fmt.Errorf("%w: snappy block", ErrCorruptMessage)
-		}
-		out, err := snappy.Decode(nil, b)
-		if err != nil {
-			return nil, fmt.Errorf("%w: snappy: %v", ErrCorruptMessage, err)
-		}
-		return out, nil
-	}
-	// magic(8) version(4) compatible(4), then [len uint32][snappy block]...
-	if len(b) < 16 {
-		return nil, fmt.Errorf("%w: xerial header truncated", ErrCorruptMessage)
-	}
-	var out []byte
-	for p := 16; p < len(b); {
-		if len(b)-p < 4 {
-			return nil, fmt.Errorf("%w: xerial chunk header truncated", ErrCorruptMessage)
-		}
-		n := int(binary.BigEndian.Uint32(b[p:]))
-		p += 4
-		if n < 0 || n > len(b)-p {
-			return nil, fmt.Errorf("%w: xerial chunk length %d", ErrCorruptMessage, n)
-		}
-		dl, err := snappy.DecodedLen(b[p : p+n])
-		if err != nil || len(out)+dl > maxDecompressed {
-			return nil, fmt.Errorf("%w: xerial chunk", ErrCorruptMessage)
-		}
-		out, err = snappyAppend(out, b[p:p+n], dl)
-		if err != nil {
-			return nil, err
-		}
-		p += n
-	}
-	return out, nil
+// snappyReader decodes a raw snappy block (one block: its decoded length,
+// checked against the limit first, is bounded by snappy's ratio to a few
+// tens of times the compressed batch) or xerial-framed chunks, one chunk
+// at a time.
+type snappyReader struct {
+	src         io.Reader // xerial chunks still to decode
+	out         []byte    // decoded bytes not yet read
+	limit       int64
+	decoded     int64
+	xerial, eof bool
+	chunk       []byte
 }
 
-func snappyAppend(dst, src []byte, dl int) ([]byte, error) {
-	start := len(dst)
-	dst = append(dst, make([]byte, dl)...)
-	if _, err := snappy.Decode(dst[start:], src); err != nil {
+func newSnappyReader(body io.Reader, limit int64) (*snappyReader, error) {
+	br := bufio.NewReader(body)
+	head, _ := br.Peek(16)
+	r := &snappyReader{src: br, limit: limit}
+	if len(head) >= len(xerialMagic) && bytes.Equal(head[:len(xerialMagic)], xerialMagic) {
+		if len(head) < 16 {
+			return nil, fmt.Errorf("%w: xerial header truncated", ErrCorruptMessage)
+		}
+		br.Discard(16) // magic(8) version(4) compatible(4)
+		r.xerial = true
+		return r, nil
+	}
+	// A raw block is the whole (already bounded) batch body.
+	b, err := io.ReadAll(br)
+	if err != nil {
 		return nil, fmt.Errorf("%w: snappy: %v", ErrCorruptMessage, err)
 	}
-	return dst, nil
+	if err := r.decode(b); err != nil {
+		return nil, err
+	}
+	r.eof = true
+	return r, nil
 }
 
-// recordTimestamps calls fn for each record with its absolute offset and
-// timestamp, stopping when fn returns false. Records are varint-framed:
-// length, attributes, timestampDelta, offsetDelta, then key, value and
-// headers, which are skipped via the length.
-func recordTimestamps(batch []byte, h BatchHeader, fn func(offset, ts int64) bool) error {
-	recs, err := recordsSection(batch, h)
+func (r *snappyReader) decode(b []byte) error {
+	n, err := snappy.DecodedLen(b)
+	if err != nil || n < 0 || r.decoded+int64(n) > r.limit {
+		return fmt.Errorf("%w: snappy block of %d bytes (limit %d)", ErrCorruptMessage, n, r.limit-r.decoded)
+	}
+	if cap(r.out) < n {
+		r.out = make([]byte, n)
+	}
+	out, err := snappy.Decode(r.out[:n], b)
+	if err != nil {
+		return fmt.Errorf("%w: snappy: %v", ErrCorruptMessage, err)
+	}
+	r.out = out
+	r.decoded += int64(n)
+	return nil
+}
+
+func (r *snappyReader) Read(p []byte) (int, error) {
+	for len(r.out) == 0 {
+		if r.eof || !r.xerial {
+			return 0, io.EOF
+		}
+		var lb [4]byte
+		if _, err := io.ReadFull(r.src, lb[:]); err != nil {
+			if errors.Is(err, io.EOF) {
+				r.eof = true
+				return 0, io.EOF
+			}
+			return 0, fmt.Errorf("%w: xerial chunk header: %v", ErrCorruptMessage, err)
+		}
+		n := int64(binary.BigEndian.Uint32(lb[:]))
+		if n > int64(maxDecompressed) {
+			return 0, fmt.Errorf("%w: xerial chunk length %d", ErrCorruptMessage, n)
+		}
+		// The chunk is read as it arrives, not allocated from its
+		// length prefix.
+		chunk := bytes.NewBuffer(r.chunk[:0])
+		if m, err := io.Copy(chunk, io.LimitReader(r.src, n)); err != nil || m != n {
+			return 0, fmt.Errorf("%w: xerial chunk truncated", ErrCorruptMessage)
+		}
+		r.chunk = chunk.Bytes()
+		if err := r.decode(r.chunk); err != nil {
+			return 0, err
+		}
+	}
+	n := copy(p, r.out)
+	r.out = r.out[n:]
+	return n, nil
+}
+
+// recordTimestamps calls fn for each record of an in-memory batch with
+// its absolute offset and timestamp, stopping when fn returns false.
+func recordTimestamps(batch []byte, h BatchHeader, maxRecordBytes int32, fn func(offset, ts int64) bool) error {
+	it, err := NewRecordIter(h, bytes.NewReader(batch[BatchHeaderSize:]), maxRecordBytes, false)
 	if err != nil {
 		return err
 	}
-	for i := int32(0); i < h.NumRecords && len(recs) > 0; i++ {
-		length, n := binary.Varint(recs)
-		if n <= 0 || length < 0 || length > int64(len(recs)-n) {
-			return fmt.Errorf("%w: record %d length", ErrCorruptMessage, i)
-		}
-		rec := recs[n : n+int(length)]
-		recs = recs[n+int(length):]
-		if len(rec) < 1 {
-			return fmt.Errorf("%w: record %d empty", ErrCorruptMessage, i)
-		}
-		p := 1 // attributes
-		tsDelta, n := binary.Varint(rec[p:])
-		if n <= 0 {
-			return fmt.Errorf("%w: record %d timestamp", ErrCorruptMessage, i)
-		}
-		p += n
-		offDelta, n := binary.Varint(rec[p:])
-		if n <= 0 {
-			return fmt.Errorf("%w: record %d offset", ErrCorruptMessage, i)
-		}
-		ts := h.FirstTimestamp + tsDelta
-		if h.TimestampType() == 1 {
-			ts = h.MaxTimestamp
-		}
-		if !fn(h.BaseOffset+offDelta, ts) {
+	defer it.Close()
+	for it.Next() {
+		if !fn(it.Offset, it.Timestamp) {
 			return nil
 		}
 	}
-	return nil
+	return it.Err()
 }
 
 // findInBatch returns the offset and timestamp of the first record in the
@@ -162,7 +338,7 @@ func findInBatch(batch []byte, h BatchHeader, target int64, exact bool) (off, ts
 		}
 		return 0, 0, false, nil
 	}
-	err = recordTimestamps(batch, h, func(o, t int64) bool {
+	err = recordTimestamps(batch, h, maxDecompressed, func(o, t int64) bool {
 		if (exact && t == target) || (!exact && t >= target) {
 			off, ts, ok = o, t, true
 			return false

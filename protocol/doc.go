@@ -12,6 +12,13 @@
 // the encoded response; it reads the next request only after that, so a
 // connection is served one request at a time and responses leave in request
 // order (Kafka mutes a channel the same way). A panic in a handler closes
-// that connection only, with the stack logged. Every closed connection logs a
-// typed CloseReason.
+// that connection only, with the stack logged; so does a panic in a
+// goroutine the handler started through a Group. Every closed connection
+// logs a typed CloseReason.
+//
+// The limits of limits.go bound what clients can make the server hold:
+// connections (max.connections, per listener, per address), requests and
+// request bytes across connections (queued.max.requests,
+// queued.max.request.bytes), and a response that cannot be written
+// (connections.max.idle.ms is also the write deadline).
 package protocol

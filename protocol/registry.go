@@ -26,6 +26,9 @@ type Request struct {
 	// the response goes out first (KIP-219) or after the time follows the
 	// response's version (kmsg.ThrottleResponse).
 	Throttle time.Duration
+
+	// park gives back the request's queued.max.requests slot (Park).
+	park func()
 }
 
 // ConnInfo identifies a client connection.

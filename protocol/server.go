@@ -27,11 +27,36 @@ type Config struct {
 	IdleTimeout time.Duration
 	// MaxQueuedResponses bounds the encoded responses waiting for the writer.
 	MaxQueuedResponses int
+	// MaxQueuedResponseBytes bounds the bytes of those responses held in
+	// memory (file regions a response sends do not count); a response is
+	// queued while anything is left, so one larger response still goes.
+	MaxQueuedResponseBytes int64
+
+	// The limits below are described in limits.go; zero means no limit.
+
+	// MaxConnections is max.connections, across listeners.
+	MaxConnections int
+	// InterBrokerListener names the listener max.connections does not
+	// stop (Kafka lets inter-broker connections in at the broker-wide
+	// limit; its own listener limit still applies).
+	InterBrokerListener string
+	// ListenerMaxConnections is listener.name.<listener>.max.connections,
+	// by listener name.
+	ListenerMaxConnections map[string]int
+	// MaxConnectionsPerIP is max.connections.per.ip.
+	MaxConnectionsPerIP int
+	// MaxConnectionsPerIPOverrides is max.connections.per.ip.overrides, by
+	// IP address.
+	MaxConnectionsPerIPOverrides map[string]int
+	// QueuedMaxRequests is queued.max.requests.
+	QueuedMaxRequests int
+	// QueuedMaxRequestBytes is queued.max.request.bytes.
+	QueuedMaxRequestBytes int64
 }
 
 // DefaultConfig returns Kafka's defaults.
 func DefaultConfig() Config {
-	return Config{MaxRequestBytes: 104857600, IdleTimeout: 10 * time.Minute, MaxQueuedResponses: 8}
+	return Config{MaxRequestBytes: 104857600, IdleTimeout: 10 * time.Minute, MaxQueuedResponses: 8, MaxQueuedResponseBytes: 64 << 20, QueuedMaxRequests: 500}
 }
 
 // CloseReason says why a connection was closed. Every close logs one.
@@ -51,12 +76,14 @@ const (
 	CloseHandlerPanic                          // the handler panicked
 	CloseHandlerError                          // the handler asked for the connection to close
 	CloseShutdown                              // the server is shutting down
+	CloseTooManyFromIP                         // max.connections.per.ip reached for the address
 )
 
 var closeReasonNames = [...]string{
 	"client_closed", "read_error", "write_error", "idle_timeout", "invalid_size",
 	"request_too_large", "malformed_header", "unknown_api_key", "unsupported_version",
 	"malformed_request", "handler_panic", "handler_error", "server_shutdown",
+	"too_many_connections_from_ip",
 }
 
 func (r CloseReason) String() string {
@@ -80,12 +107,26 @@ type Server struct {
 	nextID atomic.Uint64
 	wg     sync.WaitGroup
 
+	// requests and requestBytes are queued.max.requests and
+	// queued.max.request.bytes (nil: no limit).
+	requests, requestBytes *budget
+
 	mu struct {
 		sync.Mutex
 		listeners []net.Listener
 		conns     map[*conn]struct{}
 		closing   bool
+
+		// Connection counts for the limits (limits.go): accepted counts
+		// connections from acceptSlot until they close.
+		accepted      int
+		perListener   map[string]int
+		perIP         map[string]int
+		acceptWaiting int // acceptors waiting for a slot
 	}
+	// connClosed (on mu) is signalled when a connection slot frees and at
+	// shutdown.
+	connClosed *sync.Cond
 }
 
 // NewServer returns a server dispatching to reg.
@@ -96,12 +137,21 @@ func NewServer(cfg Config, reg *Registry, logger zerolog.Logger) *Server {
 	s := &Server{cfg: cfg, reg: reg, logger: logger}
 	s.baseCtx, s.cancelBase = context.WithCancel(context.Background())
 	s.mu.conns = make(map[*conn]struct{})
+	s.mu.perListener = make(map[string]int)
+	s.mu.perIP = make(map[string]int)
+	s.connClosed = sync.NewCond(&s.mu)
+	s.requests = newBudget(int64(cfg.QueuedMaxRequests))
+	s.requestBytes = newBudget(cfg.QueuedMaxRequestBytes)
 	return s
 }
 
 // Serve accepts connections on ln until Shutdown. It returns nil after a
 // shutdown and the accept error otherwise.
-func (s *Server) Serve(ln net.Listener) error {
+func (s *Server) Serve(ln net.Listener) error { return s.ServeListener(ln, "") }
+
+// ServeListener is Serve for the listener named name, whose connections
+// count against listener.name.<name>.max.connections.
+func (s *Server) ServeListener(ln net.Listener, name string) error {
 	s.mu.Lock()
 	if s.mu.closing {
 		s.mu.Unlock()
@@ -113,6 +163,9 @@ func (s *Server) Serve(ln net.Listener) error {
 
 	var backoff time.Duration
 	for {
+		if !s.acceptSlot(name, false) {
+			return nil
+		}
 		nc, err := ln.Accept()
 		if err != nil {
 			s.mu.Lock()
@@ -133,7 +186,11 @@ func (s *Server) Serve(ln net.Listener) error {
 			return err
 		}
 		backoff = 0
-		s.startConn(nc)
+		if !s.acceptSlot(name, true) {
+			nc.Close()
+			return nil
+		}
+		s.startConn(nc, name)
 	}
 }
 
@@ -142,7 +199,7 @@ func isTemporary(err error) bool {
 	return errors.As(err, &t) && t.Temporary()
 }
 
-func (s *Server) startConn(nc net.Conn) {
+func (s *Server) startConn(nc net.Conn, listener string) {
 	id := s.nextID.Add(1)
 	c := &conn{
 		srv:  s,
@@ -150,15 +207,28 @@ func (s *Server) startConn(nc net.Conn) {
 		info: &ConnInfo{ID: id, RemoteAddr: nc.RemoteAddr().String(), LocalAddr: nc.LocalAddr().String(), ZeroCopy: isTCP(nc)},
 		out:  make(chan frame, s.cfg.MaxQueuedResponses),
 	}
+	c.listener, c.ip = listener, hostOf(nc.RemoteAddr().String())
+	c.outBytes = newBudget(s.cfg.MaxQueuedResponseBytes)
 	c.logger = s.logger.With().Uint64("conn", id).Str("remote", c.info.RemoteAddr).Logger()
 	c.ctx, c.cancel = context.WithCancel(s.baseCtx)
 
 	s.mu.Lock()
 	if s.mu.closing {
+		s.releaseSlotLocked(listener)
 		s.mu.Unlock()
 		nc.Close()
 		return
 	}
+	if lim := s.ipLimit(c.ip); lim > 0 && s.mu.perIP[c.ip] >= lim {
+		// Kafka's ConnectionQuotas: accepted, then closed with a log line.
+		s.releaseSlotLocked(listener)
+		s.mu.Unlock()
+		nc.Close()
+		c.logger.Warn().Str("reason", CloseTooManyFromIP.String()).Str("listener", listener).Int("max_connections_per_ip", lim).
+			Msgf("rejected connection from %s: the address already has the configured maximum of %d connections", c.ip, lim)
+		return
+	}
+	s.mu.perIP[c.ip]++
 	s.mu.conns[c] = struct{}{}
 	s.wg.Add(2)
 	s.mu.Unlock()
@@ -174,6 +244,7 @@ func (s *Server) startConn(nc net.Conn) {
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.mu.Lock()
 	s.mu.closing = true
+	s.connClosed.Broadcast()
 	for _, ln := range s.mu.listeners {
 		ln.Close()
 	}
@@ -208,6 +279,10 @@ type conn struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 
+	// listener and ip are what the connection counts against
+	// (limits.go).
+	listener, ip string
+
 	// out carries encoded responses to the writer in request order. The
 	// reader closes it when it stops; the writer then drains it and closes
 	// the socket.
@@ -226,6 +301,13 @@ type conn struct {
 	closeOnce sync.Once
 	reason    CloseReason
 	reasonErr error
+
+	// park gives back the queued.max.requests slot of the request being
+	// served (Request.Park); set by the reader before each request.
+	park func()
+	// outBytes bounds the bytes of responses queued for the writer
+	// (MaxQueuedResponseBytes).
+	outBytes *budget
 }
 
 func (c *conn) setReason(r CloseReason, err error) {
@@ -272,13 +354,31 @@ func (c *conn) readLoop() {
 			c.setReason(CloseTooLarge, fmt.Errorf("size %d exceeds socket.request.max.bytes %d", size, c.srv.cfg.MaxRequestBytes))
 			return
 		}
-		buf := getRequestBuf(size)
-		if _, err := io.ReadFull(c.nc, buf); err != nil {
+		if !c.srv.requestBytes.take(c.ctx, int64(size)) {
+			c.setReason(CloseShutdown, nil)
+			return
+		}
+		buf, err := readRequest(c.nc, size)
+		if err != nil {
+			c.srv.requestBytes.give(int64(size))
 			c.readFailed(err)
 			return
 		}
+		if !c.srv.requests.take(c.ctx, 1) {
+			c.srv.requestBytes.give(int64(size))
+			c.setReason(CloseShutdown, nil)
+			return
+		}
+		var parked atomic.Bool
+		c.park = func() {
+			if !parked.Swap(true) {
+				c.srv.requests.give(1)
+			}
+		}
 		resp, ok := c.serve(buf)
+		c.park()
 		putRequestBuf(buf)
+		c.srv.requestBytes.give(int64(size))
 		if !ok {
 			return
 		}
@@ -290,6 +390,14 @@ func (c *conn) readLoop() {
 			return
 		}
 		if resp.b != nil || resp.pieces != nil {
+			// The bytes of queued responses are bounded too, not only
+			// their number (limits.go).
+			resp.held = resp.memBytes()
+			if !c.outBytes.take(c.ctx, resp.held) {
+				resp.close()
+				c.setReason(CloseShutdown, nil)
+				return
+			}
 			select {
 			case c.out <- resp:
 			case <-c.srv.baseCtx.Done():
@@ -382,7 +490,7 @@ func (c *conn) serve(in []byte) (out frame, ok bool) {
 
 	preq := &Request{
 		Key: h.key, Version: h.version, CorrelationID: h.correlationID,
-		ClientID: h.clientID, Body: req, Conn: c.info, Size: len(in),
+		ClientID: h.clientID, Body: req, Conn: c.info, Size: len(in), park: c.park,
 	}
 	resp, err, panicked := c.callHandler(entry.fn, preq)
 	c.throttle, c.throttleAfter = preq.Throttle, throttleAfterResponse(resp, h.version)
@@ -459,7 +567,14 @@ func (c *conn) writeLoop() {
 	for f := range c.out {
 		if failed {
 			f.close()
+			c.outBytes.give(f.held)
 			continue
+		}
+		// connections.max.idle.ms bounds every response's write too: a
+		// client that stops reading is disconnected rather than pinning
+		// its queued responses (and their files) forever.
+		if c.srv.cfg.IdleTimeout > 0 {
+			c.nc.SetWriteDeadline(time.Now().Add(c.srv.cfg.IdleTimeout))
 		}
 		if err := f.write(c.nc); err != nil {
 			c.setReason(CloseWriteError, err)
@@ -468,6 +583,7 @@ func (c *conn) writeLoop() {
 			c.nc.SetReadDeadline(time.Now())
 			c.cancel()
 		}
+		c.outBytes.give(f.held)
 	}
 }
 
@@ -475,6 +591,10 @@ func (c *conn) finish() {
 	c.nc.Close()
 	c.srv.mu.Lock()
 	delete(c.srv.mu.conns, c)
+	if c.srv.mu.perIP[c.ip]--; c.srv.mu.perIP[c.ip] <= 0 {
+		delete(c.srv.mu.perIP, c.ip)
+	}
+	c.srv.releaseSlotLocked(c.listener)
 	c.srv.mu.Unlock()
 
 	ev := c.logger.Debug()
@@ -504,15 +624,18 @@ const pooledRequestMin = 64 << 10
 
 var requestBufs = sync.Pool{New: func() any { return new([]byte) }}
 
+// getRequestBuf returns a buffer for a frame of size bytes: a pooled one
+// that already holds size, else an empty one that readRequest grows as
+// the bytes arrive.
 func getRequestBuf(size int32) []byte {
-	if size < pooledRequestMin {
-		return make([]byte, size)
+	if size <= requestChunk {
+		return make([]byte, 0, size)
 	}
 	bp := requestBufs.Get().(*[]byte)
 	if cap(*bp) < int(size) {
-		return make([]byte, size)
+		return make([]byte, 0, requestChunk)
 	}
-	return (*bp)[:size]
+	return (*bp)[:0]
 }
 
 // putRequestBuf returns a Produce frame's buffer to the pool once it has

@@ -80,6 +80,18 @@ func (s *SplicedResponse) Close() {
 type frame struct {
 	b      []byte
 	pieces []piece
+	// held is what the frame counts against its connection's
+	// MaxQueuedResponseBytes while queued.
+	held int64
+}
+
+// memBytes is how much memory f holds: its bytes, not its file regions.
+func (f frame) memBytes() int64 {
+	n := int64(len(f.b))
+	for _, p := range f.pieces {
+		n += int64(len(p.b))
+	}
+	return n
 }
 
 type piece struct {

@@ -803,25 +803,48 @@ func (m *Manager) Produce(ctx context.Context, tp partition.TopicPartition, reco
 
 // ProduceWithOptions is Produce with the extra rules of opts.
 func (m *Manager) ProduceWithOptions(ctx context.Context, tp partition.TopicPartition, records []byte, acks int16, timeout time.Duration, opts AppendOptions) (partition.AppendInfo, error) {
+	info, wait, err := m.AppendWithOptions(ctx, tp, records, acks, timeout, opts)
+	if err != nil || wait == nil {
+		return info, err
+	}
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	return info, wait(ctx, timer.C)
+}
+
+// ProduceWait waits for an acks=all append to be replicated: it returns
+// once the high watermark has passed it (nil, or the error a shrunk ISR
+// or a lost leadership gives), when deadline fires (REQUEST_TIMED_OUT) or
+// when ctx is done. deadline may be shared by many waits (a closed
+// channel).
+type ProduceWait func(ctx context.Context, deadline <-chan time.Time) error
+
+// AppendWithOptions is the append half of ProduceWithOptions: it appends
+// and, for acks=-1, returns the wait for replication instead of waiting,
+// so that a request spanning many partitions appends them all and then
+// waits once (Kafka's single DelayedProduce per request). An idempotent
+// batch arriving while the partition's producer state loads waits for it,
+// holding no lock, at most timeout.
+func (m *Manager) AppendWithOptions(ctx context.Context, tp partition.TopicPartition, records []byte, acks int16, timeout time.Duration, opts AppendOptions) (partition.AppendInfo, ProduceWait, error) {
 	p, err := m.leader(tp, -1)
 	if err != nil {
-		return partition.AppendInfo{}, err
+		return partition.AppendInfo{}, nil, err
 	}
 	hdrs, err := partition.ValidateBatches(records, p.log.Config().MaxMessageBytes)
 	if err != nil {
-		return partition.AppendInfo{}, err
+		return partition.AppendInfo{}, nil, err
 	}
 	// Kafka's rules for produce v3+: one batch per partition, and control
 	// batches only from the transaction coordinator, never from clients.
 	if len(hdrs) != 1 {
-		return partition.AppendInfo{}, fmt.Errorf("%w: produce requests must contain exactly one record batch, got %d", partition.ErrInvalidRecord, len(hdrs))
+		return partition.AppendInfo{}, nil, fmt.Errorf("%w: produce requests must contain exactly one record batch, got %d", partition.ErrInvalidRecord, len(hdrs))
 	}
 	if !opts.FromCoordinator {
 		if hdrs[0].IsControl() {
-			return partition.AppendInfo{}, fmt.Errorf("%w: clients may not write control batches", partition.ErrInvalidRecord)
+			return partition.AppendInfo{}, nil, fmt.Errorf("%w: clients may not write control batches", partition.ErrInvalidRecord)
 		}
 		if err := partition.CheckClientBatch(hdrs[0]); err != nil {
-			return partition.AppendInfo{}, err
+			return partition.AppendInfo{}, nil, err
 		}
 	}
 
@@ -840,13 +863,13 @@ func (m *Manager) ProduceWithOptions(ctx context.Context, tp partition.TopicPart
 		if st == nil {
 			p.mu.Unlock()
 			p.roleMu.RUnlock()
-			return partition.AppendInfo{}, ErrNotLeaderOrFollower
+			return partition.AppendInfo{}, nil, ErrNotLeaderOrFollower
 		}
 		epoch, isr, minISR := p.mu.leaderEpoch, len(st.ISR()), p.mu.minISR
 		p.mu.Unlock()
 		if acks == -1 && isr < minISR {
 			p.roleMu.RUnlock()
-			return partition.AppendInfo{}, ErrNotEnoughReplicas
+			return partition.AppendInfo{}, nil, ErrNotEnoughReplicas
 		}
 		var ld *producerLoad
 		info, dup, ld, err = p.appendAsLeader(records, hdrs[0], epoch, opts)
@@ -855,12 +878,12 @@ func (m *Manager) ProduceWithOptions(ctx context.Context, tp partition.TopicPart
 		}
 		p.roleMu.RUnlock()
 		if err := waitProducers(ctx, ld, time.Until(deadline)); err != nil {
-			return partition.AppendInfo{}, err
+			return partition.AppendInfo{}, nil, err
 		}
 	}
 	if err != nil {
 		p.roleMu.RUnlock()
-		return info, err
+		return info, nil, err
 	}
 	var id uint64
 	var done chan error
@@ -881,17 +904,20 @@ func (m *Manager) ProduceWithOptions(ctx context.Context, tp partition.TopicPart
 	p.roleMu.RUnlock()
 	m.afterUnlock(p, st, prop)
 	if acks != -1 {
-		return info, nil
+		return info, nil, nil
 	}
+	return info, func(ctx context.Context, deadline <-chan time.Time) error {
+		return m.waitReplicated(ctx, deadline, p, id, done)
+	}, nil
+}
 
-	timer := time.NewTimer(timeout)
-	defer timer.Stop()
+func (m *Manager) waitReplicated(ctx context.Context, deadline <-chan time.Time, p *Partition, id uint64, done chan error) error {
 	defer addParked(ctx, time.Now())
 	var waitErr error
 	select {
 	case err := <-done:
-		return info, err
-	case <-timer.C:
+		return err
+	case <-deadline:
 		waitErr = ErrRequestTimedOut
 	case <-ctx.Done():
 		waitErr = fmt.Errorf("%w: %w", ErrRequestTimedOut, ctx.Err())
@@ -907,9 +933,9 @@ func (m *Manager) ProduceWithOptions(ctx context.Context, tp partition.TopicPart
 	p.mu.Unlock()
 	if !parked {
 		// Completed between the timer and the lock.
-		return info, <-done
+		return <-done
 	}
-	return info, waitErr
+	return waitErr
 }
 
 // FetchPartition is one partition of a fetch.
@@ -946,6 +972,8 @@ type FetchParams struct {
 	// ZeroCopy lets results carry file Regions instead of Records, for a
 	// connection that can send them with sendfile.
 	ZeroCopy bool
+	// OnPark, if set, is called before the fetch parks to wait for data.
+	OnPark func()
 }
 
 // FetchResult is one partition's answer.
@@ -997,6 +1025,9 @@ func (m *Manager) Fetch(ctx context.Context, fp FetchParams) []FetchResult {
 		CloseRegions(res) // read again after the wait
 		if timer == nil {
 			timer = time.NewTimer(fp.MaxWait)
+		}
+		if fp.OnPark != nil {
+			fp.OnPark()
 		}
 		parkedAt := time.Now()
 		woke := WaitAny(ctx, timer.C, waits)

@@ -3,7 +3,9 @@ package main
 import (
 	"fmt"
 	"math"
+	"net"
 	"os"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -62,7 +64,13 @@ var properties = []property{
 	{"delete.topic.enable", "true", "Allow DeleteTopics."},
 	{"message.max.bytes", "1048588", "Largest record batch accepted (topic: max.message.bytes)."},
 	{"socket.request.max.bytes", "104857600", "Largest request frame; a larger size closes the connection."},
-	{"connections.max.idle.ms", "600000", "Close connections idle for this long."},
+	{"connections.max.idle.ms", "600000", "Close connections idle for this long, and connections a response could not be written to for this long."},
+	{"max.connections", "2147483647", "Connections the broker holds at once; at the limit listeners stop accepting until one closes (per listener: listener.name.<name>.max.connections)."},
+	{"max.connections.per.ip", "2147483647", "Connections one address may hold; more are accepted and closed at once."},
+	{"max.connections.per.ip.overrides", "", "Per-address limits as host:count,ip:count, overriding max.connections.per.ip."},
+	{"queued.max.requests", "500", "Requests read and being served across the broker; further connections wait (a parked fetch or acks=all produce does not count)."},
+	{"queued.max.request.bytes", "-1", "Bytes of request frames held across the broker; -1 for no limit."},
+	{"fetch.max.bytes", "57671680", "Most bytes one Fetch response carries, whatever the request asks (at least one batch)."},
 	{"log.segment.bytes", "1073741824", "Roll a segment at this size (topic: segment.bytes)."},
 	{"log.roll.ms", "", "Roll a segment this long after its first record (topic: segment.ms); empty uses log.roll.hours."},
 	{"log.roll.hours", "168", "Segment roll time in hours when log.roll.ms is not set."},
@@ -145,12 +153,27 @@ func loadConfig(path string) (*settings, error) {
 			known[p.name] = true
 		}
 		for _, k := range v.AllKeys() {
-			if !known[k] {
+			if !known[k] && !listenerMaxConnections.MatchString(k) {
 				return nil, fmt.Errorf("config %s: unknown property %q", path, k)
 			}
 		}
 	}
 	s := &settings{values: map[string]string{}, set: map[string]bool{}}
+	// listener.name.<name>.max.connections, from the file and from
+	// GOKAFKA_LISTENER_NAME_<NAME>_MAX_CONNECTIONS.
+	for _, k := range v.AllKeys() {
+		if listenerMaxConnections.MatchString(k) {
+			s.values[k] = strings.TrimSpace(v.GetString(k))
+		}
+	}
+	for _, kv := range os.Environ() {
+		k, val, _ := strings.Cut(kv, "=")
+		if name, ok := strings.CutPrefix(k, "GOKAFKA_LISTENER_NAME_"); ok {
+			if name, ok := strings.CutSuffix(name, "_MAX_CONNECTIONS"); ok && name != "" {
+				s.values["listener.name."+strings.ToLower(name)+".max.connections"] = strings.TrimSpace(val)
+			}
+		}
+	}
 	for _, p := range properties {
 		val := strings.TrimSpace(v.GetString(p.name))
 		s.values[p.name] = val
@@ -167,6 +190,52 @@ type settings struct {
 }
 
 func (s *settings) str(name string) string { return s.values[name] }
+
+// listenerMaxConnections matches Kafka's per-listener connection limit,
+// listener.name.<listener name in lower case>.max.connections.
+var listenerMaxConnections = regexp.MustCompile(`^listener\.name\.[a-z0-9_-]+\.max\.connections$`)
+
+// listenerLimits returns listener.name.<name>.max.connections by upper-case
+// listener name.
+func (s *settings) listenerLimits() map[string]int {
+	out := map[string]int{}
+	for k := range s.values {
+		if !listenerMaxConnections.MatchString(k) {
+			continue
+		}
+		name := strings.TrimSuffix(strings.TrimPrefix(k, "listener.name."), ".max.connections")
+		out[strings.ToUpper(name)] = int(min(s.positive(k), math.MaxInt32))
+	}
+	return out
+}
+
+// ipOverrides parses max.connections.per.ip.overrides, "host:count,...".
+// Host names are resolved once, at start-up, as Kafka does.
+func (s *settings) ipOverrides() map[string]int {
+	out := map[string]int{}
+	for _, item := range s.list("max.connections.per.ip.overrides") {
+		i := strings.LastIndex(item, ":")
+		n, err := strconv.Atoi(strings.TrimSpace(item[i+1:]))
+		if i <= 0 || err != nil || n < 0 {
+			s.errs = append(s.errs, fmt.Sprintf("max.connections.per.ip.overrides: %q is not host:count", item))
+			continue
+		}
+		host := strings.Trim(strings.TrimSpace(item[:i]), "[]")
+		if ip := net.ParseIP(host); ip != nil {
+			out[ip.String()] = n
+			continue
+		}
+		ips, err := net.LookupIP(host)
+		if err != nil {
+			s.errs = append(s.errs, fmt.Sprintf("max.connections.per.ip.overrides: %s: %v", host, err))
+			continue
+		}
+		for _, ip := range ips {
+			out[ip.String()] = n
+		}
+	}
+	return out
+}
 
 func (s *settings) i64(name string) int64 {
 	n, err := strconv.ParseInt(s.values[name], 10, 64)
@@ -271,10 +340,21 @@ func (s *settings) brokerConfig() (broker.Config, error) {
 		DefaultReplicationFactor: int16(s.positive("default.replication.factor")),
 		AutoCreateTopics:         s.boolean("auto.create.topics.enable"),
 		DeleteTopicEnable:        s.boolean("delete.topic.enable"),
+		FetchMaxBytes:            int32(min(s.positive("fetch.max.bytes"), math.MaxInt32)),
 		Protocol: protocol.Config{
 			MaxRequestBytes:    int32(min(s.positive("socket.request.max.bytes"), math.MaxInt32)),
 			IdleTimeout:        ms(s.i64("connections.max.idle.ms")),
 			MaxQueuedResponses: 8,
+			// gokafka's own bound (Kafka holds one response per
+			// connection): see protocol/limits.go.
+			MaxQueuedResponseBytes: 64 << 20,
+
+			MaxConnections:               int(min(s.positive("max.connections"), math.MaxInt32)),
+			ListenerMaxConnections:       s.listenerLimits(),
+			MaxConnectionsPerIP:          int(min(s.positive("max.connections.per.ip"), math.MaxInt32)),
+			MaxConnectionsPerIPOverrides: s.ipOverrides(),
+			QueuedMaxRequests:            int(min(s.positive("queued.max.requests"), math.MaxInt32)),
+			QueuedMaxRequestBytes:        s.i64("queued.max.request.bytes"),
 		},
 		Logs: partition.ManagerConfig{
 			RetentionCheckInterval: ms(s.positive("log.retention.check.interval.ms")),

@@ -109,3 +109,36 @@ func TestDefaultsServeLocalhost9092WithDataDir(t *testing.T) {
 		t.Fatalf("defaults: %v %v", cfg.Listeners, cfg.LogDirs)
 	}
 }
+
+func TestConnectionLimitsConfig(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "c.yaml")
+	os.WriteFile(path, []byte("listener.name.plaintext.max.connections: 5\nmax.connections.per.ip: 20\nmax.connections.per.ip.overrides: \"127.0.0.2:3,localhost:4\"\nqueued.max.request.bytes: 1000000\nfetch.max.bytes: 1048576\n"), 0o644)
+	t.Setenv("GOKAFKA_LISTENER_NAME_INTERNAL_MAX_CONNECTIONS", "7")
+	s, err := loadConfig(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := s.brokerConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := cfg.Protocol
+	if p.ListenerMaxConnections["PLAINTEXT"] != 5 || p.ListenerMaxConnections["INTERNAL"] != 7 || len(p.ListenerMaxConnections) != 2 {
+		t.Errorf("listener limits %v", p.ListenerMaxConnections)
+	}
+	if p.MaxConnectionsPerIP != 20 || p.MaxConnectionsPerIPOverrides["127.0.0.2"] != 3 || p.MaxConnectionsPerIPOverrides["127.0.0.1"] != 4 {
+		t.Errorf("per-ip %d, overrides %v", p.MaxConnectionsPerIP, p.MaxConnectionsPerIPOverrides)
+	}
+	if p.MaxConnections != 2147483647 || p.QueuedMaxRequests != 500 || p.QueuedMaxRequestBytes != 1000000 || cfg.FetchMaxBytes != 1048576 {
+		t.Errorf("max.connections %d queued.max.requests %d queued.max.request.bytes %d fetch.max.bytes %d",
+			p.MaxConnections, p.QueuedMaxRequests, p.QueuedMaxRequestBytes, cfg.FetchMaxBytes)
+	}
+	bad := filepath.Join(dir, "bad.yaml")
+	os.WriteFile(bad, []byte("max.connections.per.ip.overrides: \"127.0.0.1\"\n"), 0o644)
+	if s, err := loadConfig(bad); err != nil {
+		t.Fatal(err)
+	} else if _, err := s.brokerConfig(); err == nil {
+		t.Error("an override without a count was accepted")
+	}
+}
