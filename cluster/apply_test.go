@@ -130,14 +130,14 @@ func TestNewControllerAppliesCommittedLogBeforeValidating(t *testing.T) {
 		}
 	}()
 
-	base := c.raft.LastIndex()
+	base := c.log.(*raftLog).r.LastIndex()
 	blocking.Store(true)
 	marker, _ := json.Marshal([]*Command{{Type: CmdSetBrokerConfigs, Name: "", Configs: map[string]string{"log.retention.ms": "7"}}})
 	fence, _ := json.Marshal([]*Command{{Type: CmdFenceBroker, BrokerID: 2}})
-	markerF := c.raft.Apply(marker, 5*time.Second)
+	markerF := c.log.(*raftLog).r.Apply(marker, 5*time.Second)
 	<-held
-	fenceF := c.raft.Apply(fence, 5*time.Second)
-	waitFor(t, "the fence to be committed", func() bool { return c.raft.LastIndex() >= base+2 })
+	fenceF := c.log.(*raftLog).r.Apply(fence, 5*time.Second)
+	waitFor(t, "the fence to be committed", func() bool { return c.log.(*raftLog).r.LastIndex() >= base+2 })
 	if c.Image().Brokers[2].Fenced {
 		t.Fatal("setup: the fence was applied already")
 	}
@@ -160,7 +160,7 @@ func TestNewControllerAppliesCommittedLogBeforeValidating(t *testing.T) {
 	}()
 	// The AlterPartition has appended something: its barrier, or (without
 	// one) the change it validated against the older image.
-	waitFor(t, "the AlterPartition to reach the log", func() bool { return c.raft.LastIndex() >= base+3 })
+	waitFor(t, "the AlterPartition to reach the log", func() bool { return c.log.(*raftLog).r.LastIndex() >= base+3 })
 	close(release)
 	released = true
 	if err := markerF.Error(); err != nil {

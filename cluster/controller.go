@@ -15,7 +15,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/hashicorp/raft"
 	"github.com/rs/zerolog"
 
 	"github.com/gokafka/gokafka/partition"
@@ -83,11 +82,32 @@ type Config struct {
 	BrokerDefaults           BrokerDefaults
 }
 
-// Log orders, persists and applies metadata commands.
+// Log orders, persists and applies metadata commands, and answers every
+// question the Controller asks about the quorum under it: who leads it,
+// in which term, and how far this node has applied it. The raft quorum
+// (raft.go) is the production Log; MemLog (memlog.go) is a one-node
+// in-memory Log that lets tests drive the real Controller and elections.
 type Log interface {
 	// Propose appends cmds and applies them to the state in order. It
-	// returns once they are applied on this node, or with the first error.
+	// returns once they are applied on this node, or with the first error;
+	// ErrNotController off the leader.
 	Propose(ctx context.Context, cmds ...*Command) error
+	// Leader returns the node id leading the quorum, -1 if none is known.
+	Leader() int32
+	// IsLeader reports whether this node leads the quorum.
+	IsLeader() bool
+	// Term identifies the current leadership: it changes whenever the
+	// quorum elects a leader.
+	Term() uint64
+	// Barrier returns once this node has applied every entry committed
+	// before the call (ErrNotController if it lost the leadership).
+	Barrier(ctx context.Context) error
+	// AppliedIndex and LastIndex are the index of the last entry applied
+	// here and of the last one this node knows of.
+	AppliedIndex() uint64
+	LastIndex() uint64
+	// Close leaves the quorum and releases the log's resources.
+	Close() error
 }
 
 // Controller validates metadata changes and proposes them to the log. It
@@ -99,8 +119,6 @@ type Controller struct {
 	qc     QuorumConfig
 	log    Log
 	logger zerolog.Logger
-	fsm    *fsm
-	raft   *raft.Raft
 	stop   chan struct{}
 	wg     sync.WaitGroup
 
@@ -159,20 +177,13 @@ func (c *Controller) lockLeader(ctx context.Context) error {
 
 // caughtUpLocked is lockLeader's barrier; proposeMu is held.
 func (c *Controller) caughtUpLocked(ctx context.Context) error {
-	if c.raft == nil {
-		return nil
-	}
-	term := c.raft.CurrentTerm()
+	term := c.log.Term()
 	if term == c.caughtUpTerm {
 		return nil
 	}
-	timeout := 10 * time.Second
-	if d, ok := ctx.Deadline(); ok {
-		timeout = min(timeout, time.Until(d))
-	}
-	if err := c.raft.Barrier(timeout).Error(); err != nil {
-		if errors.Is(err, raft.ErrNotLeader) || errors.Is(err, raft.ErrLeadershipLost) {
-			return ErrNotController
+	if err := c.log.Barrier(ctx); err != nil {
+		if errors.Is(err, ErrNotController) {
+			return err
 		}
 		return fmt.Errorf("applying the committed metadata log: %w", err)
 	}

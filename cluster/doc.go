@@ -1,20 +1,62 @@
-// Package cluster owns gokafka's cluster metadata: registered brokers,
-// topics with their ids, partition assignments, leaders, leader epochs,
-// partition epochs and ISRs, topic and broker config overrides, and client
-// quotas (quotas.go).
+// Package cluster owns gokafka's cluster metadata: registered brokers and
+// their epochs, topics with their ids, partition assignments, leaders,
+// leader and partition epochs, ISRs and ELRs, topic, broker and group
+// config overrides, share-group checkpoints, producer-id blocks and client
+// quotas.
+//
+// # What it must not touch
+//
+// No partition data, no replica fetching, no client connections: it never
+// reads a record. It decides who leads and who is in the ISR; replication/
+// carries that out and asks for ISR changes through AlterPartition. Its
+// only network traffic is to the metadata quorum (raft.go) and, off the
+// active controller, the forwarded Kafka requests of forward.go.
+//
+// # The pieces
+//
+//	state.go        State and Command: the deterministic state machine
+//	image.go        Image: an immutable, published view of the State
+//	controller.go   Controller (implements Metadata), Log, topic and config changes
+//	election.go     partition changes: elections, ISR/ELR rules (pure functions)
+//	lifecycle.go    broker registration, heartbeats, session fencing, producer ids
+//	logdirs.go      log dir assignment and offline log dirs
+//	raft.go         the production Log: a hashicorp/raft quorum and its fsm
+//	memlog.go       MemLog, an in-memory Log for tests of the real Controller
+//	forward.go      requests forwarded to the active controller
+//	configs.go      topic config definitions and their resolution
+//	quotas.go       client quotas
+//	share.go        share-group checkpoints and group configs
+//	cleanshutdown.go  the broker epoch of a clean shutdown (KIP-966)
+//
+// # How a change flows
 //
 // The metadata is a deterministic state machine (State) changed only by
-// Commands. A controller validates a client's intent (topic names, partition
-// counts, replica assignment, configs), turns it into Commands and proposes
-// them to a Log; the Log orders and persists them and applies them to the
-// State, the commands of one entry all together or not at all. A node that
-// becomes the active controller applies the whole committed log before it
-// validates anything. Readers take immutable Images and are told of every
-// new one.
+// Commands. The Controller validates a client's intent (topic names,
+// partition counts, replica assignment, configs, ISR changes), turns it
+// into Commands and proposes them to a Log; the Log orders and persists
+// them and applies them to the State, the commands of one entry all
+// together or not at all. A node that becomes the active controller
+// applies the whole committed log (Log.Barrier, once per Log.Term) before
+// it validates anything, under proposeMu, so that no validation runs
+// against a stale image. Readers take immutable Images and are told of
+// every new one (Watch), on the applying goroutine, in log order.
+//
+// The Log is the only seam between the Controller and the quorum: every
+// question about the quorum (who leads it, this node's term, how far it
+// has applied) goes through it. raftLog is the production one; MemLog
+// applies every proposal at once and always leads, and OpenInMemory gives
+// tests the real Controller and election.go over it, without raft, disks
+// or background loops (replication/'s in-process clusters run on it).
+//
+// # Elections
 //
 // Elections follow Kafka 4.x with eligible leader replicas (KIP-966)
 // always on, and ISR expansions carry broker epochs (KIP-903); see
-// election.go and docs/architecture.md.
+// election.go and docs/architecture.md. A broker registers fenced, is
+// unfenced by its first heartbeat, and is fenced again by a controlled
+// shutdown, a new incarnation, or a session that expired.
+//
+// # Who uses it
 //
 // Everything outside this package reads metadata through the Metadata
 // interface, so the Log underneath can change (a one-voter quorum today,

@@ -377,10 +377,11 @@ func (c *Controller) AllocateProducerIDs(ctx context.Context, id int32) (start i
 		// A guard: lockLeader applied the committed log this term and
 		// proposeMu keeps other allocations out, so the image should be
 		// current; if it was not, catch up and retry.
-		if c.raft != nil {
-			if err := c.raft.Barrier(5 * time.Second).Error(); err != nil {
-				return 0, 0, err
-			}
+		bctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		err = c.log.Barrier(bctx)
+		cancel()
+		if err != nil {
+			return 0, 0, err
 		}
 	}
 }

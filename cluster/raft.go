@@ -71,8 +71,11 @@ type QuorumConfig struct {
 type raftLog struct {
 	r     *raft.Raft
 	ctrl  *Controller
+	fsm   *fsm
 	store *raftboltdb.BoltStore
 	trans raft.Transport
+	// voters is the size of the quorum.
+	voters int
 	// applyTimeout bounds one proposal.
 	applyTimeout time.Duration
 }
@@ -169,7 +172,6 @@ func Open(ctx context.Context, cfg Config, qc QuorumConfig, logger zerolog.Logge
 	}
 	c.previousEpoch = prev
 	f := &fsm{ctrl: c, st: NewState()}
-	c.fsm = f
 	c.img = f.st.Image(-1)
 
 	rc := raft.DefaultConfig()
@@ -245,8 +247,8 @@ func Open(ctx context.Context, cfg Config, qc QuorumConfig, logger zerolog.Logge
 	if len(qc.Voters) == 0 {
 		electAlone(r, rc)
 	}
-	c.log = &raftLog{r: r, ctrl: c, store: store, trans: trans, applyTimeout: 10 * time.Second}
-	c.raft = r
+	l := &raftLog{r: r, ctrl: c, fsm: f, store: store, trans: trans, voters: len(qc.Voters), applyTimeout: 10 * time.Second}
+	c.log = l
 
 	obsCh := make(chan raft.Observation, 16)
 	obs := raft.NewObserver(obsCh, false, func(o *raft.Observation) bool {
@@ -255,7 +257,7 @@ func Open(ctx context.Context, cfg Config, qc QuorumConfig, logger zerolog.Logge
 	})
 	r.RegisterObserver(obs)
 	c.wg.Add(2)
-	go c.watchLeader(obsCh, obs)
+	go l.watchLeader(obsCh, obs)
 	go c.leaderLoop()
 
 	if err := c.waitReady(ctx); err != nil {
@@ -303,16 +305,19 @@ func (c *Controller) waitReady(ctx context.Context) error {
 	tick := time.NewTicker(time.Millisecond)
 	defer tick.Stop()
 	for {
-		if _, id := c.raft.LeaderWithID(); id != "" {
-			if c.raft.State() == raft.Leader {
-				if err := c.raft.Barrier(10 * time.Second).Error(); err != nil {
+		if c.log.Leader() != -1 {
+			if c.log.IsLeader() {
+				bctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+				err := c.log.Barrier(bctx)
+				cancel()
+				if err != nil {
 					return err
 				}
 				if err := c.ensureClusterID(ctx); err != nil {
 					return err
 				}
 			}
-			if c.raft.AppliedIndex() >= c.raft.LastIndex() && c.Image().ClusterID != "" {
+			if c.log.AppliedIndex() >= c.log.LastIndex() && c.Image().ClusterID != "" {
 				return nil
 			}
 		}
@@ -363,11 +368,9 @@ func (l *raftLog) Propose(ctx context.Context, cmds ...*Command) error {
 	return nil
 }
 
-func (c *Controller) leaderID() int32 {
-	if c.raft == nil {
-		return -1
-	}
-	_, id := c.raft.LeaderWithID()
+// Leader implements Log.
+func (l *raftLog) Leader() int32 {
+	_, id := l.r.LeaderWithID()
 	if id == "" {
 		return -1
 	}
@@ -378,22 +381,59 @@ func (c *Controller) leaderID() int32 {
 	return int32(n)
 }
 
+// IsLeader implements Log.
+func (l *raftLog) IsLeader() bool { return l.r.State() == raft.Leader }
+
+// Term implements Log.
+func (l *raftLog) Term() uint64 { return l.r.CurrentTerm() }
+
+// AppliedIndex implements Log.
+func (l *raftLog) AppliedIndex() uint64 { return l.r.AppliedIndex() }
+
+// LastIndex implements Log.
+func (l *raftLog) LastIndex() uint64 { return l.r.LastIndex() }
+
+// Barrier implements Log, waiting at most 10 s or ctx's deadline.
+func (l *raftLog) Barrier(ctx context.Context) error {
+	timeout := 10 * time.Second
+	if d, ok := ctx.Deadline(); ok {
+		timeout = min(timeout, time.Until(d))
+	}
+	if err := l.r.Barrier(timeout).Error(); err != nil {
+		if errors.Is(err, raft.ErrNotLeader) || errors.Is(err, raft.ErrLeadershipLost) {
+			return ErrNotController
+		}
+		return err
+	}
+	return nil
+}
+
+// leaderID returns the node leading the metadata quorum, -1 if none is
+// known (or the log is not open yet).
+func (c *Controller) leaderID() int32 {
+	if c.log == nil {
+		return -1
+	}
+	return c.log.Leader()
+}
+
 // IsLeader reports whether this node is the active controller.
-func (c *Controller) IsLeader() bool { return c.raft != nil && c.raft.State() == raft.Leader }
+func (c *Controller) IsLeader() bool { return c.log != nil && c.log.IsLeader() }
 
 // watchLeader republishes the image when the quorum leader changes, so
 // that Metadata answers carry the current controller id.
-func (c *Controller) watchLeader(ch chan raft.Observation, obs *raft.Observer) {
+func (l *raftLog) watchLeader(ch chan raft.Observation, obs *raft.Observer) {
+	c := l.ctrl
 	defer c.wg.Done()
-	defer c.raft.DeregisterObserver(obs)
+	defer l.r.DeregisterObserver(obs)
 	for {
 		select {
 		case <-c.stop:
 			return
 		case <-ch:
-			c.fsm.mu.Lock()
-			c.fsm.publishLocked()
-			c.fsm.mu.Unlock()
+			l.fsm.mu.Lock()
+			l.fsm.publishLocked()
+			l.fsm.mu.Unlock()
 		}
 	}
 }
@@ -407,32 +447,37 @@ func (c *Controller) Close() error {
 	}
 	close(c.stop)
 	c.wg.Wait()
+	if c.log == nil {
+		return nil
+	}
+	return c.log.Close()
+}
+
+// Close implements Log: it hands the leadership over if it can, shuts
+// raft down and closes the transport and the store.
+func (l *raftLog) Close() error {
 	var errs []error
-	if c.raft != nil && c.IsLeader() && len(c.qc.Voters) > 1 {
+	if l.IsLeader() && l.voters > 1 {
 		// Hand leadership over first: a leader that just stops may have
 		// committed entries no follower knows are committed yet, and
 		// with one voter left of three nobody could elect itself to
 		// finish applying them.
 		done := make(chan error, 1)
-		go func() { done <- c.raft.LeadershipTransfer().Error() }()
+		go func() { done <- l.r.LeadershipTransfer().Error() }()
 		select {
 		case err := <-done:
 			if err != nil {
-				c.logger.Debug().Err(err).Msg("leadership transfer at shutdown failed")
+				l.ctrl.logger.Debug().Err(err).Msg("leadership transfer at shutdown failed")
 			}
 		case <-time.After(3 * time.Second):
 		}
 	}
-	if c.raft != nil {
-		if err := c.raft.Shutdown().Error(); err != nil {
-			errs = append(errs, err)
-		}
+	if err := l.r.Shutdown().Error(); err != nil {
+		errs = append(errs, err)
 	}
-	if l, ok := c.log.(*raftLog); ok {
-		closeTransport(l.trans)
-		if err := l.store.Close(); err != nil {
-			errs = append(errs, err)
-		}
+	closeTransport(l.trans)
+	if err := l.store.Close(); err != nil {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }

@@ -4,14 +4,19 @@ package replication_test
 // on its own in-memory disk (so a crash keeps only what was synced), a
 // replication.Manager, the Kafka handlers and a protocol.Server on
 // 127.0.0.1:0. Followers fetch from leaders over real connections. The
-// metadata is a shared in-memory image (simCluster) playing the
-// controller: AlterPartition with its epoch checks, fencing, elections.
+// metadata is the real cluster.Controller over an in-memory metadata log
+// (cluster.OpenInMemory): registration, AlterPartition with its epoch
+// checks, fencing and elections are the controller's own. A few tests
+// that need a metadata change no controller would make (a leader moved
+// by hand) use a hand-edited image instead (newHandCluster).
 //
 // Nothing here asserts on time: conditions are polled with a deadline.
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"hash/crc32"
@@ -42,6 +47,10 @@ type simCluster struct {
 	img     *cluster.Image
 	watches []func(prev, next *cluster.Image)
 
+	// ctrl, if set, is the controller holding the metadata; otherwise
+	// img is edited by hand (change) and AlterPartition is checked here.
+	ctrl *cluster.Controller
+
 	cfg   replication.Config
 	nodes map[int32]*simNode
 	// alters are the AlterPartition requests received, in order.
@@ -64,6 +73,9 @@ type simNode struct {
 	// opened, if set, runs when start has recovered the logs, before the
 	// replica manager can fetch or truncate anything.
 	opened func()
+	// cleanEpoch is the broker epoch of the run that last stopped
+	// cleanly, -1 after a crash: the next registration's previous epoch.
+	cleanEpoch int64
 }
 
 // simMeta is one broker's view of the shared metadata.
@@ -74,6 +86,10 @@ type simMeta struct {
 
 func (m simMeta) Image() *cluster.Image { return m.c.image() }
 func (m simMeta) Watch(fn func(prev, next *cluster.Image)) {
+	if m.c.ctrl != nil {
+		m.c.ctrl.Watch(fn)
+		return
+	}
 	m.c.imgMu.Lock()
 	m.c.watches = append(m.c.watches, fn)
 	m.c.imgMu.Unlock()
@@ -96,9 +112,16 @@ func (m simMeta) SetBrokerConfigs(context.Context, string, map[string]string, bo
 func (m simMeta) NodeID() int32                          { return m.id }
 func (m simMeta) BrokerDefaults() cluster.BrokerDefaults { return cluster.BrokerDefaults{} }
 
-// AlterPartition applies at once, with the controller's checks.
-func (m simMeta) AlterPartition(_ context.Context, req cluster.AlterPartitionRequest) (cluster.PartitionInfo, error) {
+// AlterPartition goes to the controller; on a hand-edited image it
+// applies at once, with the controller's checks.
+func (m simMeta) AlterPartition(ctx context.Context, req cluster.AlterPartitionRequest) (cluster.PartitionInfo, error) {
 	c := m.c
+	if c.ctrl != nil {
+		c.applyMu.Lock()
+		c.alters = append(c.alters, req)
+		c.applyMu.Unlock()
+		return c.ctrl.AlterPartition(ctx, req)
+	}
 	c.applyMu.Lock()
 	defer c.applyMu.Unlock()
 	c.alters = append(c.alters, req)
@@ -137,15 +160,36 @@ func (m simMeta) AlterPartition(_ context.Context, req cluster.AlterPartitionReq
 	return out, nil
 }
 
+// newSimCluster starts brokers ids whose metadata is a real controller
+// over an in-memory log.
 func newSimCluster(t *testing.T, cfg replication.Config, ids ...int32) *simCluster {
 	t.Helper()
-	c := &simCluster{t: t, cfg: cfg, nodes: map[int32]*simNode{}}
+	ctrl, err := cluster.OpenInMemory(context.Background(), cluster.Config{
+		NodeID: ids[0], ClusterID: "sim", NumPartitions: 1, DefaultReplicationFactor: 1,
+	}, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ctrl.Close() })
+	return startSimCluster(t, cfg, ctrl, ids)
+}
+
+// newHandCluster starts brokers ids on a metadata image that the test
+// edits by hand (change), for changes no controller would make.
+func newHandCluster(t *testing.T, cfg replication.Config, ids ...int32) *simCluster {
+	t.Helper()
+	return startSimCluster(t, cfg, nil, ids)
+}
+
+func startSimCluster(t *testing.T, cfg replication.Config, ctrl *cluster.Controller, ids []int32) *simCluster {
+	t.Helper()
+	c := &simCluster{t: t, cfg: cfg, ctrl: ctrl, nodes: map[int32]*simNode{}}
 	c.img = &cluster.Image{
 		ClusterID: "sim", ControllerID: ids[0], Brokers: map[int32]cluster.BrokerInfo{},
 		Topics: map[string]*cluster.TopicInfo{}, IDs: map[cluster.TopicID]string{}, BrokerConfigs: map[string]map[string]string{},
 	}
 	for _, id := range ids {
-		n := &simNode{c: c, id: id, fs: partition.NewMemFS()}
+		n := &simNode{c: c, id: id, fs: partition.NewMemFS(), cleanEpoch: -1}
 		c.nodes[id] = n
 		n.start()
 	}
@@ -158,6 +202,9 @@ func newSimCluster(t *testing.T, cfg replication.Config, ids ...int32) *simClust
 }
 
 func (c *simCluster) image() *cluster.Image {
+	if c.ctrl != nil {
+		return c.ctrl.Image()
+	}
 	c.imgMu.RLock()
 	defer c.imgMu.RUnlock()
 	return c.img
@@ -165,6 +212,9 @@ func (c *simCluster) image() *cluster.Image {
 
 // change publishes a modified copy of the image and runs the watches.
 func (c *simCluster) change(fn func(next *cluster.Image)) {
+	if c.ctrl != nil {
+		c.t.Fatal("a cluster with a controller changes only through it (use newHandCluster)")
+	}
 	c.applyMu.Lock()
 	defer c.applyMu.Unlock()
 	c.changeLocked(fn)
@@ -207,6 +257,20 @@ func mutTopic(next *cluster.Image, name string) *cluster.TopicInfo {
 }
 
 func (c *simCluster) createTopic(name string, replicas []int32, configs map[string]string) {
+	c.t.Helper()
+	if c.ctrl != nil {
+		cfgs := map[string]*string{}
+		for k, v := range configs {
+			cfgs[k] = &v
+		}
+		errs := c.ctrl.CreateTopics(context.Background(), []cluster.TopicSpec{{
+			Name: name, NumPartitions: -1, ReplicationFactor: -1, Assignment: [][]int32{replicas}, Configs: cfgs,
+		}}, false)
+		if errs[0] != nil {
+			c.t.Fatalf("create %s: %v", name, errs[0])
+		}
+		return
+	}
 	c.change(func(next *cluster.Image) {
 		id := cluster.TopicID{byte(len(next.Topics) + 1)}
 		next.Topics[name] = &cluster.TopicInfo{Name: name, ID: id, Configs: configs, Partitions: []cluster.PartitionInfo{{
@@ -221,6 +285,15 @@ func (c *simCluster) createTopic(name string, replicas []int32, configs map[stri
 // partition it leads gets the first other ISR member as leader, with a new
 // leader epoch.
 func (c *simCluster) fence(id int32) {
+	c.t.Helper()
+	if c.ctrl != nil {
+		// A controlled shutdown's fence: the same partition changes as a
+		// session expiry's.
+		if _, _, err := c.ctrl.BrokerHeartbeat(context.Background(), id, true, nil); err != nil {
+			c.t.Fatalf("fence %d: %v", id, err)
+		}
+		return
+	}
 	c.change(func(next *cluster.Image) {
 		b := next.Brokers[id]
 		b.Fenced = true
@@ -252,6 +325,13 @@ func (c *simCluster) fence(id int32) {
 }
 
 func (c *simCluster) unfence(id int32) {
+	c.t.Helper()
+	if c.ctrl != nil {
+		if fenced, _, err := c.ctrl.BrokerHeartbeat(context.Background(), id, false, nil); err != nil || fenced {
+			c.t.Fatalf("unfence %d: fenced %v, %v", id, fenced, err)
+		}
+		return
+	}
 	c.change(func(next *cluster.Image) {
 		b := next.Brokers[id]
 		b.Fenced = false
@@ -284,11 +364,7 @@ func (n *simNode) start() {
 	addr := ln.Addr().(*net.TCPAddr)
 	// The broker (re)registers with its new address before its replica
 	// manager reads the metadata.
-	n.c.change(func(next *cluster.Image) {
-		b := next.Brokers[n.id]
-		b.NodeID, b.Host, b.Port = n.id, "127.0.0.1", int32(addr.Port)
-		next.Brokers[n.id] = b
-	})
+	n.register(int32(addr.Port))
 	meta := simMeta{c: n.c, id: n.id}
 	logger := zerolog.Nop()
 	configFor := func(topic string) partition.Config {
@@ -325,11 +401,36 @@ func (n *simNode) start() {
 	n.up = true
 }
 
+// register records the broker at port: with a controller as a new
+// incarnation that its first heartbeat unfences, as a restarted broker
+// registers; on a hand-edited image by changing its address.
+func (n *simNode) register(port int32) {
+	t := n.c.t
+	t.Helper()
+	if ctrl := n.c.ctrl; ctrl != nil {
+		ctx := context.Background()
+		inc := make([]byte, 16)
+		rand.Read(inc)
+		info := cluster.BrokerInfo{NodeID: n.id, Host: "127.0.0.1", Port: port, Incarnation: hex.EncodeToString(inc), PreviousEpoch: n.cleanEpoch}
+		if err := ctrl.RegisterBroker(ctx, info); err != nil {
+			t.Fatalf("register broker %d: %v", n.id, err)
+		}
+		n.c.unfence(n.id)
+		return
+	}
+	n.c.change(func(next *cluster.Image) {
+		b := next.Brokers[n.id]
+		b.NodeID, b.Host, b.Port = n.id, "127.0.0.1", int32(port)
+		next.Brokers[n.id] = b
+	})
+}
+
 // stop shuts the broker down cleanly: everything written is kept.
 func (n *simNode) stop() {
 	if !n.up {
 		return
 	}
+	n.cleanEpoch = n.c.image().Brokers[n.id].Epoch
 	n.up = false
 	n.rm.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -343,6 +444,7 @@ func (n *simNode) crash() {
 	durable := n.fs.CrashClone()
 	n.stop()
 	n.fs = durable
+	n.cleanEpoch = -1
 }
 
 func (n *simNode) log(topic string) *partition.Log {
@@ -635,7 +737,7 @@ func TestCluster_FollowerRefusesConsumers(t *testing.T) {
 // Leadership lost while an acks=all produce waits answers it with
 // NOT_LEADER_OR_FOLLOWER.
 func TestCluster_LeadershipLossFailsParkedProduce(t *testing.T) {
-	c := newSimCluster(t, testReplConfig(10*time.Second), 1, 2)
+	c := newHandCluster(t, testReplConfig(10*time.Second), 1, 2)
 	c.createTopic("t", []int32{1, 2}, nil)
 	l := c.leader("t")
 	l.mustProduce("t", "a", -1)

@@ -13,7 +13,7 @@ import (
 // adding it to the ISR, so that the controller can refuse the change if
 // the follower has restarted since those fetches.
 func TestCluster_ISRExpansionNamesTheFollowersBrokerEpochFromItsFetches(t *testing.T) {
-	c := newSimCluster(t, testReplConfig(10*time.Second), 1, 2)
+	c := newHandCluster(t, testReplConfig(10*time.Second), 1, 2)
 	c.change(func(next *cluster.Image) {
 		b := next.Brokers[2]
 		b.Epoch = 42

@@ -101,7 +101,7 @@ func TestNoFsyncUnderProducerStateLock(t *testing.T) {
 // same fetcher: taking it away from the fetcher must not wait for the
 // fsync.
 func TestNoFsyncUnderFetcherLock(t *testing.T) {
-	c := newSimCluster(t, testReplConfig(10*time.Second), 1, 2)
+	c := newHandCluster(t, testReplConfig(10*time.Second), 1, 2)
 	f := c.nodes[2]
 	f.stop()
 	d := newSlowDiskFor(t, f.fs, func(op, name string) bool {

@@ -20,7 +20,7 @@ import (
 // would throw away records the old leader acknowledged with acks=all,
 // and the follower, now leader, would lose them for good.
 func TestKIP101_Scenario1_HWTruncationThenImmediateElection(t *testing.T) {
-	c := newSimCluster(t, testReplConfig(10*time.Second), 1, 2)
+	c := newHandCluster(t, testReplConfig(10*time.Second), 1, 2)
 	// Every append is fsynced: only the HW checkpoint lags behind.
 	c.createTopic("t", []int32{1, 2}, map[string]string{"flush.messages": "1", "min.insync.replicas": "2"})
 	a, b := c.nodes[1], c.nodes[2]
@@ -61,7 +61,7 @@ func TestKIP101_Scenario1_HWTruncationThenImmediateElection(t *testing.T) {
 // offset when it returns, although its HW covers it: otherwise the two
 // logs hold different records at the same offset forever.
 func TestKIP101_Scenario2_ReplicaDivergenceAfterCrash(t *testing.T) {
-	c := newSimCluster(t, testReplConfig(10*time.Second), 1, 2)
+	c := newHandCluster(t, testReplConfig(10*time.Second), 1, 2)
 	c.createTopic("t", []int32{1, 2}, nil)
 	a, b := c.nodes[1], c.nodes[2]
 	a.mustProduce("t", "m1", -1)
@@ -121,7 +121,7 @@ func TestKIP101_Scenario2_ReplicaDivergenceAfterCrash(t *testing.T) {
 // never had must be told the largest epoch they share (and ask again if it
 // does not hold that one), not be left with its own tail.
 func TestKIP279_FastDoubleFailover(t *testing.T) {
-	c := newSimCluster(t, testReplConfig(10*time.Second), 1, 2, 3)
+	c := newHandCluster(t, testReplConfig(10*time.Second), 1, 2, 3)
 	c.createTopic("t", []int32{1, 2, 3}, map[string]string{"flush.messages": "1", "min.insync.replicas": "1"})
 	n1, n2, n3 := c.nodes[1], c.nodes[2], c.nodes[3]
 	n1.mustProduce("t", "m0", -1)
