@@ -20,6 +20,7 @@ import (
 	"github.com/gokafka/gokafka/cluster"
 	"github.com/gokafka/gokafka/group"
 	"github.com/gokafka/gokafka/handlers"
+	"github.com/gokafka/gokafka/idempotent"
 	"github.com/gokafka/gokafka/partition"
 	"github.com/gokafka/gokafka/protocol"
 	"github.com/gokafka/gokafka/quota"
@@ -205,17 +206,22 @@ func Start(ctx context.Context, cfg Config, logger zerolog.Logger) (_ *Server, e
 	if err != nil {
 		return nil, fmt.Errorf("start group coordinator: %w", err)
 	}
-	h := handlers.Register(reg, handlers.Config{NodeID: cfg.NodeID, AutoCreateTopics: cfg.AutoCreateTopics, FetchMaxBytes: cfg.FetchMaxBytes}, s.meta, s.replicas, logger.With().Str("component", "handlers").Logger())
-	h.SetGroupCoordinator(s.groups)
-	s.txn, err = txn.New(cfg.Txn, s.meta, txn.ReplicaStore(s.replicas), s.groups, h.NextProducerID, logger.With().Str("component", "txn").Logger())
+	// One producer-id allocator: idempotent producers (InitProducerId)
+	// and the transaction coordinator draw from the same blocks.
+	pids := idempotent.NewAllocator(func(ctx context.Context) (int64, int32, error) {
+		return s.meta.AllocateProducerIDs(ctx, cfg.NodeID)
+	})
+	s.txn, err = txn.New(cfg.Txn, s.meta, txn.ReplicaStore(s.replicas), s.groups, pids.Next, logger.With().Str("component", "txn").Logger())
 	if err != nil {
 		return nil, fmt.Errorf("start transaction coordinator: %w", err)
 	}
-	h.SetTxnCoordinator(s.txn)
 	s.shareC = share.NewCoordinator(cfg.Share, cfg.NodeID, s.meta, logger.With().Str("component", "share").Logger())
 	s.shareM = share.NewManager(cfg.Share, s.meta, share.ReplicaSource(s.replicas), logger.With().Str("component", "share").Logger())
-	h.SetShare(s.shareC, s.shareM, cfg.Share)
-	h.SetQuotas(s.watchQuotas(cfg.Quota))
+	handlers.New(reg, handlers.Config{NodeID: cfg.NodeID, AutoCreateTopics: cfg.AutoCreateTopics, FetchMaxBytes: cfg.FetchMaxBytes}, handlers.Deps{
+		Meta: s.meta, Replicas: s.replicas, Controller: s.meta, ProducerIDs: pids,
+		Groups: s.groups, Txn: s.txn, ShareCoord: s.shareC, ShareMgr: s.shareM, ShareCfg: cfg.Share,
+		Quotas: s.watchQuotas(cfg.Quota),
+	}, logger.With().Str("component", "handlers").Logger())
 	pcfg := cfg.Protocol
 	if pcfg.InterBrokerListener == "" {
 		// Kafka's default inter.broker.listener.name: the first listener.

@@ -18,7 +18,7 @@ import (
 	"github.com/gokafka/gokafka/protocol"
 )
 
-func (h *Handlers) assignReplicasToDirs(ctx context.Context, c controllerRPC, req *protocol.Request) (kmsg.Response, error) {
+func (h *Handlers) assignReplicasToDirs(ctx context.Context, c Controller, req *protocol.Request) (kmsg.Response, error) {
 	r := req.Body.(*kmsg.AssignReplicasToDirsRequest)
 	resp := r.ResponseKind().(*kmsg.AssignReplicasToDirsResponse)
 	im := h.meta.Image()

@@ -33,16 +33,12 @@ func (h *Handlers) registerClientQuotas(reg *protocol.Registry) {
 	reg.Register(49, 0, 1, h.alterClientQuotas)
 }
 
-type clientQuotaAlterer interface {
-	AlterClientQuotas(ctx context.Context, changes []cluster.QuotaChange, validateOnly bool) []error
-}
-
 func (h *Handlers) alterClientQuotas(ctx context.Context, req *protocol.Request) (kmsg.Response, error) {
 	r := req.Body.(*kmsg.AlterClientQuotasRequest)
 	resp := r.ResponseKind().(*kmsg.AlterClientQuotasResponse)
 	changes := cluster.AlterClientQuotasRequestChanges(r)
 	errs := make([]error, len(changes))
-	if a, ok := h.meta.(clientQuotaAlterer); ok {
+	if a := h.ctrl; a != nil {
 		errs = a.AlterClientQuotas(ctx, changes, r.ValidateOnly)
 	} else {
 		for i := range errs {

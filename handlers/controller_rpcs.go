@@ -21,17 +21,9 @@ import (
 	"github.com/gokafka/gokafka/protocol"
 )
 
-// controllerRPC is what the controller offers beyond cluster.Metadata.
-type controllerRPC interface {
-	RegisterBroker(ctx context.Context, info cluster.BrokerInfo) error
-	BrokerHeartbeat(ctx context.Context, id int32, shutdown bool, offlineDirs [][16]byte) (fenced, shouldShutdown bool, err error)
-	AssignReplicasToDirs(ctx context.Context, id int32, dir [16]byte, parts map[string][]int32) error
-	AllocateProducerIDs(ctx context.Context, id int32) (start int64, n int32, err error)
-}
-
 func (h *Handlers) registerControllerRPCs(reg *protocol.Registry) {
 	reg.Register(56, 0, 3, h.alterPartition)
-	if c, ok := h.meta.(controllerRPC); ok {
+	if c := h.ctrl; c != nil {
 		reg.Register(62, 0, 4, func(ctx context.Context, req *protocol.Request) (kmsg.Response, error) {
 			return h.brokerRegistration(ctx, c, req)
 		})
@@ -52,7 +44,7 @@ func (h *Handlers) registerControllerRPCs(reg *protocol.Registry) {
 	}
 }
 
-func (h *Handlers) brokerRegistration(ctx context.Context, c controllerRPC, req *protocol.Request) (kmsg.Response, error) {
+func (h *Handlers) brokerRegistration(ctx context.Context, c Controller, req *protocol.Request) (kmsg.Response, error) {
 	r := req.Body.(*kmsg.BrokerRegistrationRequest)
 	resp := r.ResponseKind().(*kmsg.BrokerRegistrationResponse)
 	if cid := h.meta.Image().ClusterID; r.ClusterID != "" && r.ClusterID != cid {
@@ -76,7 +68,7 @@ func (h *Handlers) brokerRegistration(ctx context.Context, c controllerRPC, req 
 	return resp, nil
 }
 
-func (h *Handlers) brokerHeartbeat(ctx context.Context, c controllerRPC, req *protocol.Request) (kmsg.Response, error) {
+func (h *Handlers) brokerHeartbeat(ctx context.Context, c Controller, req *protocol.Request) (kmsg.Response, error) {
 	r := req.Body.(*kmsg.BrokerHeartbeatRequest)
 	resp := r.ResponseKind().(*kmsg.BrokerHeartbeatResponse)
 	fenced, shutdown, err := c.BrokerHeartbeat(ctx, r.BrokerID, r.WantShutdown, r.OfflineLogDirs)

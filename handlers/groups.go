@@ -14,10 +14,6 @@ import (
 	"github.com/gokafka/gokafka/protocol"
 )
 
-// SetGroupCoordinator gives the handlers the group coordinator. The broker
-// calls it once, before it starts serving.
-func (h *Handlers) SetGroupCoordinator(c *group.Coordinator) { h.groups = c }
-
 func (h *Handlers) registerGroups(reg *protocol.Registry) {
 	for _, r := range []func(*protocol.Registry){
 		h.registerFindCoordinator,

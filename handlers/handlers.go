@@ -32,40 +32,79 @@ type Handlers struct {
 	meta     cluster.Metadata
 	replicas *replication.Manager
 	reg      *protocol.Registry
-	// groups is the group coordinator, set by SetGroupCoordinator before
-	// serving starts; nil answers COORDINATOR_NOT_AVAILABLE.
+	// ctrl serves the controller RPCs and the metadata changes beyond
+	// Metadata; nil when the metadata is not a controller (tests), and
+	// then those APIs are not served or answer as documented where used.
+	ctrl Controller
+	// groups is the group coordinator; nil answers
+	// COORDINATOR_NOT_AVAILABLE.
 	groups *group.Coordinator
 	logger zerolog.Logger
-	// pids hands out producer ids; nil when the metadata cannot allocate
-	// them, and then InitProducerId is not served.
+	// pids hands out producer ids; nil when the broker has no allocator,
+	// and then InitProducerId is not served.
 	pids *idempotent.Allocator
-	// txn is the transaction coordinator, set by SetTxnCoordinator before
-	// serving starts; nil answers COORDINATOR_NOT_AVAILABLE.
+	// txn is the transaction coordinator; nil answers
+	// COORDINATOR_NOT_AVAILABLE.
 	txn *txn.Coordinator
-	// shareCoord, shareMgr and shareCfg serve share groups, set by
-	// SetShare before serving starts (share_groups.go).
+	// shareCoord, shareMgr and shareCfg serve share groups
+	// (share_groups.go); nil answers COORDINATOR_NOT_AVAILABLE.
 	shareCoord *share.Coordinator
 	shareMgr   *share.Manager
 	shareCfg   share.Config
-	// quotas enforces client quotas, set by SetQuotas before serving
-	// starts; nil enforces none (quotas.go).
+	// quotas enforces client quotas; nil enforces none (quotas.go).
 	quotas *quota.Quotas
 }
 
-// producerIDSource is the metadata's producer-id block allocation.
-type producerIDSource interface {
+// Controller is what the handlers need of the metadata controller beyond
+// cluster.Metadata: the KRaft broker RPCs it answers as the active
+// controller and the metadata changes of AlterClientQuotas, group configs
+// and share-group state. cluster.Controller implements it.
+type Controller interface {
+	cluster.Metadata
+	RegisterBroker(ctx context.Context, info cluster.BrokerInfo) error
+	BrokerHeartbeat(ctx context.Context, id int32, shutdown bool, offlineDirs [][16]byte) (fenced, shouldShutdown bool, err error)
+	AssignReplicasToDirs(ctx context.Context, id int32, dir [16]byte, parts map[string][]int32) error
 	AllocateProducerIDs(ctx context.Context, id int32) (start int64, n int32, err error)
+	AlterClientQuotas(ctx context.Context, changes []cluster.QuotaChange, validateOnly bool) []error
+	SetGroupConfigs(ctx context.Context, group string, configs map[string]string, validateOnly bool) error
+	UpdateShareState(ctx context.Context, ch cluster.ShareChange) error
 }
 
-// Register creates the handlers and registers every API with reg.
+var _ Controller = (*cluster.Controller)(nil)
+
+// Deps are the components the handlers serve with, built and wired by the
+// broker. Only Meta and Replicas are required; an API whose component is
+// nil is not served or answers COORDINATOR_NOT_AVAILABLE, as documented on
+// the Handlers fields.
+type Deps struct {
+	Meta       cluster.Metadata
+	Replicas   *replication.Manager
+	Controller Controller
+	// ProducerIDs is the broker's producer-id allocator, shared with the
+	// transaction coordinator.
+	ProducerIDs *idempotent.Allocator
+	Groups      *group.Coordinator
+	Txn         *txn.Coordinator
+	ShareCoord  *share.Coordinator
+	ShareMgr    *share.Manager
+	ShareCfg    share.Config
+	Quotas      *quota.Quotas
+}
+
+// Register creates handlers over meta and replicas alone (no controller
+// RPCs, producer ids, coordinators or quotas) and registers them with reg.
 func Register(reg *protocol.Registry, cfg Config, meta cluster.Metadata, replicas *replication.Manager, logger zerolog.Logger) *Handlers {
-	h := &Handlers{cfg: cfg, meta: meta, replicas: replicas, reg: reg, logger: logger}
-	reg.Wrap(func(fn protocol.HandlerFunc) protocol.HandlerFunc { return forwardAware(h.quotaAware(fn)) })
-	if src, ok := meta.(producerIDSource); ok {
-		h.pids = idempotent.NewAllocator(func(ctx context.Context) (int64, int32, error) {
-			return src.AllocateProducerIDs(ctx, cfg.NodeID)
-		})
+	return New(reg, cfg, Deps{Meta: meta, Replicas: replicas}, logger)
+}
+
+// New creates the handlers over d and registers every API with reg.
+func New(reg *protocol.Registry, cfg Config, d Deps, logger zerolog.Logger) *Handlers {
+	h := &Handlers{
+		cfg: cfg, meta: d.Meta, replicas: d.Replicas, reg: reg, logger: logger,
+		ctrl: d.Controller, pids: d.ProducerIDs, groups: d.Groups, txn: d.Txn,
+		shareCoord: d.ShareCoord, shareMgr: d.ShareMgr, shareCfg: d.ShareCfg, quotas: d.Quotas,
 	}
+	reg.Wrap(func(fn protocol.HandlerFunc) protocol.HandlerFunc { return forwardAware(h.quotaAware(fn)) })
 	for _, r := range []func(*protocol.Registry){
 		h.registerProduce,
 		h.registerFetch,

@@ -38,9 +38,6 @@ import (
 	"github.com/gokafka/gokafka/txn"
 )
 
-// SetQuotas makes the handlers enforce q.
-func (h *Handlers) SetQuotas(q *quota.Quotas) { h.quotas = q }
-
 // interBrokerKeys are the APIs only brokers and controllers send.
 var interBrokerKeys = map[int16]bool{
 	4: true, 5: true, 6: true, 7: true, // LeaderAndIsr, StopReplica, UpdateMetadata, ControlledShutdown

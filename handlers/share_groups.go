@@ -27,13 +27,6 @@ import (
 	"github.com/gokafka/gokafka/share"
 )
 
-// SetShare gives the handlers the share coordinator and partition manager.
-// The broker calls it once, before it starts serving; without it the share
-// APIs answer COORDINATOR_NOT_AVAILABLE.
-func (h *Handlers) SetShare(c *share.Coordinator, m *share.Manager, cfg share.Config) {
-	h.shareCoord, h.shareMgr, h.shareCfg = c, m, cfg
-}
-
 func (h *Handlers) registerShare(reg *protocol.Registry) {
 	for _, r := range []func(*protocol.Registry){
 		h.registerShareGroupHeartbeat,
@@ -212,14 +205,10 @@ func (h *Handlers) groupConfigValues(im *cluster.Image, groupID string) []cluste
 // setGroupConfigs is the GROUP resource's AlterConfigs and
 // IncrementalAlterConfigs hook.
 func (h *Handlers) setGroupConfigs(ctx context.Context, groupID string, configs map[string]string, validateOnly bool) error {
-	type groupConfigSetter interface {
-		SetGroupConfigs(ctx context.Context, group string, configs map[string]string, validateOnly bool) error
-	}
-	s, ok := h.meta.(groupConfigSetter)
-	if !ok {
+	if h.ctrl == nil {
 		return kerr.InvalidRequest
 	}
-	return s.SetGroupConfigs(ctx, groupID, configs, validateOnly)
+	return h.ctrl.SetGroupConfigs(ctx, groupID, configs, validateOnly)
 }
 
 // deleteShareGroups is DeleteGroups' hook: it answers the share groups

@@ -19,18 +19,14 @@ import (
 	"github.com/gokafka/gokafka/protocol"
 )
 
-type shareStateWriter interface {
-	UpdateShareState(ctx context.Context, ch cluster.ShareChange) error
-}
-
 func (h *Handlers) registerShareState(reg *protocol.Registry) {
 	reg.Register(85, 0, 1, h.writeShareGroupState)
 	reg.Register(86, 0, 0, h.deleteShareGroupState)
 }
 
 func (h *Handlers) applyShareChange(ctx context.Context, req *protocol.Request, ch cluster.ShareChange) error {
-	w, ok := h.meta.(shareStateWriter)
-	if !ok || req.ClientID != cluster.ForwardClientID {
+	w := h.ctrl
+	if w == nil || req.ClientID != cluster.ForwardClientID {
 		return kerr.InvalidRequest
 	}
 	return w.UpdateShareState(ctx, ch)

@@ -51,6 +51,13 @@ type StateWriter interface {
 	UpdateShareState(ctx context.Context, ch cluster.ShareChange) error
 }
 
+// Metadata is what the manager needs of the metadata: reading it and
+// writing share offsets through it.
+type Metadata interface {
+	cluster.Metadata
+	StateWriter
+}
+
 // TP names a partition as share requests do: by topic id.
 type TP struct {
 	ID        cluster.TopicID
@@ -99,13 +106,10 @@ func WithClock(now func() time.Time) ManagerOption { return func(m *Manager) { m
 
 // NewManager starts the manager and its sweeper (lock expiry, dropping
 // partitions no longer led here, checkpoints).
-func NewManager(cfg Config, meta cluster.Metadata, reps Replicas, logger zerolog.Logger, opts ...ManagerOption) *Manager {
-	m := &Manager{cfg: cfg, meta: meta, reps: reps, logger: logger, now: time.Now}
+func NewManager(cfg Config, meta Metadata, reps Replicas, logger zerolog.Logger, opts ...ManagerOption) *Manager {
+	m := &Manager{cfg: cfg, meta: meta, reps: reps, logger: logger, now: time.Now, writer: meta}
 	for _, o := range opts {
 		o(m)
-	}
-	if w, ok := meta.(StateWriter); ok {
-		m.writer = w
 	}
 	m.mu.parts = map[stateKey]*Partition{}
 	m.mu.sessions = map[sessionKey]*session{}
