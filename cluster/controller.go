@@ -80,6 +80,8 @@ type Config struct {
 	DefaultReplicationFactor int16
 	DeleteTopicEnable        bool
 	BrokerDefaults           BrokerDefaults
+	// Now is the clock broker sessions are measured with (nil: time.Now).
+	Now func() time.Time
 }
 
 // Log orders, persists and applies metadata commands, and answers every
@@ -132,9 +134,11 @@ type Controller struct {
 	hbStop     chan struct{}
 	hbStopOnce sync.Once
 
-	// lastSeen holds, on the active controller, when each broker last
+	// sessions tracks, on the active controller, when each broker last
 	// heartbeated. Guarded by proposeMu.
-	lastSeen map[int32]time.Time
+	sessions *sessions
+	// now is the controller's clock.
+	now func() time.Time
 
 	fwdMu   sync.Mutex
 	fwdConn *protocol.Client

@@ -18,7 +18,8 @@
 //	image.go        Image: an immutable, published view of the State
 //	controller.go   Controller (implements Metadata), Log, topic and config changes
 //	election.go     partition changes: elections, ISR/ELR rules (pure functions)
-//	lifecycle.go    broker registration, heartbeats, session fencing, producer ids
+//	lifecycle.go    broker registration, heartbeats, controlled shutdown, producer ids
+//	sessions.go     broker sessions: who has been silent too long (pure, clock passed in)
 //	logdirs.go      log dir assignment and offline log dirs
 //	raft.go         the production Log: a hashicorp/raft quorum and its fsm
 //	memlog.go       MemLog, an in-memory Log for tests of the real Controller

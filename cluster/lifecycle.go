@@ -124,7 +124,7 @@ func (c *Controller) RegisterBroker(ctx context.Context, info BrokerInfo) error 
 	if err := c.log.Propose(ctx, cmds...); err != nil {
 		return err
 	}
-	c.lastSeen[info.NodeID] = time.Now()
+	c.sessions.Seen(info.NodeID, c.now())
 	c.logger.Info().Int32("broker", info.NodeID).Str("host", info.Host).Int32("port", info.Port).
 		Bool("clean_shutdown", exists && info.PreviousEpoch > 0 && info.PreviousEpoch == cur.Epoch).Msg("broker registered")
 	return nil
@@ -180,7 +180,7 @@ func (c *Controller) BrokerHeartbeat(ctx context.Context, id int32, shutdown boo
 	if !ok {
 		return true, false, fmt.Errorf("%w: broker %d is not registered", kerr.BrokerIDNotRegistered, id)
 	}
-	c.lastSeen[id] = time.Now()
+	c.sessions.Seen(id, c.now())
 	switch {
 	case shutdown && !b.Fenced:
 		if err := c.fenceLocked(ctx, im, id, "controlled shutdown"); err != nil {
@@ -287,51 +287,39 @@ func (c *Controller) leaderLoop() {
 	defer c.wg.Done()
 	t := time.NewTicker(max(c.qc.SessionTimeout/20, 50*time.Millisecond))
 	defer t.Stop()
-	wasLeader := false
 	for {
 		select {
 		case <-c.stop:
 			return
 		case <-t.C:
 		}
-		if !c.IsLeader() {
-			wasLeader = false
-			continue
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		err := c.lockLeader(ctx)
-		cancel()
-		if err != nil {
-			c.logger.Debug().Err(err).Msg("controller not caught up with the metadata log")
-			continue
-		}
-		now := time.Now()
-		im := c.Image()
-		if !wasLeader {
-			// A new controller does not know when brokers last
-			// heartbeated; give every broker a full session.
-			for id := range im.Brokers {
-				c.lastSeen[id] = now
-			}
-			wasLeader = true
-		}
-		for _, id := range im.BrokerIDs() {
-			b := im.Brokers[id]
-			last, ok := c.lastSeen[id]
-			if !ok {
-				c.lastSeen[id] = now
-				continue
-			}
-			if !b.Fenced && now.Sub(last) > c.qc.SessionTimeout {
-				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-				if err := c.fenceLocked(ctx, im, id, "session expired"); err != nil {
-					c.logger.Warn().Err(err).Int32("broker", id).Msg("fencing failed")
-				}
-				cancel()
-				im = c.Image()
-			}
-		}
+		c.checkSessions()
+	}
+}
+
+// checkSessions fences, on the active controller, every broker whose
+// session expired.
+func (c *Controller) checkSessions() {
+	if !c.IsLeader() {
+		c.proposeMu.Lock()
+		c.sessions.Resign()
 		c.proposeMu.Unlock()
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	err := c.lockLeader(ctx)
+	cancel()
+	if err != nil {
+		c.logger.Debug().Err(err).Msg("controller not caught up with the metadata log")
+		return
+	}
+	defer c.proposeMu.Unlock()
+	for _, id := range c.sessions.Expired(c.Image(), c.now()) {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		if err := c.fenceLocked(ctx, c.Image(), id, "session expired"); err != nil {
+			c.logger.Warn().Err(err).Int32("broker", id).Msg("fencing failed")
+		}
+		cancel()
 	}
 }
 

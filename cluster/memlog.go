@@ -31,9 +31,13 @@ func OpenInMemory(ctx context.Context, cfg Config, logger zerolog.Logger) (*Cont
 	c := &Controller{
 		cfg: cfg, logger: logger, stop: make(chan struct{}), hbStop: make(chan struct{}),
 		qc:            QuorumConfig{HeartbeatInterval: 2 * time.Second, SessionTimeout: 9 * time.Second},
-		lastSeen:      make(map[int32]time.Time),
 		previousEpoch: -1,
+		now:           cfg.Now,
 	}
+	if c.now == nil {
+		c.now = time.Now
+	}
+	c.sessions = newSessions(c.qc.SessionTimeout)
 	l := &MemLog{ctrl: c, st: NewState()}
 	c.img = l.st.Image(-1)
 	c.log = l

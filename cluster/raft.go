@@ -165,7 +165,11 @@ func Open(ctx context.Context, cfg Config, qc QuorumConfig, logger zerolog.Logge
 		qc.SessionTimeout = 9 * time.Second
 	}
 	c := &Controller{cfg: cfg, qc: qc, logger: logger, stop: make(chan struct{}), hbStop: make(chan struct{})}
-	c.lastSeen = make(map[int32]time.Time)
+	c.now = cfg.Now
+	if c.now == nil {
+		c.now = time.Now
+	}
+	c.sessions = newSessions(qc.SessionTimeout)
 	prev, err := takeCleanShutdown(qc.Dir)
 	if err != nil {
 		logger.Warn().Err(err).Msg("clean shutdown record unusable; registering as after an unclean shutdown")

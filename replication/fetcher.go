@@ -245,7 +245,7 @@ func (f *fetcher) settle(s *fetchState, backoff bool, truncating *bool) {
 func (f *fetcher) run() {
 	defer close(f.done)
 	for f.ctx.Err() == nil {
-		trunc, fetch, nextAt := f.ready(time.Now())
+		trunc, fetch, nextAt := f.ready(f.m.now())
 		switch {
 		case len(trunc) > 0:
 			f.truncate(trunc)
@@ -281,7 +281,7 @@ func (f *fetcher) ready(now time.Time) (trunc, fetch []*fetchState, nextAt time.
 func (f *fetcher) idle(until time.Time) {
 	var timer <-chan time.Time
 	if !until.IsZero() {
-		t := time.NewTimer(time.Until(until))
+		t := time.NewTimer(until.Sub(f.m.now()))
 		defer t.Stop()
 		timer = t.C
 	}
@@ -294,7 +294,7 @@ func (f *fetcher) idle(until time.Time) {
 
 // backoff pauses states (still current in this fetcher) after an error.
 func (f *fetcher) backoffLocked(states ...*fetchState) {
-	until := time.Now().Add(f.m.cfg.ReplicaFetchBackoff)
+	until := f.m.now().Add(f.m.cfg.ReplicaFetchBackoff)
 	for _, s := range states {
 		s.delayUntil = until
 	}

@@ -187,6 +187,24 @@ func (s *leaderState) maximalISR() []int32 {
 // ISR returns the committed ISR.
 func (s *leaderState) ISR() []int32 { return s.committed }
 
+// MinISR returns the min.insync.replicas the leader holds itself to.
+func (s *leaderState) MinISR() int { return s.minISR }
+
+// EpochStart returns the LEO at which this leader's epoch started.
+func (s *leaderState) EpochStart() int64 { return s.epochStartOffset }
+
+// CanAppend decides whether a produce with acks may be appended: acks=all
+// is refused with NOT_ENOUGH_REPLICAS while the committed ISR is smaller
+// than min.insync.replicas (Kafka's Partition.appendRecordsToLeader, which
+// does not cap min.insync.replicas at the replica count, unlike the HW
+// rule of underMinISR).
+func (s *leaderState) CanAppend(acks int16) error {
+	if acks == -1 && len(s.committed) < s.minISR {
+		return ErrNotEnoughReplicas
+	}
+	return nil
+}
+
 // HW returns the high watermark.
 func (s *leaderState) HW() int64 { return s.hw }
 
@@ -202,8 +220,13 @@ func (s *leaderState) Inflight() bool { return s.pending != nil }
 func (s *leaderState) UpdateLeaderAndISR(li LeaderAndISR, nowMs int64) Effects {
 	newEpoch := li.LeaderEpoch > s.leaderEpoch
 	switch {
-	case li.LeaderEpoch < s.leaderEpoch, !newEpoch && li.PartitionEpoch < s.partitionEpoch:
+	case li.LeaderEpoch < s.leaderEpoch:
 		return Effects{}
+	case !newEpoch && li.PartitionEpoch < s.partitionEpoch:
+		// An AlterPartition response told us a newer record first; the
+		// configs that came with this one are current all the same.
+		s.minISR = li.MinISR
+		return Effects{Done: s.releaseWaiters()}
 	case !newEpoch && li.PartitionEpoch == s.partitionEpoch:
 		// The record did not change (a config or broker change brought it
 		// here): keep any proposal in flight.

@@ -444,3 +444,62 @@ func TestAlterPartitionErrorClassification(t *testing.T) {
 		}
 	}
 }
+
+// Rule 3: the state machine alone decides NOT_ENOUGH_REPLICAS: acks=all
+// is refused while the committed ISR is below min.insync.replicas (not
+// capped at the replica count), acks=0 and acks=1 never are.
+func TestCanAppendRefusesAcksAllBelowMinISR(t *testing.T) {
+	h := newISR(t, []int32{1, 2}, 0, 0, 3)
+	for _, acks := range []int16{0, 1} {
+		if err := h.s.CanAppend(acks); err != nil {
+			t.Fatalf("acks=%d with ISR [1 2], min.insync.replicas=3: %v", acks, err)
+		}
+	}
+	if err := h.s.CanAppend(-1); !errors.Is(err, ErrNotEnoughReplicas) {
+		t.Fatalf("acks=all with ISR [1 2], min.insync.replicas=3: %v, want ErrNotEnoughReplicas", err)
+	}
+	h = newISR(t, []int32{1, 2, 3}, 0, 0, 4)
+	if err := h.s.CanAppend(-1); !errors.Is(err, ErrNotEnoughReplicas) {
+		t.Fatalf("acks=all with min.insync.replicas=4 over three replicas: %v, want ErrNotEnoughReplicas", err)
+	}
+	h = newISR(t, []int32{1, 2}, 0, 0, 2)
+	if err := h.s.CanAppend(-1); err != nil {
+		t.Fatalf("acks=all with ISR [1 2], min.insync.replicas=2: %v", err)
+	}
+}
+
+// A min.insync.replicas change reaches the leader with a partition record
+// older than the one an AlterPartition answer already gave it; the record
+// is stale, the config is not, and the leader holds itself to it.
+func TestMinISRChangeAppliesWithAStalePartitionRecord(t *testing.T) {
+	h := newISR(t, []int32{1, 2}, 0, 0, 1)
+	h.append(10)
+	h.fetch(2, 10)
+	h.fetch(3, 10)
+	h.collect(h.s.AlterPartitionDone(h.lastProposal().Seq, AlterOK, LeaderAndISR{LeaderEpoch: 5, PartitionEpoch: 8, Replicas: []int32{1, 2, 3}, ISR: []int32{1, 2, 3}}))
+	// The image still holds partition epoch 7, now with min.insync.replicas=4.
+	h.collect(h.s.UpdateLeaderAndISR(LeaderAndISR{LeaderEpoch: 5, PartitionEpoch: 7, Replicas: []int32{1, 2, 3}, ISR: []int32{1, 2}, MinISR: 4}, h.now))
+	if got := h.s.MinISR(); got != 4 {
+		t.Fatalf("min.insync.replicas %d after the config change, want 4", got)
+	}
+	if !sameSet(h.s.ISR(), []int32{1, 2, 3}) {
+		t.Fatalf("stale partition record replaced the ISR: %v", h.s.ISR())
+	}
+	if err := h.s.CanAppend(-1); !errors.Is(err, ErrNotEnoughReplicas) {
+		t.Fatalf("acks=all under the new min.insync.replicas: %v, want ErrNotEnoughReplicas", err)
+	}
+}
+
+// The epoch start is where the log ended when this leader's epoch began,
+// held by the state machine.
+func TestEpochStartIsTheLEOAtTheNewEpoch(t *testing.T) {
+	h := newISR(t, []int32{1, 2}, 7, 7, 1)
+	if got := h.s.EpochStart(); got != 7 {
+		t.Fatalf("epoch start %d, want 7", got)
+	}
+	h.append(12)
+	h.collect(h.s.UpdateLeaderAndISR(LeaderAndISR{LeaderEpoch: 6, PartitionEpoch: 8, Replicas: []int32{1, 2, 3}, ISR: []int32{1, 2}, MinISR: 1}, h.now))
+	if got := h.s.EpochStart(); got != 12 {
+		t.Fatalf("epoch start %d after epoch 6 began at LEO 12, want 12", got)
+	}
+}

@@ -39,6 +39,8 @@ var (
 type Partition struct {
 	TP  partition.TopicPartition
 	log *partition.Log
+	// now is the manager's clock.
+	now func() time.Time
 
 	// roleMu is held shared across a leader append (from the leadership
 	// check to the end of the write) and exclusively by role changes, so
@@ -60,14 +62,13 @@ type Partition struct {
 		leader         int32
 		isLeader       bool
 		replicas       []int32
-		isr            []int32
-		minISR         int
+		// isr is the metadata's ISR while following. While leading, st
+		// alone holds the ISR, min.insync.replicas and where the epoch
+		// started.
+		isr []int32
 		// st is the ISR/HW state machine while this broker leads; nil
 		// otherwise.
 		st *leaderState
-		// epochStart is the LEO when this broker became leader at
-		// leaderEpoch; see endOffsetForEpochLocked.
-		epochStart int64
 		// waiters are parked acks=all produces by id; st decides when
 		// each completes. Buffered (1) channels.
 		waiters map[uint64]chan error
@@ -174,9 +175,6 @@ func (p *Partition) applyLocked(eff Effects) *ISRProposal {
 			ch <- d.Err
 		}
 	}
-	if eff.Propose != nil {
-		p.mu.isr = slices.Clone(p.mu.st.ISR())
-	}
 	if eff.Propose != nil && (p.mu.proposalFrom != p.mu.st || eff.Propose.Seq != p.mu.proposalSeq) {
 		// A proposal sent again keeps the epochs it was made with.
 		p.mu.proposalFrom, p.mu.proposalSeq = p.mu.st, eff.Propose.Seq
@@ -230,11 +228,11 @@ func (p *Partition) endOffsetForEpochLocked(requested int32) (int32, int64) {
 	e, off := p.log.EndOffsetForEpoch(requested)
 	if e == -1 && off == -1 || requested == latest {
 		// requested is at or above every epoch the log holds: the
-		// current epoch is the next one, starting at epochStart.
+		// current epoch is the next one, starting at the epoch start.
 		if latest < 0 {
-			return requested, p.mu.epochStart
+			return requested, p.mu.st.EpochStart()
 		}
-		return latest, p.mu.epochStart
+		return latest, p.mu.st.EpochStart()
 	}
 	return e, off
 }
@@ -276,19 +274,29 @@ type Manager struct {
 // NewManager returns a manager over logs, following meta, with Kafka's
 // default replication settings. It reconciles with the current image at
 // once and with every later one.
-func NewManager(logs *partition.Manager, meta cluster.Metadata, logger zerolog.Logger) (*Manager, error) {
+func NewManager(logs *partition.Manager, meta cluster.Metadata, logger zerolog.Logger, opts ...Option) (*Manager, error) {
 	cfg := DefaultConfig()
 	cfg.NodeID = meta.NodeID()
-	return NewManagerWithConfig(cfg, logs, meta, logger)
+	return NewManagerWithConfig(cfg, logs, meta, logger, opts...)
 }
 
+// Option changes how a Manager is built.
+type Option func(*Manager)
+
+// WithClock replaces the manager's clock (time.Now), which every
+// timestamp, lag and deadline of replication/ reads.
+func WithClock(now func() time.Time) Option { return func(m *Manager) { m.now = now } }
+
 // NewManagerWithConfig is NewManager with explicit replication settings.
-func NewManagerWithConfig(cfg Config, logs *partition.Manager, meta cluster.Metadata, logger zerolog.Logger) (*Manager, error) {
+func NewManagerWithConfig(cfg Config, logs *partition.Manager, meta cluster.Metadata, logger zerolog.Logger, opts ...Option) (*Manager, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	m := &Manager{cfg: cfg, nodeID: cfg.NodeID, logs: logs, meta: meta, logger: logger, now: time.Now, parts: make(map[partition.TopicPartition]*Partition),
 		loadSem: make(chan struct{}, maxProducerLoads)}
+	for _, o := range opts {
+		o(m)
+	}
 	m.ctx, m.cancel = context.WithCancel(context.Background())
 	m.fetch.init(m)
 	// Watch first, then apply the current image, both under reconcileMu:
@@ -494,7 +502,6 @@ func (m *Manager) alterPartition(p *Partition, st *leaderState, prop ISRProposal
 			LeaderEpoch: res.LeaderEpoch, PartitionEpoch: res.PartitionEpoch, Replicas: res.Replicas, ISR: res.ISR,
 		}))
 		if outcome == AlterOK {
-			p.mu.isr = slices.Clone(st.ISR())
 			p.mu.partitionEpoch = max(p.mu.partitionEpoch, res.PartitionEpoch)
 		}
 		p.notifyLocked(true, true)
@@ -640,7 +647,7 @@ func (m *Manager) ensure(tp partition.TopicPartition, pi *cluster.PartitionInfo,
 		if err != nil {
 			return fmt.Errorf("open log %s: %w", tp, err)
 		}
-		p = &Partition{TP: tp, log: lg}
+		p = &Partition{TP: tp, log: lg, now: m.now}
 		p.prod.expiry = m.cfg.ProducerIDExpiration
 		p.prod.spawn = m.spawnProducerLoad
 		p.mu.hwMoved = make(chan struct{})
@@ -656,7 +663,7 @@ func (m *Manager) ensure(tp partition.TopicPartition, pi *cluster.PartitionInfo,
 	if pi.Leader == m.nodeID {
 		m.makeLeader(p, pi, minISR, im)
 	} else {
-		m.makeFollower(p, pi, minISR, im)
+		m.makeFollower(p, pi, im)
 	}
 	return nil
 }
@@ -686,21 +693,21 @@ func (m *Manager) makeLeader(p *Partition, pi *cluster.PartitionInfo, minISR int
 		st, eff = newLeaderState(m.nodeID, m.cfg.ReplicaLagTimeMax.Milliseconds(), li, p.log.LogEndOffset(), p.log.HighWatermark(), now)
 		p.mu.st = st
 	} else {
-		eff = st.UpdateLeaderAndISR(li, now)
+		// The state machine's LEO is the log's before a new epoch starts
+		// there (an append that failed part way never reported one).
+		eff = st.Appended(p.log.LogEndOffset())
+		eff.merge(st.UpdateLeaderAndISR(li, now))
 	}
 	if newEpoch {
-		p.mu.epochStart = p.log.LogEndOffset()
 		m.logger.Info().Str("topic", p.TP.Topic).Int32("partition", p.TP.Partition).Int32("leader_epoch", pi.LeaderEpoch).
-			Int64("epoch_start_offset", p.mu.epochStart).Int64("high_watermark", st.HW()).Ints32("isr", st.ISR()).Msg("became leader")
+			Int64("epoch_start_offset", st.EpochStart()).Int64("high_watermark", st.HW()).Ints32("isr", st.ISR()).Msg("became leader")
 	}
 	p.mu.isLeader = true
 	p.mu.leader = m.nodeID
 	p.mu.leaderEpoch = pi.LeaderEpoch
 	p.mu.partitionEpoch = max(p.mu.partitionEpoch, pi.PartitionEpoch)
 	p.mu.replicas = slices.Clone(pi.Replicas)
-	p.mu.minISR = minISR
 	prop := p.applyLocked(eff)
-	p.mu.isr = slices.Clone(st.ISR())
 	p.notifyLocked(true, true)
 	p.mu.Unlock()
 	m.afterUnlock(p, st, prop)
@@ -716,7 +723,7 @@ func (m *Manager) makeLeader(p *Partition, pi *cluster.PartitionInfo, minISR int
 // the partition to the fetcher of the new leader, which truncates it by
 // epoch before fetching (Kafka's Partition.makeFollower and
 // ReplicaManager.makeFollowers).
-func (m *Manager) makeFollower(p *Partition, pi *cluster.PartitionInfo, minISR int, im *cluster.Image) {
+func (m *Manager) makeFollower(p *Partition, pi *cluster.PartitionInfo, im *cluster.Image) {
 	p.roleMu.Lock()
 	p.mu.Lock()
 	if pi.LeaderEpoch < p.mu.leaderEpoch {
@@ -736,7 +743,6 @@ func (m *Manager) makeFollower(p *Partition, pi *cluster.PartitionInfo, minISR i
 	p.mu.partitionEpoch = pi.PartitionEpoch
 	p.mu.replicas = slices.Clone(pi.Replicas)
 	p.mu.isr = slices.Clone(pi.ISR)
-	p.mu.minISR = minISR
 	p.notifyLocked(true, true)
 	p.mu.Unlock()
 	p.roleMu.Unlock()
@@ -850,7 +856,7 @@ func (m *Manager) AppendWithOptions(ctx context.Context, tp partition.TopicParti
 
 	// An idempotent batch waits (holding no lock) for the producer state
 	// to load, at most the produce's timeout.
-	deadline := time.Now().Add(timeout)
+	start := m.now()
 	var (
 		st   *leaderState
 		info partition.AppendInfo
@@ -865,11 +871,11 @@ func (m *Manager) AppendWithOptions(ctx context.Context, tp partition.TopicParti
 			p.roleMu.RUnlock()
 			return partition.AppendInfo{}, nil, ErrNotLeaderOrFollower
 		}
-		epoch, isr, minISR := p.mu.leaderEpoch, len(st.ISR()), p.mu.minISR
+		epoch, canAppend := p.mu.leaderEpoch, st.CanAppend(acks)
 		p.mu.Unlock()
-		if acks == -1 && isr < minISR {
+		if canAppend != nil {
 			p.roleMu.RUnlock()
-			return partition.AppendInfo{}, nil, ErrNotEnoughReplicas
+			return partition.AppendInfo{}, nil, canAppend
 		}
 		var ld *producerLoad
 		info, dup, ld, err = p.appendAsLeader(records, hdrs[0], epoch, opts)
@@ -877,7 +883,7 @@ func (m *Manager) AppendWithOptions(ctx context.Context, tp partition.TopicParti
 			break
 		}
 		p.roleMu.RUnlock()
-		if err := waitProducers(ctx, ld, time.Until(deadline)); err != nil {
+		if err := waitProducers(ctx, ld, timeout-m.now().Sub(start)); err != nil {
 			return partition.AppendInfo{}, nil, err
 		}
 	}
@@ -912,7 +918,8 @@ func (m *Manager) AppendWithOptions(ctx context.Context, tp partition.TopicParti
 }
 
 func (m *Manager) waitReplicated(ctx context.Context, deadline <-chan time.Time, p *Partition, id uint64, done chan error) error {
-	defer addParked(ctx, time.Now())
+	parkedAt := m.now()
+	defer func() { addParked(ctx, m.now().Sub(parkedAt)) }()
 	var waitErr error
 	select {
 	case err := <-done:
@@ -1029,9 +1036,9 @@ func (m *Manager) Fetch(ctx context.Context, fp FetchParams) []FetchResult {
 		if fp.OnPark != nil {
 			fp.OnPark()
 		}
-		parkedAt := time.Now()
+		parkedAt := m.now()
 		woke := WaitAny(ctx, timer.C, waits)
-		addParked(ctx, parkedAt)
+		addParked(ctx, m.now().Sub(parkedAt))
 		if !woke {
 			res, _, _ = m.readAll(ctx, fp, false)
 			return res
@@ -1235,7 +1242,12 @@ func (m *Manager) ListOffset(tp partition.TopicPartition, ts int64, currentEpoch
 	}
 	lg := p.log
 	p.mu.Lock()
-	epoch, epochStart := p.mu.leaderEpoch, p.mu.epochStart
+	if p.mu.st == nil {
+		// The leadership moved since m.leader looked.
+		p.mu.Unlock()
+		return -1, -1, -1, ErrNotLeaderOrFollower
+	}
+	epoch, epochStart := p.mu.leaderEpoch, p.mu.st.EpochStart()
 	p.mu.Unlock()
 	if ts == -2 {
 		return lg.LogStartOffset(), -1, lg.EpochForOffset(lg.LogStartOffset()), nil

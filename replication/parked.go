@@ -20,9 +20,9 @@ func WithParkedTime(ctx context.Context, total *atomic.Int64) context.Context {
 	return context.WithValue(ctx, parkedKey{}, total)
 }
 
-// addParked adds the time since start to the context's parked total.
-func addParked(ctx context.Context, start time.Time) {
+// addParked adds d, a time spent parked, to the context's parked total.
+func addParked(ctx context.Context, d time.Duration) {
 	if total, ok := ctx.Value(parkedKey{}).(*atomic.Int64); ok {
-		total.Add(int64(time.Since(start)))
+		total.Add(int64(d))
 	}
 }

@@ -93,7 +93,7 @@ const maxProducerLoads = 2
 // producer has been idle here, and a client replaying old timestamps must
 // not have its state expire at once. (A state rebuilt from the log counts
 // every producer as seen at the rebuild.)
-func batchOf(h partition.BatchHeader, batch []byte) idempotent.Batch {
+func batchOf(h partition.BatchHeader, batch []byte, nowMs int64) idempotent.Batch {
 	b := idempotent.Batch{
 		ProducerID:    h.ProducerID,
 		Epoch:         h.ProducerEpoch,
@@ -101,7 +101,7 @@ func batchOf(h partition.BatchHeader, batch []byte) idempotent.Batch {
 		LastSeq:       lastSequence(h.BaseSequence, h.LastOffsetDelta),
 		Transactional: h.IsTransactional(),
 		Control:       h.IsControl(),
-		MaxTimestamp:  time.Now().UnixMilli(),
+		MaxTimestamp:  nowMs,
 	}
 	if h.ProducerID < 0 {
 		b.ProducerID = idempotent.NoProducerID
@@ -188,7 +188,7 @@ func waitProducers(ctx context.Context, ld *producerLoad, wait time.Duration) er
 // lockProducers returns the loaded state with p.prod.mu held, waiting for
 // a load (with no lock held) at most wait. On error mu is not held.
 func (p *Partition) lockProducers(ctx context.Context, wait time.Duration) (*idempotent.State, error) {
-	deadline := time.Now().Add(wait)
+	start := p.now()
 	for {
 		p.prod.mu.Lock()
 		st, ld, err := p.producerStateLocked()
@@ -199,7 +199,7 @@ func (p *Partition) lockProducers(ctx context.Context, wait time.Duration) (*ide
 		if ld == nil {
 			return nil, err
 		}
-		if err := waitProducers(ctx, ld, time.Until(deadline)); err != nil {
+		if err := waitProducers(ctx, ld, wait-p.now().Sub(start)); err != nil {
 			return nil, err
 		}
 	}
@@ -232,7 +232,7 @@ func (p *Partition) loadProducers(ctx context.Context, gen uint64, ld *producerL
 		return
 	}
 	for pass := 0; ; pass++ {
-		if err = scanProducers(ctx, p.log, st, from); err != nil {
+		if err = scanProducers(ctx, p.log, st, from, p.now); err != nil {
 			return
 		}
 		p.prod.mu.Lock()
@@ -248,7 +248,7 @@ func (p *Partition) loadProducers(ctx context.Context, gen uint64, ld *producerL
 			continue
 		}
 		// What is left was appended during the last pass.
-		if err = scanProducers(ctx, p.log, st, st.End()); err == nil && p.prod.st == nil {
+		if err = scanProducers(ctx, p.log, st, st.End(), p.now); err == nil && p.prod.st == nil {
 			p.prod.st = st
 			p.prod.segments = p.log.NumSegments()
 		}
@@ -274,8 +274,9 @@ func (p *Partition) readProducerSnapshot() (*idempotent.State, int64, error) {
 	return st, from, nil
 }
 
-// scanProducers folds the batches of lg from offset from into st.
-func scanProducers(ctx context.Context, lg *partition.Log, st *idempotent.State, from int64) error {
+// scanProducers folds the batches of lg from offset from into st, stamped
+// with now.
+func scanProducers(ctx context.Context, lg *partition.Log, st *idempotent.State, from int64, now func() time.Time) error {
 	for {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -309,7 +310,7 @@ func scanProducers(ctx context.Context, lg *partition.Log, st *idempotent.State,
 				return fmt.Errorf("rebuilding producer state at offset %d: %v", next, err)
 			}
 			if h.LastOffset() >= from {
-				st.Update(batchOf(h, b[:h.Size()]), h.BaseOffset, h.LastOffset())
+				st.Update(batchOf(h, b[:h.Size()], now().UnixMilli()), h.BaseOffset, h.LastOffset())
 			}
 			next = max(next, h.LastOffset()+1)
 			b = b[h.Size():]
@@ -344,7 +345,7 @@ func (p *Partition) foldReplicated(records []byte) {
 			return
 		}
 		if h.LastOffset() >= p.prod.st.End() {
-			p.prod.st.Update(batchOf(h, b[:h.Size()]), h.BaseOffset, h.LastOffset())
+			p.prod.st.Update(batchOf(h, b[:h.Size()], p.now().UnixMilli()), h.BaseOffset, h.LastOffset())
 		}
 		b = b[h.Size():]
 	}
@@ -459,7 +460,7 @@ func (p *Partition) appendAsLeader(records []byte, h partition.BatchHeader, lead
 	if err != nil {
 		return info, false, ld, err
 	}
-	b := batchOf(h, records)
+	b := batchOf(h, records, p.now().UnixMilli())
 	prev, err := st.Check(b)
 	if err != nil {
 		return info, false, nil, err
@@ -481,7 +482,7 @@ func (p *Partition) appendAsLeader(records []byte, h partition.BatchHeader, lead
 	}
 	st.Update(b, info.FirstOffset, info.LastOffset)
 	st.PruneCompleted(p.log.HighWatermark())
-	p.expireProducersLocked(time.Now())
+	p.expireProducersLocked(p.now())
 	p.stageSnapshotOnRollLocked()
 	unlock()
 	// The fsyncs of the append (flush.messages, a new epoch's checkpoint)

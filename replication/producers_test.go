@@ -4,12 +4,14 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/gokafka/gokafka/idempotent"
 	"github.com/gokafka/gokafka/partition"
 	"github.com/gokafka/gokafka/replication"
+	"github.com/rs/zerolog"
 )
 
 // idemBatch is a producer's batch of n records with producer id, epoch
@@ -176,5 +178,36 @@ func TestRule9_ProducerStateSnapshottedAtSegmentRoll(t *testing.T) {
 	}
 	if e := snap.Entry(11); e == nil || end <= 0 || end > lg.LogEndOffset() {
 		t.Fatalf("snapshot at %d (LEO %d) lacks producer 11: %+v", end, lg.LogEndOffset(), e)
+	}
+}
+
+// producer.id.expiration.ms runs on the manager's clock: a producer idle
+// for longer by that clock is forgotten, so its next batch is taken as
+// from a new producer whatever its sequence.
+func TestRule9_ProducerExpiryFollowsTheInjectedClock(t *testing.T) {
+	s := newStack(t)
+	var mu sync.Mutex
+	now := time.Now()
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	s.rm.Close()
+	rm, err := replication.NewManager(s.logs, s.ctrl, zerolog.Nop(), replication.WithClock(clock))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(rm.Close)
+	s.createTopic(t, "t", 1, nil)
+	p := tp("t", 0)
+	eventually(t, "the manager leads t-0", func() bool { return rm.Get(p) != nil && rm.Get(p).IsLeader() })
+	if _, err := produceIdem(rm, p, idemBatch(3, 7, 0, 0)); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	now = now.Add(replication.DefaultConfig().ProducerIDExpiration + time.Hour)
+	mu.Unlock()
+	if _, err := produceIdem(rm, p, idemBatch(1, 8, 0, 0)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := produceIdem(rm, p, idemBatch(1, 7, 0, 10)); err != nil {
+		t.Fatalf("batch of a producer idle past producer.id.expiration.ms: %v, want it accepted as from a new producer", err)
 	}
 }

@@ -1,0 +1,55 @@
+package cluster
+
+import (
+	"slices"
+	"time"
+)
+
+// sessions is the active controller's view of broker sessions
+// (broker.session.timeout.ms): when each broker was last heard from, and
+// which unfenced brokers have been silent too long. It is pure: the
+// caller supplies the time and does the fencing. A controller that just
+// took over knows nothing of earlier heartbeats and gives every broker a
+// full session, as Kafka's BrokerHeartbeatManager does on failover.
+type sessions struct {
+	timeout  time.Duration
+	lastSeen map[int32]time.Time
+	// leading is false until the first check of a leadership.
+	leading bool
+}
+
+func newSessions(timeout time.Duration) *sessions {
+	return &sessions{timeout: timeout, lastSeen: map[int32]time.Time{}}
+}
+
+// Seen records a registration or heartbeat from broker id at now.
+func (s *sessions) Seen(id int32, now time.Time) { s.lastSeen[id] = now }
+
+// Resign forgets the leadership: the next Expired starts every session
+// afresh.
+func (s *sessions) Resign() { s.leading = false }
+
+// Expired returns, in id order, the unfenced brokers of im not heard from
+// for longer than the session timeout at now. A broker it has not seen
+// before starts its session now.
+func (s *sessions) Expired(im *Image, now time.Time) []int32 {
+	if !s.leading {
+		for id := range im.Brokers {
+			s.lastSeen[id] = now
+		}
+		s.leading = true
+	}
+	var out []int32
+	for _, id := range im.BrokerIDs() {
+		last, ok := s.lastSeen[id]
+		if !ok {
+			s.lastSeen[id] = now
+			continue
+		}
+		if !im.Brokers[id].Fenced && now.Sub(last) > s.timeout {
+			out = append(out, id)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
