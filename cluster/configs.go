@@ -31,6 +31,12 @@ type ConfigDef struct {
 	Check func(v string) error
 }
 
+// AtLeast checks that an integer config is at least minVal.
+func AtLeast(minVal int64) func(string) error { return atLeast(minVal) }
+
+// OneOf checks that a config is one of values.
+func OneOf(values ...string) func(string) error { return oneOf(values...) }
+
 func atLeast(minVal int64) func(string) error {
 	return func(v string) error {
 		n, _ := strconv.ParseInt(v, 10, 64)
@@ -115,6 +121,9 @@ func TopicConfigDefs() []ConfigDef { return topicConfigDefs }
 
 // TopicConfigDef returns the definition of a topic config or nil.
 func TopicConfigDef(name string) *ConfigDef { return topicConfigIndex[name] }
+
+// CheckConfigType validates v against t.
+func CheckConfigType(t ConfigType, v string) error { return checkType(t, v) }
 
 // checkType validates v against t.
 func checkType(t ConfigType, v string) error {

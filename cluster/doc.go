@@ -10,7 +10,11 @@
 // reads a record. It decides who leads and who is in the ISR; replication/
 // carries that out and asks for ISR changes through AlterPartition. Its
 // only network traffic is to the metadata quorum (raft.go) and, off the
-// active controller, the forwarded Kafka requests of forward.go.
+// active controller, the forwarded Kafka requests of forward.go. It stores
+// group config overrides and share-group checkpoints without owning their
+// rules: which group configs exist is group's (group.ValidateConfigs, run
+// by the caller), how a checkpoint changes a share group is
+// share/checkpoint's, and decoding client requests is the handlers'.
 //
 // # The pieces
 //
@@ -26,7 +30,7 @@
 //	forward.go      requests forwarded to the active controller
 //	configs.go      topic config definitions and their resolution
 //	quotas.go       client quotas
-//	share.go        share-group checkpoints and group configs
+//	share.go        share-group checkpoints and group config overrides, stored
 //	cleanshutdown.go  the broker epoch of a clean shutdown (KIP-966)
 //
 // # How a change flows

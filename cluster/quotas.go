@@ -323,27 +323,6 @@ func (c *Controller) AlterClientQuotas(ctx context.Context, changes []QuotaChang
 	return errs
 }
 
-// AlterClientQuotasRequestChanges turns a request's entries into changes.
-func AlterClientQuotasRequestChanges(r *kmsg.AlterClientQuotasRequest) []QuotaChange {
-	out := make([]QuotaChange, 0, len(r.Entries))
-	for _, e := range r.Entries {
-		ch := QuotaChange{Set: map[string]float64{}}
-		for _, p := range e.Entity {
-			ch.Entity = append(ch.Entity, QuotaEntityPart{Type: p.Type, Name: p.Name})
-		}
-		for _, op := range e.Ops {
-			if op.Remove {
-				delete(ch.Set, op.Key)
-				ch.Remove = append(ch.Remove, op.Key)
-			} else {
-				ch.Set[op.Key] = op.Value
-			}
-		}
-		out = append(out, ch)
-	}
-	return out
-}
-
 func (c *Controller) forwardAlterClientQuotas(ctx context.Context, changes []QuotaChange, validateOnly bool) []error {
 	req := kmsg.NewPtrAlterClientQuotasRequest()
 	req.SetVersion(1)

@@ -36,7 +36,7 @@ func (h *Handlers) registerClientQuotas(reg *protocol.Registry) {
 func (h *Handlers) alterClientQuotas(ctx context.Context, req *protocol.Request) (kmsg.Response, error) {
 	r := req.Body.(*kmsg.AlterClientQuotasRequest)
 	resp := r.ResponseKind().(*kmsg.AlterClientQuotasResponse)
-	changes := cluster.AlterClientQuotasRequestChanges(r)
+	changes := alterClientQuotasChanges(r)
 	errs := make([]error, len(changes))
 	if a := h.ctrl; a != nil {
 		errs = a.AlterClientQuotas(ctx, changes, r.ValidateOnly)
@@ -95,4 +95,25 @@ func (h *Handlers) describeClientQuotas(_ context.Context, req *protocol.Request
 		resp.Entries = append(resp.Entries, e)
 	}
 	return resp, nil
+}
+
+// alterClientQuotasChanges turns a request's entries into changes.
+func alterClientQuotasChanges(r *kmsg.AlterClientQuotasRequest) []cluster.QuotaChange {
+	out := make([]cluster.QuotaChange, 0, len(r.Entries))
+	for _, e := range r.Entries {
+		ch := cluster.QuotaChange{Set: map[string]float64{}}
+		for _, p := range e.Entity {
+			ch.Entity = append(ch.Entity, cluster.QuotaEntityPart{Type: p.Type, Name: p.Name})
+		}
+		for _, op := range e.Ops {
+			if op.Remove {
+				delete(ch.Set, op.Key)
+				ch.Remove = append(ch.Remove, op.Key)
+			} else {
+				ch.Set[op.Key] = op.Value
+			}
+		}
+		out = append(out, ch)
+	}
+	return out
 }

@@ -189,7 +189,7 @@ func (h *Handlers) groupConfigValues(im *cluster.Image, groupID string) []cluste
 		"share.heartbeat.interval.ms":   strconv.FormatInt(h.shareCfg.HeartbeatInterval.Milliseconds(), 10),
 	}
 	var out []cluster.ConfigValue
-	for _, d := range cluster.GroupConfigDefs() {
+	for _, d := range group.ConfigDefs() {
 		cv := cluster.ConfigValue{Name: d.Name, Value: d.Default, Source: cluster.SourceDefault, Type: d.Type}
 		if v, ok := brokerValue[d.Name]; ok && h.shareReady() {
 			cv.Value = v
@@ -207,6 +207,12 @@ func (h *Handlers) groupConfigValues(im *cluster.Image, groupID string) []cluste
 func (h *Handlers) setGroupConfigs(ctx context.Context, groupID string, configs map[string]string, validateOnly bool) error {
 	if h.ctrl == nil {
 		return kerr.InvalidRequest
+	}
+	// The controller refuses an empty group id before it looks at configs.
+	if groupID != "" {
+		if err := group.ValidateConfigs(configs); err != nil {
+			return err
+		}
 	}
 	return h.ctrl.SetGroupConfigs(ctx, groupID, configs, validateOnly)
 }

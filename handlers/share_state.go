@@ -35,7 +35,7 @@ func (h *Handlers) applyShareChange(ctx context.Context, req *protocol.Request, 
 func (h *Handlers) writeShareGroupState(ctx context.Context, req *protocol.Request) (kmsg.Response, error) {
 	r := req.Body.(*kmsg.WriteShareGroupStateRequest)
 	resp := r.ResponseKind().(*kmsg.WriteShareGroupStateResponse)
-	err := h.applyShareChange(ctx, req, cluster.ShareChangeFromWrite(h.meta.Image(), r))
+	err := h.applyShareChange(ctx, req, shareChangeFromWrite(h.meta.Image(), r))
 	for _, t := range r.Topics {
 		rt := kmsg.NewWriteShareGroupStateResponseTopic()
 		rt.TopicID = t.TopicID
@@ -52,11 +52,42 @@ func (h *Handlers) writeShareGroupState(ctx context.Context, req *protocol.Reque
 func (h *Handlers) deleteShareGroupState(ctx context.Context, req *protocol.Request) (kmsg.Response, error) {
 	r := req.Body.(*kmsg.DeleteShareGroupStateRequest)
 	resp := r.ResponseKind().(*kmsg.DeleteShareGroupStateResponse)
-	err := h.applyShareChange(ctx, req, cluster.ShareChangeFromDelete(h.meta.Image(), r))
+	err := h.applyShareChange(ctx, req, shareChangeFromDelete(h.meta.Image(), r))
 	rt := kmsg.NewDeleteShareGroupStateResponseTopic()
 	rp := kmsg.NewDeleteShareGroupStateResponseTopicPartition()
 	rp.ErrorCode, rp.ErrorMessage = errorCode(err), errorMessage(err)
 	rt.Partitions = append(rt.Partitions, rp)
 	resp.Topics = append(resp.Topics, rt)
 	return resp, nil
+}
+
+// shareChangeFromWrite decodes a forwarded WriteShareGroupState.
+func shareChangeFromWrite(im *cluster.Image, r *kmsg.WriteShareGroupStateRequest) cluster.ShareChange {
+	ch := cluster.ShareChange{Group: r.GroupID, Offsets: map[string]map[int32]int64{}}
+	for _, t := range r.Topics {
+		name, ok := im.IDs[cluster.TopicID(t.TopicID)]
+		if !ok {
+			continue
+		}
+		for _, p := range t.Partitions {
+			if ch.Offsets[name] == nil {
+				ch.Offsets[name] = map[int32]int64{}
+			}
+			ch.Offsets[name][p.Partition] = p.StartOffset
+			ch.Epoch = p.StateEpoch
+			ch.Reset = ch.Reset || p.LeaderEpoch == cluster.ShareResetMarker
+		}
+	}
+	return ch
+}
+
+// shareChangeFromDelete decodes a forwarded DeleteShareGroupState.
+func shareChangeFromDelete(im *cluster.Image, r *kmsg.DeleteShareGroupStateRequest) cluster.ShareChange {
+	ch := cluster.ShareChange{Group: r.GroupID, DeleteGroup: len(r.Topics) == 0, Reset: true}
+	for _, t := range r.Topics {
+		if name, ok := im.IDs[cluster.TopicID(t.TopicID)]; ok {
+			ch.DeleteTopics = append(ch.DeleteTopics, name)
+		}
+	}
+	return ch
 }

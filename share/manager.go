@@ -18,6 +18,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/gokafka/gokafka/cluster"
+	groupcfg "github.com/gokafka/gokafka/group"
 	"github.com/gokafka/gokafka/idempotent"
 	"github.com/gokafka/gokafka/partition"
 	"github.com/gokafka/gokafka/replication"
@@ -207,7 +208,7 @@ func (m *Manager) stateLocked(im *cluster.Image, group string, tp partition.Topi
 		case reset == "earliest":
 			start = logStart
 		case strings.HasPrefix(reset, "by_duration:"):
-			if d, err := cluster.ParseISODuration(strings.TrimPrefix(reset, "by_duration:")); err == nil {
+			if d, err := groupcfg.ParseISODuration(strings.TrimPrefix(reset, "by_duration:")); err == nil {
 				off, _, _, err := m.reps.ListOffset(tp, m.now().Add(-d).UnixMilli(), -1, false)
 				if err == nil && off >= 0 {
 					start = off
