@@ -23,11 +23,13 @@ type MemLog struct {
 }
 
 // OpenInMemory returns a Controller over a new MemLog, leading it as node
-// cfg.NodeID, with the cluster id set. It runs no background loops: no
-// heartbeats of its own and no session expiry, so brokers change state
-// only through the calls a test makes (RegisterBroker, BrokerHeartbeat,
-// AlterPartition, ...).
-func OpenInMemory(ctx context.Context, cfg Config, logger zerolog.Logger) (*Controller, error) {
+// cfg.NodeID, with the cluster id set, and the MemLog. It runs no
+// background loops: no heartbeats of its own and no session expiry, so
+// brokers change state only through the calls a test makes
+// (RegisterBroker, BrokerHeartbeat, AlterPartition, ...). A test may also
+// propose commands to the MemLog itself, for a metadata record no
+// controller decision would produce.
+func OpenInMemory(ctx context.Context, cfg Config, logger zerolog.Logger) (*Controller, *MemLog, error) {
 	c := &Controller{
 		cfg: cfg, logger: logger, stop: make(chan struct{}), hbStop: make(chan struct{}),
 		qc:            QuorumConfig{HeartbeatInterval: 2 * time.Second, SessionTimeout: 9 * time.Second},
@@ -42,9 +44,9 @@ func OpenInMemory(ctx context.Context, cfg Config, logger zerolog.Logger) (*Cont
 	c.img = l.st.Image(-1)
 	c.log = l
 	if err := c.ensureClusterID(ctx); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return c, nil
+	return c, l, nil
 }
 
 // Propose implements Log.

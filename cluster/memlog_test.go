@@ -14,7 +14,7 @@ import (
 // applies, with nothing but the calls the test makes.
 func TestInMemoryControllerElectsAndFencesAsTheQuorumDoes(t *testing.T) {
 	ctx := context.Background()
-	c, err := OpenInMemory(ctx, testConfig(), zerolog.Nop())
+	c, _, err := OpenInMemory(ctx, testConfig(), zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)
 	}

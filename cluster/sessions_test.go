@@ -69,7 +69,7 @@ func TestControllerFencesExpiredSessionsByItsClock(t *testing.T) {
 	cfg.Now = func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
 	advance := func(d time.Duration) { mu.Lock(); now = now.Add(d); mu.Unlock() }
 	ctx := context.Background()
-	c, err := OpenInMemory(ctx, cfg, zerolog.Nop())
+	c, _, err := OpenInMemory(ctx, cfg, zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)
 	}

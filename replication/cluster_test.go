@@ -6,9 +6,10 @@ package replication_test
 // 127.0.0.1:0. Followers fetch from leaders over real connections. The
 // metadata is the real cluster.Controller over an in-memory metadata log
 // (cluster.OpenInMemory): registration, AlterPartition with its epoch
-// checks, fencing and elections are the controller's own. A few tests
-// that need a metadata change no controller would make (a leader moved
-// by hand) use a hand-edited image instead (newHandCluster).
+// checks, fencing and elections are the controller's own. A test that
+// needs a record no controller decision would make (a leadership moved by
+// hand, an election as an older Kafka would have made it) writes it to the
+// metadata log itself (script, elect).
 //
 // Nothing here asserts on time: conditions are polled with a deadline.
 
@@ -20,7 +21,6 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
-	"maps"
 	"net"
 	"slices"
 	"sync"
@@ -36,25 +36,20 @@ import (
 	"github.com/gokafka/gokafka/replication"
 )
 
-// simCluster is the shared metadata of an in-process cluster.
+// simCluster is an in-process cluster and its controller.
 type simCluster struct {
 	t *testing.T
 
-	// applyMu orders changes and their watch callbacks, like a metadata
-	// log applied by one goroutine.
-	applyMu sync.Mutex
-	imgMu   sync.RWMutex
-	img     *cluster.Image
-	watches []func(prev, next *cluster.Image)
-
-	// ctrl, if set, is the controller holding the metadata; otherwise
-	// img is edited by hand (change) and AlterPartition is checked here.
+	// ctrl holds the metadata, over the in-memory log mlog.
 	ctrl *cluster.Controller
+	mlog *cluster.MemLog
 
 	cfg   replication.Config
 	nodes map[int32]*simNode
-	// alters are the AlterPartition requests received, in order.
-	alters []cluster.AlterPartitionRequest
+	// altersMu guards alters, the AlterPartition requests received, in
+	// order.
+	altersMu sync.Mutex
+	alters   []cluster.AlterPartitionRequest
 }
 
 // simNode is one broker.
@@ -78,116 +73,36 @@ type simNode struct {
 	cleanEpoch int64
 }
 
-// simMeta is one broker's view of the shared metadata.
+// simMeta is one broker's view of the controller: the broker's own node
+// id over the shared controller.
 type simMeta struct {
+	*cluster.Controller
 	c  *simCluster
 	id int32
 }
 
-func (m simMeta) Image() *cluster.Image { return m.c.image() }
-func (m simMeta) Watch(fn func(prev, next *cluster.Image)) {
-	if m.c.ctrl != nil {
-		m.c.ctrl.Watch(fn)
-		return
-	}
-	m.c.imgMu.Lock()
-	m.c.watches = append(m.c.watches, fn)
-	m.c.imgMu.Unlock()
-}
-func (m simMeta) CreateTopics(context.Context, []cluster.TopicSpec, bool) []error {
-	return []error{errors.New("not supported")}
-}
-func (m simMeta) DeleteTopics(context.Context, []string) []error {
-	return []error{errors.New("not supported")}
-}
-func (m simMeta) CreatePartitions(context.Context, string, int32, [][]int32, bool) error {
-	return errors.New("not supported")
-}
-func (m simMeta) SetTopicConfigs(context.Context, string, map[string]string, bool) error {
-	return errors.New("not supported")
-}
-func (m simMeta) SetBrokerConfigs(context.Context, string, map[string]string, bool) error {
-	return errors.New("not supported")
-}
-func (m simMeta) NodeID() int32                          { return m.id }
-func (m simMeta) BrokerDefaults() cluster.BrokerDefaults { return cluster.BrokerDefaults{} }
+func (m simMeta) NodeID() int32 { return m.id }
 
-// AlterPartition goes to the controller; on a hand-edited image it
-// applies at once, with the controller's checks.
+// AlterPartition records the request and sends it to the controller.
 func (m simMeta) AlterPartition(ctx context.Context, req cluster.AlterPartitionRequest) (cluster.PartitionInfo, error) {
-	c := m.c
-	if c.ctrl != nil {
-		c.applyMu.Lock()
-		c.alters = append(c.alters, req)
-		c.applyMu.Unlock()
-		return c.ctrl.AlterPartition(ctx, req)
-	}
-	c.applyMu.Lock()
-	defer c.applyMu.Unlock()
-	c.alters = append(c.alters, req)
-	im := c.image()
-	cur := im.Partition(req.Topic, req.Partition)
-	switch {
-	case cur == nil:
-		return cluster.PartitionInfo{}, cluster.ErrUnknownTopic
-	case cur.Leader != req.BrokerID:
-		return *cur, cluster.ErrNotLeader
-	case cur.LeaderEpoch != req.LeaderEpoch:
-		return *cur, cluster.ErrFencedLeaderEpoch
-	case cur.PartitionEpoch != req.PartitionEpoch:
-		return *cur, cluster.ErrInvalidUpdateVersion
-	case !slices.Contains(req.NewISR, req.BrokerID):
-		return *cur, cluster.ErrIneligibleReplica
-	}
-	for _, r := range req.NewISR {
-		if !slices.Contains(cur.Replicas, r) || im.Brokers[r].Fenced {
-			return *cur, cluster.ErrIneligibleReplica
-		}
-	}
-	var out cluster.PartitionInfo
-	c.changeLocked(func(next *cluster.Image) {
-		pi := &mutTopic(next, req.Topic).Partitions[req.Partition]
-		var isr []int32
-		for _, r := range pi.Replicas {
-			if slices.Contains(req.NewISR, r) {
-				isr = append(isr, r)
-			}
-		}
-		pi.ISR = isr
-		pi.PartitionEpoch++
-		out = *pi
-	})
-	return out, nil
+	m.c.altersMu.Lock()
+	m.c.alters = append(m.c.alters, req)
+	m.c.altersMu.Unlock()
+	return m.c.ctrl.AlterPartition(ctx, req)
 }
 
 // newSimCluster starts brokers ids whose metadata is a real controller
 // over an in-memory log.
 func newSimCluster(t *testing.T, cfg replication.Config, ids ...int32) *simCluster {
 	t.Helper()
-	ctrl, err := cluster.OpenInMemory(context.Background(), cluster.Config{
+	ctrl, mlog, err := cluster.OpenInMemory(context.Background(), cluster.Config{
 		NodeID: ids[0], ClusterID: "sim", NumPartitions: 1, DefaultReplicationFactor: 1,
 	}, zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ctrl.Close() })
-	return startSimCluster(t, cfg, ctrl, ids)
-}
-
-// newHandCluster starts brokers ids on a metadata image that the test
-// edits by hand (change), for changes no controller would make.
-func newHandCluster(t *testing.T, cfg replication.Config, ids ...int32) *simCluster {
-	t.Helper()
-	return startSimCluster(t, cfg, nil, ids)
-}
-
-func startSimCluster(t *testing.T, cfg replication.Config, ctrl *cluster.Controller, ids []int32) *simCluster {
-	t.Helper()
-	c := &simCluster{t: t, cfg: cfg, ctrl: ctrl, nodes: map[int32]*simNode{}}
-	c.img = &cluster.Image{
-		ClusterID: "sim", ControllerID: ids[0], Brokers: map[int32]cluster.BrokerInfo{},
-		Topics: map[string]*cluster.TopicInfo{}, IDs: map[cluster.TopicID]string{}, BrokerConfigs: map[string]map[string]string{},
-	}
+	c := &simCluster{t: t, cfg: cfg, ctrl: ctrl, mlog: mlog, nodes: map[int32]*simNode{}}
 	for _, id := range ids {
 		n := &simNode{c: c, id: id, fs: partition.NewMemFS(), cleanEpoch: -1}
 		c.nodes[id] = n
@@ -201,142 +116,68 @@ func startSimCluster(t *testing.T, cfg replication.Config, ctrl *cluster.Control
 	return c
 }
 
-func (c *simCluster) image() *cluster.Image {
-	if c.ctrl != nil {
-		return c.ctrl.Image()
-	}
-	c.imgMu.RLock()
-	defer c.imgMu.RUnlock()
-	return c.img
-}
+func (c *simCluster) image() *cluster.Image { return c.ctrl.Image() }
 
-// change publishes a modified copy of the image and runs the watches.
-func (c *simCluster) change(fn func(next *cluster.Image)) {
-	if c.ctrl != nil {
-		c.t.Fatal("a cluster with a controller changes only through it (use newHandCluster)")
-	}
-	c.applyMu.Lock()
-	defer c.applyMu.Unlock()
-	c.changeLocked(fn)
-}
-
-func (c *simCluster) changeLocked(fn func(next *cluster.Image)) {
-	prev := c.image()
-	next := cloneImage(prev)
-	fn(next)
-	next.Offset++
-	c.imgMu.Lock()
-	c.img = next
-	ws := slices.Clone(c.watches)
-	c.imgMu.Unlock()
-	for _, w := range ws {
-		w(prev, next)
+// script writes partition 0 of topic as fn edits it, straight to the
+// metadata log: a record no controller decision would produce (a
+// leadership moved by hand, an election scripted as an older Kafka would
+// have made it). fn bumps the epochs it means to.
+func (c *simCluster) script(topic string, fn func(pi *cluster.PartitionInfo)) {
+	c.t.Helper()
+	cur := c.partitionInfo(topic)
+	next := cur
+	next.Replicas = slices.Clone(cur.Replicas)
+	next.ISR = slices.Clone(cur.ISR)
+	next.ELR, next.LastKnownELR = nil, nil
+	fn(&next)
+	err := c.mlog.Propose(context.Background(), &cluster.Command{Type: cluster.CmdChangePartitions, Changes: []cluster.PartitionChange{{
+		Topic: topic, ExpectPartitionEpoch: cur.PartitionEpoch, Next: next,
+	}}})
+	if err != nil {
+		c.t.Fatalf("scripted change of %s: %v", topic, err)
 	}
 }
 
-// cloneImage copies everything a change may modify; unchanged topics keep
-// their pointers, as the real metadata does.
-func cloneImage(im *cluster.Image) *cluster.Image {
-	next := *im
-	next.Brokers = maps.Clone(im.Brokers)
-	next.Topics = maps.Clone(im.Topics)
-	next.IDs = maps.Clone(im.IDs)
-	return &next
-}
-
-// mutTopic returns a private copy of topic name in next, for changing it.
-func mutTopic(next *cluster.Image, name string) *cluster.TopicInfo {
-	t := *next.Topics[name]
-	t.Partitions = slices.Clone(t.Partitions)
-	for i := range t.Partitions {
-		t.Partitions[i].Replicas = slices.Clone(t.Partitions[i].Replicas)
-		t.Partitions[i].ISR = slices.Clone(t.Partitions[i].ISR)
-	}
-	next.Topics[name] = &t
-	return &t
+// elect scripts leader as the leader of topic with ISR isr, in a new
+// leader epoch.
+func (c *simCluster) elect(topic string, leader int32, isr ...int32) {
+	c.t.Helper()
+	c.script(topic, func(pi *cluster.PartitionInfo) {
+		pi.Leader, pi.ISR = leader, isr
+		pi.LeaderEpoch++
+		pi.PartitionEpoch++
+	})
 }
 
 func (c *simCluster) createTopic(name string, replicas []int32, configs map[string]string) {
 	c.t.Helper()
-	if c.ctrl != nil {
-		cfgs := map[string]*string{}
-		for k, v := range configs {
-			cfgs[k] = &v
-		}
-		errs := c.ctrl.CreateTopics(context.Background(), []cluster.TopicSpec{{
-			Name: name, NumPartitions: -1, ReplicationFactor: -1, Assignment: [][]int32{replicas}, Configs: cfgs,
-		}}, false)
-		if errs[0] != nil {
-			c.t.Fatalf("create %s: %v", name, errs[0])
-		}
-		return
+	cfgs := map[string]*string{}
+	for k, v := range configs {
+		cfgs[k] = &v
 	}
-	c.change(func(next *cluster.Image) {
-		id := cluster.TopicID{byte(len(next.Topics) + 1)}
-		next.Topics[name] = &cluster.TopicInfo{Name: name, ID: id, Configs: configs, Partitions: []cluster.PartitionInfo{{
-			Partition: 0, Leader: replicas[0], Replicas: slices.Clone(replicas), ISR: slices.Clone(replicas),
-		}}}
-		next.IDs[id] = name
-	})
+	errs := c.ctrl.CreateTopics(context.Background(), []cluster.TopicSpec{{
+		Name: name, NumPartitions: -1, ReplicationFactor: -1, Assignment: [][]int32{replicas}, Configs: cfgs,
+	}}, false)
+	if errs[0] != nil {
+		c.t.Fatalf("create %s: %v", name, errs[0])
+	}
 }
 
-// fence marks a broker fenced as the controller does when it misses its
-// session: it leaves every ISR (unless it is the last member) and a
-// partition it leads gets the first other ISR member as leader, with a new
-// leader epoch.
+// fence fences broker id as a controlled shutdown does (the same
+// partition changes as a session expiry).
 func (c *simCluster) fence(id int32) {
 	c.t.Helper()
-	if c.ctrl != nil {
-		// A controlled shutdown's fence: the same partition changes as a
-		// session expiry's.
-		if _, _, err := c.ctrl.BrokerHeartbeat(context.Background(), id, true, nil); err != nil {
-			c.t.Fatalf("fence %d: %v", id, err)
-		}
-		return
+	if _, _, err := c.ctrl.BrokerHeartbeat(context.Background(), id, true, nil); err != nil {
+		c.t.Fatalf("fence %d: %v", id, err)
 	}
-	c.change(func(next *cluster.Image) {
-		b := next.Brokers[id]
-		b.Fenced = true
-		next.Brokers[id] = b
-		for name, t := range next.Topics {
-			if !slices.ContainsFunc(t.Partitions, func(p cluster.PartitionInfo) bool { return slices.Contains(p.ISR, id) }) {
-				continue
-			}
-			mt := mutTopic(next, name)
-			for i := range mt.Partitions {
-				pi := &mt.Partitions[i]
-				if !slices.Contains(pi.ISR, id) || len(pi.ISR) == 1 {
-					if pi.Leader == id {
-						pi.Leader = -1
-						pi.LeaderEpoch++
-						pi.PartitionEpoch++
-					}
-					continue
-				}
-				pi.ISR = slices.DeleteFunc(pi.ISR, func(r int32) bool { return r == id })
-				if pi.Leader == id {
-					pi.Leader = pi.ISR[0]
-					pi.LeaderEpoch++
-				}
-				pi.PartitionEpoch++
-			}
-		}
-	})
 }
 
+// unfence unfences broker id as its heartbeat does.
 func (c *simCluster) unfence(id int32) {
 	c.t.Helper()
-	if c.ctrl != nil {
-		if fenced, _, err := c.ctrl.BrokerHeartbeat(context.Background(), id, false, nil); err != nil || fenced {
-			c.t.Fatalf("unfence %d: fenced %v, %v", id, fenced, err)
-		}
-		return
+	if fenced, _, err := c.ctrl.BrokerHeartbeat(context.Background(), id, false, nil); err != nil || fenced {
+		c.t.Fatalf("unfence %d: fenced %v, %v", id, fenced, err)
 	}
-	c.change(func(next *cluster.Image) {
-		b := next.Brokers[id]
-		b.Fenced = false
-		next.Brokers[id] = b
-	})
 }
 
 func (c *simCluster) partitionInfo(topic string) cluster.PartitionInfo {
@@ -365,7 +206,7 @@ func (n *simNode) start() {
 	// The broker (re)registers with its new address before its replica
 	// manager reads the metadata.
 	n.register(int32(addr.Port))
-	meta := simMeta{c: n.c, id: n.id}
+	meta := simMeta{Controller: n.c.ctrl, c: n.c, id: n.id}
 	logger := zerolog.Nop()
 	configFor := func(topic string) partition.Config {
 		im := meta.Image()
@@ -401,28 +242,18 @@ func (n *simNode) start() {
 	n.up = true
 }
 
-// register records the broker at port: with a controller as a new
-// incarnation that its first heartbeat unfences, as a restarted broker
-// registers; on a hand-edited image by changing its address.
+// register records the broker at port as a new incarnation, which its
+// first heartbeat unfences, as a restarted broker registers.
 func (n *simNode) register(port int32) {
 	t := n.c.t
 	t.Helper()
-	if ctrl := n.c.ctrl; ctrl != nil {
-		ctx := context.Background()
-		inc := make([]byte, 16)
-		rand.Read(inc)
-		info := cluster.BrokerInfo{NodeID: n.id, Host: "127.0.0.1", Port: port, Incarnation: hex.EncodeToString(inc), PreviousEpoch: n.cleanEpoch}
-		if err := ctrl.RegisterBroker(ctx, info); err != nil {
-			t.Fatalf("register broker %d: %v", n.id, err)
-		}
-		n.c.unfence(n.id)
-		return
+	inc := make([]byte, 16)
+	rand.Read(inc)
+	info := cluster.BrokerInfo{NodeID: n.id, Host: "127.0.0.1", Port: port, Incarnation: hex.EncodeToString(inc), PreviousEpoch: n.cleanEpoch}
+	if err := n.c.ctrl.RegisterBroker(context.Background(), info); err != nil {
+		t.Fatalf("register broker %d: %v", n.id, err)
 	}
-	n.c.change(func(next *cluster.Image) {
-		b := next.Brokers[n.id]
-		b.NodeID, b.Host, b.Port = n.id, "127.0.0.1", int32(port)
-		next.Brokers[n.id] = b
-	})
+	n.c.unfence(n.id)
 }
 
 // stop shuts the broker down cleanly: everything written is kept.
@@ -737,7 +568,7 @@ func TestCluster_FollowerRefusesConsumers(t *testing.T) {
 // Leadership lost while an acks=all produce waits answers it with
 // NOT_LEADER_OR_FOLLOWER.
 func TestCluster_LeadershipLossFailsParkedProduce(t *testing.T) {
-	c := newHandCluster(t, testReplConfig(10*time.Second), 1, 2)
+	c := newSimCluster(t, testReplConfig(10*time.Second), 1, 2)
 	c.createTopic("t", []int32{1, 2}, nil)
 	l := c.leader("t")
 	l.mustProduce("t", "a", -1)
@@ -748,11 +579,10 @@ func TestCluster_LeadershipLossFailsParkedProduce(t *testing.T) {
 		done <- err
 	}()
 	eventually(t, "the produce is appended", func() bool { return l.log("t").LogEndOffset() == 2 })
-	c.change(func(next *cluster.Image) {
-		mt := mutTopic(next, "t")
-		mt.Partitions[0].Leader = 2
-		mt.Partitions[0].LeaderEpoch++
-		mt.Partitions[0].PartitionEpoch++
+	c.script("t", func(pi *cluster.PartitionInfo) {
+		pi.Leader = 2
+		pi.LeaderEpoch++
+		pi.PartitionEpoch++
 	})
 	if err := <-done; !errors.Is(err, replication.ErrNotLeaderOrFollower) {
 		t.Fatalf("got %v, want ErrNotLeaderOrFollower", err)

@@ -13,26 +13,21 @@ import (
 // adding it to the ISR, so that the controller can refuse the change if
 // the follower has restarted since those fetches.
 func TestCluster_ISRExpansionNamesTheFollowersBrokerEpochFromItsFetches(t *testing.T) {
-	c := newHandCluster(t, testReplConfig(10*time.Second), 1, 2)
-	c.change(func(next *cluster.Image) {
-		b := next.Brokers[2]
-		b.Epoch = 42
-		next.Brokers[2] = b
-	})
+	c := newSimCluster(t, testReplConfig(10*time.Second), 1, 2)
+	epoch := c.image().Brokers[2].Epoch
 	c.createTopic("t", []int32{1, 2}, nil)
 	l := c.leader("t")
 	l.mustProduce("t", "a", -1)
-	// The controller takes broker 2 out of the ISR (a fence would); it
-	// keeps fetching and the leader proposes it back.
-	c.change(func(next *cluster.Image) {
-		pi := &mutTopic(next, "t").Partitions[0]
+	// Broker 2 leaves the ISR while it keeps fetching; the leader
+	// proposes it back.
+	c.script("t", func(pi *cluster.PartitionInfo) {
 		pi.ISR = []int32{1}
 		pi.PartitionEpoch++
 	})
 	l.mustProduce("t", "b", 1)
 	c.waitISR("t", 1, 2)
-	c.applyMu.Lock()
-	defer c.applyMu.Unlock()
+	c.altersMu.Lock()
+	defer c.altersMu.Unlock()
 	var expand *cluster.AlterPartitionRequest
 	for i := range c.alters {
 		if slices.Contains(c.alters[i].NewISR, 2) {
@@ -43,7 +38,7 @@ func TestCluster_ISRExpansionNamesTheFollowersBrokerEpochFromItsFetches(t *testi
 		t.Fatalf("no expansion among %+v", c.alters)
 	}
 	i := slices.Index(expand.NewISR, 2)
-	if len(expand.NewISREpochs) != len(expand.NewISR) || expand.NewISREpochs[i] != 42 {
-		t.Fatalf("expansion %v names epochs %v, want broker 2's epoch 42 from its fetches", expand.NewISR, expand.NewISREpochs)
+	if len(expand.NewISREpochs) != len(expand.NewISR) || expand.NewISREpochs[i] != epoch {
+		t.Fatalf("expansion %v names epochs %v, want broker 2's epoch %d from its fetches", expand.NewISR, expand.NewISREpochs, epoch)
 	}
 }

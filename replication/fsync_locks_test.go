@@ -101,7 +101,7 @@ func TestNoFsyncUnderProducerStateLock(t *testing.T) {
 // same fetcher: taking it away from the fetcher must not wait for the
 // fsync.
 func TestNoFsyncUnderFetcherLock(t *testing.T) {
-	c := newHandCluster(t, testReplConfig(10*time.Second), 1, 2)
+	c := newSimCluster(t, testReplConfig(10*time.Second), 1, 2)
 	f := c.nodes[2]
 	f.stop()
 	d := newSlowDiskFor(t, f.fs, func(op, name string) bool {
@@ -120,11 +120,10 @@ func TestNoFsyncUnderFetcherLock(t *testing.T) {
 
 	applied := make(chan struct{})
 	go func() {
-		c.change(func(next *cluster.Image) {
-			mt := mutTopic(next, "b")
-			mt.Partitions[0].Leader = 2
-			mt.Partitions[0].LeaderEpoch++
-			mt.Partitions[0].PartitionEpoch++
+		c.script("b", func(pi *cluster.PartitionInfo) {
+			pi.Leader = 2
+			pi.LeaderEpoch++
+			pi.PartitionEpoch++
 		})
 		close(applied)
 	}()

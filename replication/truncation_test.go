@@ -20,7 +20,7 @@ import (
 // would throw away records the old leader acknowledged with acks=all,
 // and the follower, now leader, would lose them for good.
 func TestKIP101_Scenario1_HWTruncationThenImmediateElection(t *testing.T) {
-	c := newHandCluster(t, testReplConfig(10*time.Second), 1, 2)
+	c := newSimCluster(t, testReplConfig(10*time.Second), 1, 2)
 	// Every append is fsynced: only the HW checkpoint lags behind.
 	c.createTopic("t", []int32{1, 2}, map[string]string{"flush.messages": "1", "min.insync.replicas": "2"})
 	a, b := c.nodes[1], c.nodes[2]
@@ -33,7 +33,9 @@ func TestKIP101_Scenario1_HWTruncationThenImmediateElection(t *testing.T) {
 	if got := b.log("t").LogEndOffset(); got != 2 {
 		t.Fatalf("restarted follower's LEO %d, want 2 (both records were fsynced)", got)
 	}
-	c.fence(1) // b is elected
+	// b is elected, as before KIP-966 (a Kafka 4 controller would not
+	// elect a replica back from an unclean shutdown).
+	c.elect("t", 2, 2)
 	if c.partitionInfo("t").Leader != 2 {
 		t.Fatalf("leader %d, want 2", c.partitionInfo("t").Leader)
 	}
@@ -48,7 +50,6 @@ func TestKIP101_Scenario1_HWTruncationThenImmediateElection(t *testing.T) {
 	}
 
 	a.start()
-	c.unfence(1)
 	c.waitISR("t", 1, 2)
 	b.mustProduce("t", "m3", -1)
 	c.waitConverged("t", "m1", "m2", "m3")
@@ -61,7 +62,7 @@ func TestKIP101_Scenario1_HWTruncationThenImmediateElection(t *testing.T) {
 // offset when it returns, although its HW covers it: otherwise the two
 // logs hold different records at the same offset forever.
 func TestKIP101_Scenario2_ReplicaDivergenceAfterCrash(t *testing.T) {
-	c := newHandCluster(t, testReplConfig(10*time.Second), 1, 2)
+	c := newSimCluster(t, testReplConfig(10*time.Second), 1, 2)
 	c.createTopic("t", []int32{1, 2}, nil)
 	a, b := c.nodes[1], c.nodes[2]
 	a.mustProduce("t", "m1", -1)
@@ -85,11 +86,11 @@ func TestKIP101_Scenario2_ReplicaDivergenceAfterCrash(t *testing.T) {
 	a.crash()
 	b.crash()
 
-	c.fence(1)
 	b.start()
 	if got := b.log("t").LogEndOffset(); got != 1 {
 		t.Fatalf("b's LEO after the crash %d, want 1 (m2 was never synced there)", got)
 	}
+	c.elect("t", 2, 2) // as before KIP-966, see scenario 1
 	b.mustProduce("t", "m3", -1) // offset 1, leader epoch 1
 
 	// The leader tells a fetcher whose last epoch ends past its own where
@@ -110,7 +111,6 @@ func TestKIP101_Scenario2_ReplicaDivergenceAfterCrash(t *testing.T) {
 	}
 	a.start()
 	a.opened = nil
-	c.unfence(1)
 	c.waitISR("t", 1, 2)
 	c.waitConverged("t", "m1", "m3")
 }
@@ -121,7 +121,7 @@ func TestKIP101_Scenario2_ReplicaDivergenceAfterCrash(t *testing.T) {
 // never had must be told the largest epoch they share (and ask again if it
 // does not hold that one), not be left with its own tail.
 func TestKIP279_FastDoubleFailover(t *testing.T) {
-	c := newHandCluster(t, testReplConfig(10*time.Second), 1, 2, 3)
+	c := newSimCluster(t, testReplConfig(10*time.Second), 1, 2, 3)
 	c.createTopic("t", []int32{1, 2, 3}, map[string]string{"flush.messages": "1", "min.insync.replicas": "1"})
 	n1, n2, n3 := c.nodes[1], c.nodes[2], c.nodes[3]
 	n1.mustProduce("t", "m0", -1)
@@ -134,7 +134,7 @@ func TestKIP279_FastDoubleFailover(t *testing.T) {
 
 	n1.stop()
 	n2.start()
-	c.fence(1) // 2 leads epoch 1
+	c.elect("t", 2, 2, 3) // 2 leads epoch 1
 	if li := c.partitionInfo("t"); li.Leader != 2 || li.LeaderEpoch != 1 {
 		t.Fatalf("leader %d epoch %d, want 2 at 1", li.Leader, li.LeaderEpoch)
 	}
@@ -142,7 +142,7 @@ func TestKIP279_FastDoubleFailover(t *testing.T) {
 
 	n2.stop()
 	n3.start()
-	c.fence(2) // 3 leads epoch 2, has written nothing in it
+	c.elect("t", 3, 3) // 3 leads epoch 2, has written nothing in it
 	if li := c.partitionInfo("t"); li.Leader != 3 || li.LeaderEpoch != 2 {
 		t.Fatalf("leader %d epoch %d, want 3 at 2", li.Leader, li.LeaderEpoch)
 	}
@@ -159,8 +159,6 @@ func TestKIP279_FastDoubleFailover(t *testing.T) {
 
 	n1.start()
 	n2.start()
-	c.unfence(1)
-	c.unfence(2)
 	c.waitISR("t", 1, 2, 3)
 	c.checkLogsAgree("t", "m0")
 	for _, n := range []*simNode{n1, n2} {
