@@ -90,7 +90,8 @@ func TestKIP101_Scenario2_ReplicaDivergenceAfterCrash(t *testing.T) {
 	if got := b.log("t").LogEndOffset(); got != 1 {
 		t.Fatalf("b's LEO after the crash %d, want 1 (m2 was never synced there)", got)
 	}
-	c.elect("t", 2, 2) // as before KIP-966, see scenario 1
+	// b is elected, as before KIP-966 (see scenario 1).
+	c.elect("t", 2, 2)
 	b.mustProduce("t", "m3", -1) // offset 1, leader epoch 1
 
 	// The leader tells a fetcher whose last epoch ends past its own where
