@@ -51,12 +51,14 @@ const (
 	CloseHandlerPanic                          // the handler panicked
 	CloseHandlerError                          // the handler asked for the connection to close
 	CloseShutdown                              // the server is shutting down
+	CloseNotExposed                            // the API is not exposed on this listener
 )
 
 var closeReasonNames = [...]string{
 	"client_closed", "read_error", "write_error", "idle_timeout", "invalid_size",
 	"request_too_large", "malformed_header", "unknown_api_key", "unsupported_version",
 	"malformed_request", "handler_panic", "handler_error", "server_shutdown",
+	"api_not_exposed",
 }
 
 func (r CloseReason) String() string {
@@ -99,9 +101,27 @@ func NewServer(cfg Config, reg *Registry, logger zerolog.Logger) *Server {
 	return s
 }
 
-// Serve accepts connections on ln until Shutdown. It returns nil after a
-// shutdown and the accept error otherwise.
+// Serve accepts connections on ln until Shutdown, exposing every
+// registered API. It returns nil after a shutdown and the accept error
+// otherwise.
 func (s *Server) Serve(ln net.Listener) error {
+	return s.ServeListener(ln, ListenerConfig{})
+}
+
+// ListenerConfig names a listener and the APIs it exposes, as Kafka's
+// listeners do: a request for an API the listener does not expose closes
+// the connection, and ApiVersions on it does not list that API.
+type ListenerConfig struct {
+	// Name is the listener name (PLAINTEXT, CONTROLLER, ...).
+	Name string
+	// Exposes reports whether the listener serves an API key; nil exposes
+	// every registered API.
+	Exposes func(key int16) bool
+}
+
+// ServeListener is Serve for a named listener exposing only the APIs
+// lc.Exposes allows.
+func (s *Server) ServeListener(ln net.Listener, lc ListenerConfig) error {
 	s.mu.Lock()
 	if s.mu.closing {
 		s.mu.Unlock()
@@ -133,7 +153,7 @@ func (s *Server) Serve(ln net.Listener) error {
 			return err
 		}
 		backoff = 0
-		s.startConn(nc)
+		s.startConn(nc, lc)
 	}
 }
 
@@ -142,15 +162,20 @@ func isTemporary(err error) bool {
 	return errors.As(err, &t) && t.Temporary()
 }
 
-func (s *Server) startConn(nc net.Conn) {
+func (s *Server) startConn(nc net.Conn, lc ListenerConfig) {
 	id := s.nextID.Add(1)
 	c := &conn{
-		srv:  s,
-		nc:   nc,
-		info: &ConnInfo{ID: id, RemoteAddr: nc.RemoteAddr().String(), LocalAddr: nc.LocalAddr().String(), ZeroCopy: isTCP(nc)},
-		out:  make(chan frame, s.cfg.MaxQueuedResponses),
+		srv: s,
+		nc:  nc,
+		info: &ConnInfo{ID: id, RemoteAddr: nc.RemoteAddr().String(), LocalAddr: nc.LocalAddr().String(), ZeroCopy: isTCP(nc),
+			Listener: lc.Name, exposes: lc.Exposes},
+		out: make(chan frame, s.cfg.MaxQueuedResponses),
 	}
-	c.logger = s.logger.With().Uint64("conn", id).Str("remote", c.info.RemoteAddr).Logger()
+	lg := s.logger.With().Uint64("conn", id).Str("remote", c.info.RemoteAddr)
+	if lc.Name != "" {
+		lg = lg.Str("listener", lc.Name)
+	}
+	c.logger = lg.Logger()
 	c.ctx, c.cancel = context.WithCancel(s.baseCtx)
 
 	s.mu.Lock()
@@ -331,7 +356,7 @@ func (c *conn) serve(in []byte) (out frame, ok bool) {
 			// can retry at a version we list; the body is not parsed as
 			// its layout at this version is unknown.
 			c.logger.Debug().Int16("version", h.version).Msg("ApiVersions at unsupported version")
-			resp := c.srv.reg.ApiVersionsResponse(0, 35)
+			resp := c.srv.reg.ApiVersionsResponseOn(c.info, 0, 35)
 			return frame{b: encodeResponse(h, resp)}, true
 		}
 		c.setReason(CloseUnsupportedVersion, fmt.Errorf("api %s (%d) version %d", kmsg.NameForKey(h.key), h.key, h.version))
@@ -342,6 +367,14 @@ func (c *conn) serve(in []byte) (out frame, ok bool) {
 	body, err := parseHeaderRest(&h, in, req.IsFlexible())
 	if err != nil {
 		c.setReason(CloseMalformedHeader, err)
+		return frame{}, false
+	}
+	if !c.info.Exposes(h.key) {
+		// Kafka closes the connection for an API its listener does not
+		// expose; the client is named so an operator can find it.
+		c.logger.Warn().Str("client_id", h.clientID).Str("api", kmsg.NameForKey(h.key)).Int16("version", h.version).
+			Msg("request for an API this listener does not expose; closing the connection")
+		c.setReason(CloseNotExposed, fmt.Errorf("api %s (%d) is not exposed on listener %q", kmsg.NameForKey(h.key), h.key, c.info.Listener))
 		return frame{}, false
 	}
 	if err := req.ReadFrom(body); err != nil {
