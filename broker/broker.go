@@ -43,6 +43,11 @@ type Config struct {
 	// derived from LogDirs and the CONTROLLER listener.
 	Quorum                  cluster.QuorumConfig
 	ControllerListenerNames []string
+	// InterBrokerListenerName is inter.broker.listener.name: the listener
+	// the other nodes reach this one on, the only one exposing the
+	// broker-to-broker APIs. Empty means the first listener that is not a
+	// controller listener, as in Kafka.
+	InterBrokerListenerName string
 
 	Protocol protocol.Config
 	Logs     partition.ManagerConfig
@@ -77,7 +82,11 @@ type Server struct {
 	srv      *protocol.Server
 
 	listeners []net.Listener
-	serveErr  chan error
+	// names holds each listener's name, by index in listeners.
+	names []string
+	// interBroker is the index of the inter-broker listener.
+	interBroker int
+	serveErr    chan error
 }
 
 // Listener is a parsed listener URL.
@@ -129,7 +138,17 @@ func Start(ctx context.Context, cfg Config, logger zerolog.Logger) (_ *Server, e
 	if len(lns) == 0 {
 		return nil, errors.New("no broker listener configured")
 	}
-	s := &Server{cfg: cfg, logger: logger, serveErr: make(chan error, len(lns))}
+	interBroker := -1
+	for i, l := range lns {
+		if cfg.InterBrokerListenerName == "" || strings.EqualFold(l.Name, cfg.InterBrokerListenerName) {
+			interBroker = i
+			break
+		}
+	}
+	if interBroker < 0 {
+		return nil, fmt.Errorf("inter.broker.listener.name %q is not one of the broker listeners", cfg.InterBrokerListenerName)
+	}
+	s := &Server{cfg: cfg, logger: logger, interBroker: interBroker, serveErr: make(chan error, len(lns))}
 	defer func() {
 		if err != nil {
 			s.closeAll()
@@ -147,6 +166,7 @@ func Start(ctx context.Context, cfg Config, logger zerolog.Logger) (_ *Server, e
 			return nil, fmt.Errorf("listen %s: %w", l.Name, err)
 		}
 		s.listeners = append(s.listeners, ln)
+		s.names = append(s.names, l.Name)
 	}
 
 	qc.Dir = filepath.Join(cfg.LogDirs[0], cluster.MetadataDirName)
@@ -197,33 +217,65 @@ func Start(ctx context.Context, cfg Config, logger zerolog.Logger) (_ *Server, e
 	h.SetShare(s.shareC, s.shareM, cfg.Share)
 	s.srv = protocol.NewServer(cfg.Protocol, reg, logger.With().Str("component", "net").Logger())
 
-	adv, err := s.advertised(lns)
-	if err != nil {
-		return nil, err
+	// The broker registers the inter-broker listener's address, where
+	// the other nodes reach it, and every listener's by name, so that a
+	// client is told the addresses of the listener it connected to.
+	var eps []cluster.Endpoint
+	var ib Listener
+	for i := range lns {
+		adv, err := s.advertised(lns, i)
+		if err != nil {
+			return nil, err
+		}
+		if i == interBroker {
+			ib = adv
+		}
+		eps = append(eps, cluster.Endpoint{Name: adv.Name, Host: adv.Host, Port: int32(adv.Port)})
 	}
-	if err := s.meta.Register(ctx, adv.Host, int32(adv.Port)); err != nil {
+	if err := s.meta.Register(ctx, ib.Host, int32(ib.Port), eps...); err != nil {
 		return nil, fmt.Errorf("register broker: %w", err)
 	}
-	for _, ln := range s.listeners {
-		go func(ln net.Listener) { s.serveErr <- s.srv.Serve(ln) }(ln)
+	for i, ln := range s.listeners {
+		lc := protocol.ListenerConfig{Name: s.names[i]}
+		if i != interBroker {
+			// Kafka's listeners: broker-to-broker APIs only on the
+			// inter-broker listener (see handlers/roles.go).
+			lc.Exposes = func(key int16) bool { return !handlers.InterBrokerAPI(key) }
+		}
+		go func() { s.serveErr <- s.srv.ServeListener(ln, lc) }()
 	}
 	return s, nil
 }
 
-// advertised returns the address this broker registers: the first
-// advertised listener, or the first bound listener with its real port.
-func (s *Server) advertised(lns []Listener) (Listener, error) {
+// advertised returns the address listener i is registered with: the
+// advertised listener of the same name, or the bound address with its
+// real port. With a single broker listener, the first advertised
+// listener that is not a controller listener stands for it, whatever its
+// name.
+func (s *Server) advertised(lns []Listener, i int) (Listener, error) {
+	var first *Listener
 	for _, a := range s.cfg.AdvertisedListeners {
 		pl, err := ParseListener(a)
 		if err != nil {
 			return Listener{}, err
 		}
-		if pl.Name != "CONTROLLER" {
+		if slices.Contains(s.cfg.ControllerListenerNames, pl.Name) || pl.Name == "CONTROLLER" {
+			continue
+		}
+		if pl.Name == lns[i].Name {
 			return pl, nil
 		}
+		if first == nil {
+			first = &pl
+		}
 	}
-	l := lns[0]
-	l.Port = s.listeners[0].Addr().(*net.TCPAddr).Port
+	if first != nil && len(lns) == 1 {
+		adv := *first
+		adv.Name = lns[i].Name
+		return adv, nil
+	}
+	l := lns[i]
+	l.Port = s.listeners[i].Addr().(*net.TCPAddr).Port
 	if l.Host == "" || l.Host == "0.0.0.0" || l.Host == "::" {
 		l.Host = "127.0.0.1"
 	}

@@ -99,7 +99,9 @@ type Controller struct {
 	stop   chan struct{}
 	wg     sync.WaitGroup
 
-	// incarnation identifies this process in its broker registration.
+	// incarnation identifies this process in its broker registration
+	// (see Incarnation).
+	incMu       sync.Mutex
 	incarnation string
 	// hbStop ends the regular heartbeats once a controlled shutdown
 	// begins.

@@ -17,6 +17,29 @@ type BrokerInfo struct {
 	// Incarnation identifies one run of the broker process; a new one
 	// means the broker restarted and lost whatever it held in memory.
 	Incarnation string `json:"incarnation,omitempty"`
+	// Endpoints are the broker's listeners by name, for clients: a
+	// client is given the endpoint of the listener it connected to.
+	// Host and Port are the inter-broker listener's.
+	Endpoints []Endpoint `json:"endpoints,omitempty"`
+}
+
+// Endpoint is one listener of a broker.
+type Endpoint struct {
+	Name string `json:"name"`
+	Host string `json:"host"`
+	Port int32  `json:"port"`
+}
+
+// Endpoint returns the broker's address on listener name; a broker that
+// registered no endpoint by that name (one predating named endpoints, or a
+// listener name it does not have) is reached at Host:Port.
+func (b BrokerInfo) Endpoint(name string) (host string, port int32) {
+	for _, e := range b.Endpoints {
+		if e.Name == name {
+			return e.Host, e.Port
+		}
+	}
+	return b.Host, b.Port
 }
 
 // PartitionInfo is the replicated state of one partition.

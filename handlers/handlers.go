@@ -4,7 +4,6 @@ import (
 	"context"
 
 	"github.com/rs/zerolog"
-	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/gokafka/gokafka/cluster"
 	"github.com/gokafka/gokafka/group"
@@ -53,7 +52,7 @@ type producerIDSource interface {
 // Register creates the handlers and registers every API with reg.
 func Register(reg *protocol.Registry, cfg Config, meta cluster.Metadata, replicas *replication.Manager, logger zerolog.Logger) *Handlers {
 	h := &Handlers{cfg: cfg, meta: meta, replicas: replicas, reg: reg, logger: logger}
-	reg.Wrap(forwardAware)
+	reg.Wrap(h.guard)
 	if src, ok := meta.(producerIDSource); ok {
 		h.pids = idempotent.NewAllocator(func(ctx context.Context) (int64, int32, error) {
 			return src.AllocateProducerIDs(ctx, cfg.NodeID)
@@ -90,16 +89,4 @@ func Register(reg *protocol.Registry, cfg Config, meta cluster.Metadata, replica
 		r(reg)
 	}
 	return h
-}
-
-// forwardAware marks requests forwarded by another gokafka node so that
-// the controller answers them here or refuses them, never forwarding them
-// on again.
-func forwardAware(fn protocol.HandlerFunc) protocol.HandlerFunc {
-	return func(ctx context.Context, req *protocol.Request) (kmsg.Response, error) {
-		if req.ClientID == cluster.ForwardClientID {
-			ctx = cluster.WithNoForward(ctx)
-		}
-		return fn(ctx, req)
-	}
 }
