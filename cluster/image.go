@@ -65,7 +65,7 @@ type TopicInfo struct {
 
 // Internal reports whether the topic is one of Kafka's internal topics.
 func (t *TopicInfo) Internal() bool {
-	return t.Name == "__consumer_offsets" || t.Name == "__transaction_state"
+	return IsInternalTopic(t.Name)
 }
 
 // Image is an immutable view of the metadata at one point of the log.

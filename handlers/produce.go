@@ -26,6 +26,9 @@ package handlers
 // answer and the append; otherwise it goes to the coordinator's broker
 // (AddPartitionsToTxn v4, VerifyOnly) before the append. Control batches
 // are refused: only the coordinator writes markers (WriteTxnMarkers).
+// Internal topics (__consumer_offsets, __transaction_state) are written
+// only by their coordinators: a client's produce to one is refused with
+// INVALID_TOPIC_EXCEPTION, as Kafka does.
 
 import (
 	"context"
@@ -36,6 +39,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/gokafka/gokafka/cluster"
 	"github.com/gokafka/gokafka/idempotent"
 	"github.com/gokafka/gokafka/partition"
 	"github.com/gokafka/gokafka/protocol"
@@ -73,6 +77,16 @@ func (h *Handlers) produce(ctx context.Context, req *protocol.Request) (kmsg.Res
 			switch {
 			case r.Acks != 0 && r.Acks != 1 && r.Acks != -1:
 				rp.ErrorCode = kerr.InvalidRequiredAcks.Code
+			case cluster.IsInternalTopic(t.Topic):
+				// Kafka's ReplicaManager: only the broker appends to an
+				// internal topic ("Cannot append to internal topic").
+				rp.ErrorCode = kerr.InvalidTopicException.Code
+				if req.Version >= 8 {
+					msg := "Cannot append to internal topic " + t.Topic
+					rp.ErrorMessage = &msg
+				}
+				h.logger.Warn().Uint64("conn", req.Conn.ID).Str("remote", req.Conn.RemoteAddr).Str("client_id", req.ClientID).
+					Str("topic", t.Topic).Int32("partition", p.Partition).Msg("produce to an internal topic refused")
 			default:
 				one := func(topic string, records []byte) {
 					tp := partition.TopicPartition{Topic: topic, Partition: rp.Partition}
