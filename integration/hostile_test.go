@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -406,4 +407,36 @@ func TestHostileClientCannotActAsABroker(t *testing.T) {
 // record at all.
 func garbageBatch() []byte {
 	return buildBatch([][]byte{{0xff, 0xff, 0xff}}, time.Now().UnixMilli())
+}
+
+// A client cannot make the broker roll segments every few bytes or
+// milliseconds (KIP-1030 floors): INVALID_CONFIG on create and on alter.
+func TestClientSetSegmentConfigsBelowKafkasFloorsAreInvalidConfig(t *testing.T) {
+	b := startBroker(t, brokerOpts{})
+	adm := b.admin(t)
+	ctx := testCtx(t, 30*time.Second)
+	createTopic(t, adm, "floors", 1, nil)
+	for _, tc := range []struct{ name, value string }{
+		{"segment.bytes", "1024"},
+		{"segment.index.bytes", "100"},
+		{"segment.ms", "100"},
+	} {
+		resp, err := adm.CreateTopic(ctx, 1, 1, map[string]*string{tc.name: strp(tc.value)}, "floors-"+strings.ReplaceAll(tc.name, ".", "-"))
+		if !errors.Is(err, kerr.InvalidConfig) {
+			t.Errorf("CreateTopics with %s=%s: %v (%s), want INVALID_CONFIG", tc.name, tc.value, err, resp.ErrMessage)
+		}
+		ar, err := adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{{Op: kadm.SetConfig, Name: tc.name, Value: strp(tc.value)}}, "floors")
+		if err != nil || len(ar) != 1 || !errors.Is(ar[0].Err, kerr.InvalidConfig) {
+			t.Errorf("IncrementalAlterConfigs %s=%s: %v %+v, want INVALID_CONFIG", tc.name, tc.value, err, ar)
+		}
+		ar, err = adm.AlterTopicConfigsState(ctx, []kadm.AlterConfig{{Name: tc.name, Value: strp(tc.value)}}, "floors")
+		if err != nil || len(ar) != 1 || !errors.Is(ar[0].Err, kerr.InvalidConfig) {
+			t.Errorf("AlterConfigs %s=%s: %v %+v, want INVALID_CONFIG", tc.name, tc.value, err, ar)
+		}
+	}
+	// At the floor they are taken.
+	ar, err := adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{{Op: kadm.SetConfig, Name: "segment.bytes", Value: strp("1048576")}}, "floors")
+	if err != nil || len(ar) != 1 || ar[0].Err != nil {
+		t.Errorf("segment.bytes=1048576: %v %+v", err, ar)
+	}
 }
