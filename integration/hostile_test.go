@@ -231,27 +231,7 @@ func TestHostileClientCannotActAsABroker(t *testing.T) {
 	const topic = "hostile"
 	c.createTopic(t, topic, 3, nil)
 
-	// Something worth protecting: records and a group's offsets.
-	cl := c.client(t)
-	ctx := testCtx(t, 60*time.Second)
-	for i := range 30 {
-		if err := cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Partition: int32(i % 3), Value: []byte("v")}).FirstErr(); err != nil {
-			t.Fatalf("produce: %v", err)
-		}
-	}
-	adm := c.admin(t)
-	offsets := kadm.Offsets{}
-	for p := range int32(3) {
-		offsets.Add(kadm.Offset{Topic: topic, Partition: p, At: int64(5 + p), LeaderEpoch: -1})
-	}
-	if _, err := adm.CommitOffsets(ctx, "victim", offsets); err != nil {
-		t.Fatalf("commit offsets: %v", err)
-	}
-
-	before, err := c.metadataFrom(1, topic)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cl, adm, before := prepareVictim(t, c, topic)
 	brokersBefore := fmt.Sprint(before.Brokers)
 	leader := before.Topics[0].Partitions[0].Leader
 	clusterID := *before.ClusterID
@@ -332,75 +312,9 @@ func TestHostileClientCannotActAsABroker(t *testing.T) {
 		}
 	}
 
-	// Produce to __consumer_offsets: INVALID_TOPIC_EXCEPTION, logged.
-	{
-		p := kmsg.NewPtrProduceRequest()
-		p.SetVersion(9)
-		p.Acks, p.TimeoutMillis = -1, 5000
-		pt := kmsg.NewProduceRequestTopic()
-		pt.Topic = "__consumer_offsets"
-		pp := kmsg.NewProduceRequestTopicPartition()
-		pp.Partition = 0
-		pp.Records = garbageBatch()
-		pt.Partitions = append(pt.Partitions, pp)
-		p.Topics = append(p.Topics, pt)
-		for id := int32(1); id <= 3; id++ {
-			rc := dialHostile(t, c.node(id).Addr())
-			resp, err := rc.roundTrip(p, hostileClientID)
-			if err != nil {
-				t.Fatalf("produce to __consumer_offsets on node %d: %v", id, err)
-			}
-			code := resp.(*kmsg.ProduceResponse).Topics[0].Partitions[0].ErrorCode
-			if code != 17 {
-				t.Errorf("produce to __consumer_offsets on node %d: error %d, want INVALID_TOPIC_EXCEPTION (17)", id, code)
-			}
-			local := rc.nc.LocalAddr().String()
-			eventually(t, 10*time.Second, func() error {
-				if !brokerLogHas(c.node(id), "internal topic refused", local, hostileClientID) {
-					return fmt.Errorf("node %d has no log line naming %s for the produce", id, local)
-				}
-				return nil
-			})
-		}
-	}
+	produceToOffsetsIsRefused(t, c)
 
-	// The cluster is as it was: every partition led with a full ISR,
-	// the same broker addresses, the group's offsets.
-	for p := range int32(3) {
-		c.waitPartition(t, topic, p, "a leader and a full ISR", func(s partState) bool { return s.Leader > 0 && len(s.ISR) == 3 })
-	}
-	for id := int32(1); id <= 3; id++ {
-		after, err := c.metadataFrom(id, topic)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := fmt.Sprint(after.Brokers); got != brokersBefore {
-			t.Errorf("node %d advertises %s, before %s", id, got, brokersBefore)
-		}
-		for _, mp := range after.Topics[0].Partitions {
-			if mp.Leader < 1 || len(mp.ISR) != 3 {
-				t.Errorf("node %d: %s-%d leader %d ISR %v", id, topic, mp.Partition, mp.Leader, mp.ISR)
-			}
-		}
-		for _, b := range after.Brokers {
-			if b.Host != "127.0.0.1" || !slices.Contains(c.addrs(), net.JoinHostPort(b.Host, strconv.Itoa(int(b.Port)))) {
-				t.Errorf("node %d advertises broker %d at %s:%d, not its client listener", id, b.NodeID, b.Host, b.Port)
-			}
-		}
-	}
-	fetched, err := adm.FetchOffsets(ctx, "victim")
-	if err != nil {
-		t.Fatalf("fetch offsets: %v", err)
-	}
-	for p := range int32(3) {
-		if o, ok := fetched.Lookup(topic, p); !ok || o.At != int64(5+p) {
-			t.Errorf("victim's offset of %s-%d: %+v, want %d", topic, p, o, 5+p)
-		}
-	}
-	// And it still serves: a produce and a consume.
-	if err := cl.ProduceSync(context.Background(), &kgo.Record{Topic: topic, Partition: 0, Value: []byte("after")}).FirstErr(); err != nil {
-		t.Fatalf("produce after the hostile requests: %v", err)
-	}
+	checkUnharmed(t, c, topic, brokersBefore, cl, adm)
 }
 
 // garbageBatch is a well-formed record batch whose record is no group
@@ -439,4 +353,156 @@ func TestClientSetSegmentConfigsBelowKafkasFloorsAreInvalidConfig(t *testing.T) 
 	if err != nil || len(ar) != 1 || ar[0].Err != nil {
 		t.Errorf("segment.bytes=1048576: %v %+v", err, ar)
 	}
+}
+
+// checkUnharmed checks the cluster is as it was before the hostile
+// requests: every partition of topic led with a full ISR, the same broker
+// addresses, the group "victim"'s offsets, and produce still works.
+func checkUnharmed(t *testing.T, c *cluster, topic, brokersBefore string, cl *kgo.Client, adm *kadm.Client) {
+	t.Helper()
+	ctx := testCtx(t, 60*time.Second)
+	// The cluster is as it was: every partition led with a full ISR,
+	// the same broker addresses, the group's offsets.
+	for p := range int32(3) {
+		c.waitPartition(t, topic, p, "a leader and a full ISR", func(s partState) bool { return s.Leader > 0 && len(s.ISR) == 3 })
+	}
+	for id := int32(1); id <= 3; id++ {
+		after, err := c.metadataFrom(id, topic)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := fmt.Sprint(after.Brokers); got != brokersBefore {
+			t.Errorf("node %d advertises %s, before %s", id, got, brokersBefore)
+		}
+		for _, mp := range after.Topics[0].Partitions {
+			if mp.Leader < 1 || len(mp.ISR) != 3 {
+				t.Errorf("node %d: %s-%d leader %d ISR %v", id, topic, mp.Partition, mp.Leader, mp.ISR)
+			}
+		}
+		for _, b := range after.Brokers {
+			if b.Host != "127.0.0.1" || !slices.Contains(c.addrs(), net.JoinHostPort(b.Host, strconv.Itoa(int(b.Port)))) {
+				t.Errorf("node %d advertises broker %d at %s:%d, not its client listener", id, b.NodeID, b.Host, b.Port)
+			}
+		}
+	}
+	fetched, err := adm.FetchOffsets(ctx, "victim")
+	if err != nil {
+		t.Fatalf("fetch offsets: %v", err)
+	}
+	for p := range int32(3) {
+		if o, ok := fetched.Lookup(topic, p); !ok || o.At != int64(5+p) {
+			t.Errorf("victim's offset of %s-%d: %+v, want %d", topic, p, o, 5+p)
+		}
+	}
+	// And it still takes records.
+	if err := cl.ProduceSync(context.Background(), &kgo.Record{Topic: topic, Partition: 0, Value: []byte("after")}).FirstErr(); err != nil {
+		t.Fatalf("produce after the hostile requests: %v", err)
+	}
+}
+
+// prepareVictim produces records to topic and commits offsets 5, 6, 7 for
+// group "victim", and returns node 1's metadata of topic.
+func prepareVictim(t *testing.T, c *cluster, topic string) (*kgo.Client, *kadm.Client, *kmsg.MetadataResponse) {
+	t.Helper()
+	// Something worth protecting: records and a group's offsets.
+	cl := c.client(t)
+	ctx := testCtx(t, 60*time.Second)
+	for i := range 30 {
+		if err := cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Partition: int32(i % 3), Value: []byte("v")}).FirstErr(); err != nil {
+			t.Fatalf("produce: %v", err)
+		}
+	}
+	adm := c.admin(t)
+	offsets := kadm.Offsets{}
+	for p := range int32(3) {
+		offsets.Add(kadm.Offset{Topic: topic, Partition: p, At: int64(5 + p), LeaderEpoch: -1})
+	}
+	if _, err := adm.CommitOffsets(ctx, "victim", offsets); err != nil {
+		t.Fatalf("commit offsets: %v", err)
+	}
+
+	before, err := c.metadataFrom(1, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cl, adm, before
+}
+
+// produceToOffsetsIsRefused produces a batch to __consumer_offsets on
+// every node's client listener: INVALID_TOPIC_EXCEPTION, and a log line
+// naming the client.
+func produceToOffsetsIsRefused(t *testing.T, c *cluster) {
+	t.Helper()
+	p := kmsg.NewPtrProduceRequest()
+	p.SetVersion(9)
+	p.Acks, p.TimeoutMillis = -1, 5000
+	pt := kmsg.NewProduceRequestTopic()
+	pt.Topic = "__consumer_offsets"
+	pp := kmsg.NewProduceRequestTopicPartition()
+	pp.Partition = 0
+	pp.Records = garbageBatch()
+	pt.Partitions = append(pt.Partitions, pp)
+	p.Topics = append(p.Topics, pt)
+	for id := int32(1); id <= 3; id++ {
+		rc := dialHostile(t, c.node(id).Addr())
+		resp, err := rc.roundTrip(p, hostileClientID)
+		if err != nil {
+			t.Fatalf("produce to __consumer_offsets on node %d: %v", id, err)
+		}
+		code := resp.(*kmsg.ProduceResponse).Topics[0].Partitions[0].ErrorCode
+		if code != 17 {
+			t.Errorf("produce to __consumer_offsets on node %d: error %d, want INVALID_TOPIC_EXCEPTION (17)", id, code)
+		}
+		local := rc.nc.LocalAddr().String()
+		eventually(t, 10*time.Second, func() error {
+			if !brokerLogHas(c.node(id), "internal topic refused", local, hostileClientID) {
+				return fmt.Errorf("node %d has no log line naming %s for the produce", id, local)
+			}
+			return nil
+		})
+	}
+}
+
+// With the default listeners (one PLAINTEXT listener, which is also the
+// inter-broker one, and CONTROLLER) the broker-to-broker APIs are on the
+// client's listener: there the sender's identity protects the cluster. A
+// request that does not name a node of this cluster in its current run
+// closes the connection, with a log line naming the client.
+func TestHostileClientOnTheSharedListenerCannotActAsABroker(t *testing.T) {
+	c := startCluster(t, nil)
+	const topic = "hostile"
+	c.createTopic(t, topic, 3, nil)
+	cl, adm, before := prepareVictim(t, c, topic)
+	brokersBefore := fmt.Sprint(before.Brokers)
+	leader := before.Topics[0].Partitions[0].Leader
+	clusterID := *before.ClusterID
+	forged := forgedRequests(clusterID, topic, before.Topics[0].TopicID, leader)
+
+	ids := []string{
+		hostileClientID,
+		// Right cluster and broker, a guessed incarnation.
+		fmt.Sprintf("gokafka-controller-forward;cluster=%s;broker=%d;incarnation=%032x", clusterID, leader, 42),
+		// Another cluster.
+		fmt.Sprintf("gokafka-controller-forward;cluster=%s;broker=%d;incarnation=%032x", "other-cluster", leader, 42),
+	}
+	for name, req := range forged {
+		for _, cid := range ids {
+			for id := int32(1); id <= 3; id++ {
+				rc := dialHostile(t, c.node(id).Addr())
+				rc.send(req, cid)
+				if err := rc.closed(); err != nil {
+					t.Errorf("%s on node %d as %q: %v", name, id, cid, err)
+				}
+				local := rc.nc.LocalAddr().String()
+				eventually(t, 10*time.Second, func() error {
+					if !brokerLogHas(c.node(id), "not a node of this cluster", local) {
+						return fmt.Errorf("node %d has no log line naming %s for %s", id, local, name)
+					}
+					return nil
+				})
+			}
+		}
+	}
+	produceToOffsetsIsRefused(t, c)
+	checkUnharmed(t, c, topic, brokersBefore, cl, adm)
 }

@@ -14,4 +14,9 @@
 // order (Kafka mutes a channel the same way). A panic in a handler closes
 // that connection only, with the stack logged. Every closed connection logs a
 // typed CloseReason.
+//
+// A listener may expose only some APIs (ServeListener, ListenerConfig), as
+// Kafka's listeners do: a request for another API closes the connection
+// with a log line naming the client, and ApiVersions on that listener does
+// not list it.
 package protocol
