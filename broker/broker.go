@@ -86,7 +86,11 @@ type Server struct {
 	names []string
 	// interBroker is the index of the inter-broker listener.
 	interBroker int
-	serveErr    chan error
+	// ctrlListener is the Kafka-protocol side of the CONTROLLER listener
+	// (nil for a one-node quorum) and ctrlName its listener name.
+	ctrlListener net.Listener
+	ctrlName     string
+	serveErr     chan error
 }
 
 // Listener is a parsed listener URL.
@@ -120,6 +124,7 @@ func Start(ctx context.Context, cfg Config, logger zerolog.Logger) (_ *Server, e
 		return nil, errors.New("log.dirs is empty")
 	}
 	var lns []Listener
+	var ctrlName string
 	qc := cfg.Quorum
 	for _, l := range cfg.Listeners {
 		pl, err := ParseListener(l)
@@ -128,6 +133,7 @@ func Start(ctx context.Context, cfg Config, logger zerolog.Logger) (_ *Server, e
 		}
 		if slices.Contains(cfg.ControllerListenerNames, pl.Name) {
 			qc.BindAddr = net.JoinHostPort(pl.Host, strconv.Itoa(pl.Port))
+			ctrlName = pl.Name
 			continue
 		}
 		lns = append(lns, pl)
@@ -148,7 +154,7 @@ func Start(ctx context.Context, cfg Config, logger zerolog.Logger) (_ *Server, e
 	if interBroker < 0 {
 		return nil, fmt.Errorf("inter.broker.listener.name %q is not one of the broker listeners", cfg.InterBrokerListenerName)
 	}
-	s := &Server{cfg: cfg, logger: logger, interBroker: interBroker, serveErr: make(chan error, len(lns))}
+	s := &Server{cfg: cfg, logger: logger, interBroker: interBroker, ctrlName: ctrlName, serveErr: make(chan error, len(lns)+1)}
 	defer func() {
 		if err != nil {
 			s.closeAll()
@@ -235,14 +241,21 @@ func Start(ctx context.Context, cfg Config, logger zerolog.Logger) (_ *Server, e
 	if err := s.meta.Register(ctx, ib.Host, int32(ib.Port), eps...); err != nil {
 		return nil, fmt.Errorf("register broker: %w", err)
 	}
+	// Kafka's listeners (handlers/roles.go): the controller's RPCs on the
+	// CONTROLLER listener only, the other broker-to-broker APIs on the
+	// inter-broker listener only.
 	for i, ln := range s.listeners {
-		lc := protocol.ListenerConfig{Name: s.names[i]}
-		if i != interBroker {
-			// Kafka's listeners: broker-to-broker APIs only on the
-			// inter-broker listener (see handlers/roles.go).
-			lc.Exposes = func(key int16) bool { return !handlers.InterBrokerAPI(key) }
+		lc := protocol.ListenerConfig{Name: s.names[i], Exposes: func(key int16) bool { return !handlers.InterBrokerAPI(key) }}
+		if i == interBroker {
+			lc.Exposes = func(key int16) bool { return !handlers.ControllerOnlyAPI(key) }
 		}
 		go func() { s.serveErr <- s.srv.ServeListener(ln, lc) }()
+	}
+	if cl := s.meta.ControllerListener(); cl != nil {
+		s.ctrlListener = cl
+		go func() {
+			s.serveErr <- s.srv.ServeListener(cl, protocol.ListenerConfig{Name: s.ctrlName, Exposes: handlers.ControllerAPI})
+		}()
 	}
 	return s, nil
 }

@@ -114,6 +114,9 @@ type Controller struct {
 
 	fwdMu   sync.Mutex
 	fwdConn *protocol.Client
+	// mux splits the CONTROLLER listener between raft and the Kafka
+	// protocol; nil for a one-node quorum.
+	mux *controllerMux
 
 	// applied is the image after the last applied command.
 	imgMu   sync.RWMutex

@@ -84,18 +84,26 @@ func (c *Controller) forward(ctx context.Context, req kmsg.Request, retryable fu
 // leader meanwhile and should apply the change itself.
 var errLocalLeader = errors.New("this node leads the quorum")
 
-// controllerClient returns a client for the current leader's broker
-// listener, or nil if it is not known yet.
+// controllerClient returns a client for the current leader's CONTROLLER
+// listener (its quorum address), or nil if it is not known yet.
 func (c *Controller) controllerClient() *protocol.Client {
-	id := c.leaderID()
-	if id < 0 {
+	if c.raft == nil {
 		return nil
 	}
-	b, ok := c.Image().Brokers[id]
-	if !ok {
+	leaderAddr, id := c.raft.LeaderWithID()
+	if id == "" || leaderAddr == "" {
 		return nil
 	}
-	addr := net.JoinHostPort(b.Host, strconv.Itoa(int(b.Port)))
+	addr := string(leaderAddr)
+	if c.mux == nil {
+		// A one-node quorum has no CONTROLLER listener (and never
+		// forwards); reach the leader's broker listener.
+		b, ok := c.Image().Brokers[c.leaderID()]
+		if !ok {
+			return nil
+		}
+		addr = net.JoinHostPort(b.Host, strconv.Itoa(int(b.Port)))
+	}
 	// The client id names this node (see peer.go); it changes once the
 	// cluster id is known.
 	cid := c.PeerClientID(PeerRoleController)

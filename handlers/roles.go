@@ -3,10 +3,12 @@ package handlers
 // Listener roles and peer identity, as Kafka's listeners and CLUSTER_ACTION.
 //
 // Broker-to-broker and broker-to-controller APIs (InterBrokerAPI) are
-// exposed only on the inter-broker listener: the broker (broker/) gives
-// every other listener an API set without them, so a request for one
-// there closes the connection and ApiVersions does not list it. On the
-// inter-broker listener each such request must also name a node of this
+// exposed only on the listeners meant for them: the controller's
+// (ControllerOnlyAPI) on the CONTROLLER listener, which the broker serves
+// with ControllerAPI, and the others on the inter-broker listener. The
+// broker (broker/) gives every other listener an API set without them, so
+// a request for one there closes the connection and ApiVersions does not
+// list it. Where it is exposed, each such request must also name a node of this
 // cluster in its current run (cluster.CheckPeer); one that does not is
 // logged with the client's address and client id and its connection
 // closed. The same holds for the replica forms of Fetch,
@@ -38,6 +40,36 @@ func InterBrokerAPI(key int16) bool {
 		kmsg.AssignReplicasToDirs, kmsg.InitializeShareGroupState, kmsg.ReadShareGroupState,
 		kmsg.WriteShareGroupState, kmsg.DeleteShareGroupState, kmsg.ReadShareGroupStateSummary,
 		kmsg.UpdateRaftVoter:
+		return true
+	}
+	return false
+}
+
+// ControllerOnlyAPI reports whether key is served by the active controller
+// alone: on the CONTROLLER listener, not on broker listeners (Kafka
+// KRaft's controller APIs). gokafka's share-state writes go to the
+// controller too.
+func ControllerOnlyAPI(key int16) bool {
+	switch kmsg.Key(key) {
+	case kmsg.AlterPartition, kmsg.BrokerRegistration, kmsg.BrokerHeartbeat, kmsg.AllocateProducerIDs,
+		kmsg.WriteShareGroupState, kmsg.DeleteShareGroupState:
+		return true
+	}
+	return false
+}
+
+// ControllerAPI reports whether key is exposed on the CONTROLLER
+// listener: the controller-only RPCs, the admin requests nodes forward to
+// the controller, and what an admin client needs to talk to it
+// (ApiVersions, DescribeCluster, DescribeConfigs), as Kafka's controller
+// listener exposes them.
+func ControllerAPI(key int16) bool {
+	if ControllerOnlyAPI(key) {
+		return true
+	}
+	switch kmsg.Key(key) {
+	case kmsg.ApiVersions, kmsg.CreateTopics, kmsg.DeleteTopics, kmsg.CreatePartitions,
+		kmsg.AlterConfigs, kmsg.IncrementalAlterConfigs, kmsg.DescribeConfigs, kmsg.DescribeCluster:
 		return true
 	}
 	return false
@@ -85,7 +117,7 @@ func (h *Handlers) guard(fn protocol.HandlerFunc) protocol.HandlerFunc {
 // checkPeer checks a broker-to-broker request's sender (see the file
 // comment); replica is the replica id a fetch acts as, or -1.
 func (h *Handlers) checkPeer(req *protocol.Request, replica int32) error {
-	if replica >= 0 && !req.Conn.Exposes(int16(kmsg.AlterPartition)) && !req.Conn.Exposes(int16(kmsg.WriteTxnMarkers)) {
+	if replica >= 0 && !req.Conn.Exposes(int16(kmsg.WriteTxnMarkers)) {
 		return fmt.Errorf("replica requests are served on the inter-broker listener only, not on %q", req.Conn.Listener)
 	}
 	im := h.meta.Image()

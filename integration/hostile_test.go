@@ -29,7 +29,7 @@ const hostileClientID = "mallory"
 
 // hostileCluster starts three nodes with CLIENT, INTERNAL and CONTROLLER
 // listeners; broker.Addr() is the CLIENT listener.
-func hostileCluster(t *testing.T) (*cluster, []string) {
+func hostileCluster(t *testing.T) (c *cluster, internalAddrs, ctrlAddrs []string) {
 	t.Helper()
 	const n = 3
 	client, internal, ctrl := make([]int, n), make([]int, n), make([]int, n)
@@ -38,8 +38,7 @@ func hostileCluster(t *testing.T) (*cluster, []string) {
 		client[i], internal[i], ctrl[i] = freePort(t), freePort(t), freePort(t)
 		voters = append(voters, fmt.Sprintf("%d@127.0.0.1:%d", i+1, ctrl[i]))
 	}
-	c := &cluster{t: t, paused: map[int32]bool{}}
-	var internalAddrs []string
+	c = &cluster{t: t, paused: map[int32]bool{}}
 	for i := range n {
 		settings := map[string]string{}
 		for k, v := range clusterDefaults {
@@ -51,6 +50,7 @@ func hostileCluster(t *testing.T) (*cluster, []string) {
 		settings["GOKAFKA_CONTROLLER_QUORUM_VOTERS"] = strings.Join(voters, ",")
 		c.nodes = append(c.nodes, newBroker(t, brokerOpts{Port: client[i], Env: settings}))
 		internalAddrs = append(internalAddrs, fmt.Sprintf("127.0.0.1:%d", internal[i]))
+		ctrlAddrs = append(ctrlAddrs, fmt.Sprintf("127.0.0.1:%d", ctrl[i]))
 	}
 	for _, b := range c.nodes {
 		b.launch()
@@ -78,7 +78,7 @@ func hostileCluster(t *testing.T) (*cluster, []string) {
 		}
 		return nil
 	})
-	return c, internalAddrs
+	return c, internalAddrs, ctrlAddrs
 }
 
 // hostileConn is a client connection that sends hand-built requests.
@@ -227,7 +227,7 @@ func forgedRequests(clusterID string, topic string, topicID [16]byte, leader int
 }
 
 func TestHostileClientCannotActAsABroker(t *testing.T) {
-	c, internal := hostileCluster(t)
+	c, internal, ctrl := hostileCluster(t)
 	const topic = "hostile"
 	c.createTopic(t, topic, 3, nil)
 
@@ -274,23 +274,16 @@ func TestHostileClientCannotActAsABroker(t *testing.T) {
 		}
 	}
 
-	// On the inter-broker listener they are refused too: the sender is not
-	// a node of the cluster, whatever client id it claims.
+	// On the inter-broker and CONTROLLER listeners they are refused too:
+	// a listener that exposes the API finds that the sender is not a node
+	// of the cluster, whatever client id it claims; the others do not
+	// expose it.
 	fake := fmt.Sprintf("gokafka-controller-forward;cluster=%s;broker=%d;incarnation=%032x", clusterID, leader, 42)
 	for name, req := range forged {
 		for _, cid := range []string{hostileClientID, fake} {
-			rc := dialHostile(t, internal[leader-1])
-			rc.send(req, cid)
-			if err := rc.closed(); err != nil {
-				t.Errorf("%s on node %d's inter-broker listener as %q: %v", name, leader, cid, err)
+			for _, l := range []struct{ name, addr string }{{"inter-broker", internal[leader-1]}, {"controller", ctrl[leader-1]}} {
+				expectRefused(t, c.node(leader), l.addr, req, cid, fmt.Sprintf("%s on node %d's %s listener as %q", name, leader, l.name, cid))
 			}
-			local := rc.nc.LocalAddr().String()
-			eventually(t, 10*time.Second, func() error {
-				if !brokerLogHas(c.node(leader), "not a node of this cluster", local) {
-					return fmt.Errorf("node %d has no log line naming %s for %s", leader, local, name)
-				}
-				return nil
-			})
 		}
 	}
 	// A replica fetch from a client is refused as well: its offsets would
@@ -488,21 +481,30 @@ func TestHostileClientOnTheSharedListenerCannotActAsABroker(t *testing.T) {
 	for name, req := range forged {
 		for _, cid := range ids {
 			for id := int32(1); id <= 3; id++ {
-				rc := dialHostile(t, c.node(id).Addr())
-				rc.send(req, cid)
-				if err := rc.closed(); err != nil {
-					t.Errorf("%s on node %d as %q: %v", name, id, cid, err)
-				}
-				local := rc.nc.LocalAddr().String()
-				eventually(t, 10*time.Second, func() error {
-					if !brokerLogHas(c.node(id), "not a node of this cluster", local) {
-						return fmt.Errorf("node %d has no log line naming %s for %s", id, local, name)
-					}
-					return nil
-				})
+				expectRefused(t, c.node(id), c.node(id).Addr(), req, cid, fmt.Sprintf("%s on node %d as %q", name, id, cid))
 			}
 		}
 	}
 	produceToOffsetsIsRefused(t, c)
 	checkUnharmed(t, c, topic, brokersBefore, cl, adm)
+}
+
+// expectRefused sends req to addr, a listener of b, as client id cid: the
+// broker must close the connection without answering and log a line
+// naming the client's address, because the listener does not expose the
+// API or because the sender is not a node of the cluster.
+func expectRefused(t *testing.T, b *broker, addr string, req kmsg.Request, cid, what string) {
+	t.Helper()
+	rc := dialHostile(t, addr)
+	rc.send(req, cid)
+	if err := rc.closed(); err != nil {
+		t.Errorf("%s: %v", what, err)
+	}
+	local := rc.nc.LocalAddr().String()
+	eventually(t, 10*time.Second, func() error {
+		if !brokerLogHas(b, "does not expose", local) && !brokerLogHas(b, "not a node of this cluster", local) {
+			return fmt.Errorf("%s: no log line naming %s", what, local)
+		}
+		return nil
+	})
 }
