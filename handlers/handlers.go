@@ -42,6 +42,9 @@ type Handlers struct {
 	shareCoord *share.Coordinator
 	shareMgr   *share.Manager
 	shareCfg   share.Config
+	// peerIdentity is set when the metadata names this cluster's nodes
+	// (roles.go): broker-to-broker requests are then checked.
+	peerIdentity bool
 }
 
 // producerIDSource is the metadata's producer-id block allocation.
@@ -52,6 +55,7 @@ type producerIDSource interface {
 // Register creates the handlers and registers every API with reg.
 func Register(reg *protocol.Registry, cfg Config, meta cluster.Metadata, replicas *replication.Manager, logger zerolog.Logger) *Handlers {
 	h := &Handlers{cfg: cfg, meta: meta, replicas: replicas, reg: reg, logger: logger}
+	_, h.peerIdentity = meta.(interface{ PeerClientID(role string) string })
 	reg.Wrap(h.guard)
 	if src, ok := meta.(producerIDSource); ok {
 		h.pids = idempotent.NewAllocator(func(ctx context.Context) (int64, int32, error) {
