@@ -167,7 +167,7 @@ func brokerLogHas(b *broker, parts ...string) bool {
 
 // forgedRequests are the broker-to-broker requests a hostile client may
 // try, each built as a real node would build it.
-func forgedRequests(clusterID string, topic string, topicID [16]byte, leader int32) map[string]kmsg.Request {
+func forgedRequests(clusterID string, topic string, topicID [16]byte, leader int32, pid int64, epoch int16) map[string]kmsg.Request {
 	hb := kmsg.NewPtrBrokerHeartbeatRequest()
 	hb.SetVersion(1)
 	hb.BrokerID, hb.BrokerEpoch, hb.WantShutdown = leader, -1, true
@@ -191,7 +191,7 @@ func forgedRequests(clusterID string, topic string, topicID [16]byte, leader int
 	wtm := kmsg.NewPtrWriteTxnMarkersRequest()
 	wtm.SetVersion(1)
 	m := kmsg.NewWriteTxnMarkersRequestMarker()
-	m.ProducerID, m.ProducerEpoch, m.Committed = 1, 0, true
+	m.ProducerID, m.ProducerEpoch, m.Committed = pid, epoch, true
 	mt := kmsg.NewWriteTxnMarkersRequestMarkerTopic()
 	mt.Topic, mt.Partitions = topic, []int32{0}
 	m.Topics = append(m.Topics, mt)
@@ -235,7 +235,8 @@ func TestHostileClientCannotActAsABroker(t *testing.T) {
 	brokersBefore := fmt.Sprint(before.Brokers)
 	leader := before.Topics[0].Partitions[0].Leader
 	clusterID := *before.ClusterID
-	forged := forgedRequests(clusterID, topic, before.Topics[0].TopicID, leader)
+	prod, pid, epoch, txnOffset := openVictimTxn(t, c, topic)
+	forged := forgedRequests(clusterID, topic, before.Topics[0].TopicID, leader, pid, epoch)
 
 	// ApiVersions on a client listener lists none of them.
 	for id := int32(1); id <= 3; id++ {
@@ -307,6 +308,7 @@ func TestHostileClientCannotActAsABroker(t *testing.T) {
 
 	produceToOffsetsIsRefused(t, c)
 
+	checkTxnIntact(t, adm, prod, topic, txnOffset)
 	checkUnharmed(t, c, topic, brokersBefore, cl, adm)
 }
 
@@ -469,7 +471,8 @@ func TestHostileClientOnTheSharedListenerCannotActAsABroker(t *testing.T) {
 	brokersBefore := fmt.Sprint(before.Brokers)
 	leader := before.Topics[0].Partitions[0].Leader
 	clusterID := *before.ClusterID
-	forged := forgedRequests(clusterID, topic, before.Topics[0].TopicID, leader)
+	prod, pid, epoch, txnOffset := openVictimTxn(t, c, topic)
+	forged := forgedRequests(clusterID, topic, before.Topics[0].TopicID, leader, pid, epoch)
 
 	ids := []string{
 		hostileClientID,
@@ -486,6 +489,7 @@ func TestHostileClientOnTheSharedListenerCannotActAsABroker(t *testing.T) {
 		}
 	}
 	produceToOffsetsIsRefused(t, c)
+	checkTxnIntact(t, adm, prod, topic, txnOffset)
 	checkUnharmed(t, c, topic, brokersBefore, cl, adm)
 }
 
@@ -504,6 +508,56 @@ func expectRefused(t *testing.T, b *broker, addr string, req kmsg.Request, cid, 
 	eventually(t, 10*time.Second, func() error {
 		if !brokerLogHas(b, "does not expose", local) && !brokerLogHas(b, "not a node of this cluster", local) {
 			return fmt.Errorf("%s: no log line naming %s", what, local)
+		}
+		return nil
+	})
+}
+
+// openVictimTxn opens a transaction with one record on partition 0 of
+// topic and returns its producer, producer id and epoch (what a forged
+// WriteTxnMarkers would name) and the record's offset.
+func openVictimTxn(t *testing.T, c *cluster, topic string) (*kgo.Client, int64, int16, int64) {
+	t.Helper()
+	ctx := testCtx(t, 60*time.Second)
+	prod := c.client(t, kgo.TransactionalID("victim-txn"), kgo.DefaultProduceTopic(topic),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.TransactionTimeout(5*time.Minute))
+	if err := prod.BeginTransaction(); err != nil {
+		t.Fatalf("begin transaction: %v", err)
+	}
+	r, err := prod.ProduceSync(ctx, &kgo.Record{Partition: 0, Value: []byte("in-txn")}).First()
+	if err != nil {
+		t.Fatalf("transactional produce: %v", err)
+	}
+	pid, epoch, err := prod.ProducerID(ctx)
+	if err != nil {
+		t.Fatalf("producer id: %v", err)
+	}
+	return prod, pid, epoch, r.Offset
+}
+
+// checkTxnIntact checks that the victim's transaction is still open (the
+// last stable offset of partition 0 is held at its record, which no
+// forged marker committed) and that its producer can still abort it.
+func checkTxnIntact(t *testing.T, adm *kadm.Client, prod *kgo.Client, topic string, txnOffset int64) {
+	t.Helper()
+	ctx := testCtx(t, 60*time.Second)
+	lso, err := adm.ListCommittedOffsets(ctx, topic)
+	if err != nil {
+		t.Fatalf("list committed offsets: %v", err)
+	}
+	if o, ok := lso.Lookup(topic, 0); !ok || o.Offset != txnOffset {
+		t.Errorf("last stable offset of %s-0: %+v, want %d (the open transaction's record)", topic, o, txnOffset)
+	}
+	if err := prod.EndTransaction(ctx, kgo.TryAbort); err != nil {
+		t.Errorf("the victim's abort: %v", err)
+	}
+	eventually(t, 30*time.Second, func() error {
+		lso, err := adm.ListCommittedOffsets(ctx, topic)
+		if err != nil {
+			return err
+		}
+		if o, _ := lso.Lookup(topic, 0); o.Offset <= txnOffset {
+			return fmt.Errorf("last stable offset %d after the abort", o.Offset)
 		}
 		return nil
 	})
