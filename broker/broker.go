@@ -86,11 +86,9 @@ type Server struct {
 	names []string
 	// interBroker is the index of the inter-broker listener.
 	interBroker int
-	// ctrlListener is the Kafka-protocol side of the CONTROLLER listener
-	// (nil for a one-node quorum) and ctrlName its listener name.
-	ctrlListener net.Listener
-	ctrlName     string
-	serveErr     chan error
+	// ctrlName is the CONTROLLER listener's name.
+	ctrlName string
+	serveErr chan error
 }
 
 // Listener is a parsed listener URL.
@@ -252,7 +250,7 @@ func Start(ctx context.Context, cfg Config, logger zerolog.Logger) (_ *Server, e
 		go func() { s.serveErr <- s.srv.ServeListener(ln, lc) }()
 	}
 	if cl := s.meta.ControllerListener(); cl != nil {
-		s.ctrlListener = cl
+		// Its Kafka-protocol side; a one-node quorum has none.
 		go func() {
 			s.serveErr <- s.srv.ServeListener(cl, protocol.ListenerConfig{Name: s.ctrlName, Exposes: handlers.ControllerAPI})
 		}()
