@@ -28,6 +28,12 @@ var raftPreamble = [4]byte{0xff, 'G', 'K', 'R'}
 // first four bytes.
 const classifyTimeout = 10 * time.Second
 
+// maxUnclassified bounds the connections waiting for their first bytes:
+// past it a new connection is closed at once, so that idle connections
+// cannot pile up goroutines and file descriptors on the CONTROLLER
+// listener.
+var maxUnclassified = 1024
+
 type controllerMux struct {
 	ln      net.Listener
 	logger  zerolog.Logger
@@ -36,6 +42,8 @@ type controllerMux struct {
 	done    chan struct{}
 	once    sync.Once
 	kafka   *kafkaSide
+	// pending holds a token per connection being classified.
+	pending chan struct{}
 }
 
 func newControllerMux(addr string, logger zerolog.Logger) (*controllerMux, error) {
@@ -47,7 +55,8 @@ func newControllerMux(addr string, logger zerolog.Logger) (*controllerMux, error
 		ln.Close()
 		return nil, fmt.Errorf("controller listener %s: the quorum needs an address its peers can reach, not %s", addr, ta.IP)
 	}
-	m := &controllerMux{ln: ln, logger: logger, raftCh: make(chan net.Conn), kafkaCh: make(chan net.Conn), done: make(chan struct{})}
+	m := &controllerMux{ln: ln, logger: logger, raftCh: make(chan net.Conn), kafkaCh: make(chan net.Conn), done: make(chan struct{}),
+		pending: make(chan struct{}, maxUnclassified)}
 	m.kafka = &kafkaSide{m: m, closed: make(chan struct{})}
 	go m.accept()
 	return m, nil
@@ -89,7 +98,17 @@ func (m *controllerMux) accept() {
 			continue
 		}
 		backoff = 0
-		go m.classify(nc)
+		select {
+		case m.pending <- struct{}{}:
+			go func() {
+				defer func() { <-m.pending }()
+				m.classify(nc)
+			}()
+		default:
+			m.logger.Warn().Str("remote", nc.RemoteAddr().String()).Int("limit", cap(m.pending)).
+				Msg("too many connections waiting to send their first bytes; closing this one")
+			nc.Close()
+		}
 	}
 }
 

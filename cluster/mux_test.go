@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"errors"
 	"io"
 	"net"
 	"testing"
@@ -86,4 +87,45 @@ func acceptWithin(t *testing.T, accept func() (net.Conn, error)) net.Conn {
 		t.Fatal("nothing accepted within 10s")
 		return nil
 	}
+}
+
+func TestControllerListenerClosesConnectionsPastTheUnclassifiedLimit(t *testing.T) {
+	old := maxUnclassified
+	maxUnclassified = 1
+	defer func() { maxUnclassified = old }()
+	m, err := newControllerMux("127.0.0.1:0", zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.close()
+	addr := m.ln.Addr().String()
+
+	idle, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer idle.Close()
+	// The idle connection holds the only slot; the next one is closed
+	// without being read. Poll until the first is counted.
+	deadline := time.Now().Add(10 * time.Second)
+	for len(m.pending) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the idle connection was never accepted")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	extra, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer extra.Close()
+	extra.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if n, err := extra.Read(make([]byte, 1)); n != 0 || err == nil || isTimeout(err) {
+		t.Fatalf("connection past the limit: n=%d err=%v, want closed", n, err)
+	}
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
 }
