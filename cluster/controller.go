@@ -104,7 +104,9 @@ type Controller struct {
 	stop   chan struct{}
 	wg     sync.WaitGroup
 
-	// incarnation identifies this process in its broker registration.
+	// incarnation identifies this process in its broker registration
+	// (see Incarnation).
+	incMu       sync.Mutex
 	incarnation string
 	// previousEpoch is the broker epoch of this node's previous run if
 	// it shut down cleanly, -1 otherwise (see cleanshutdown.go).
@@ -120,6 +122,9 @@ type Controller struct {
 
 	fwdMu   sync.Mutex
 	fwdConn *protocol.Client
+	// mux splits the CONTROLLER listener between raft and the Kafka
+	// protocol; nil for a one-node quorum.
+	mux *controllerMux
 
 	// applied is the image after the last applied command.
 	imgMu   sync.RWMutex

@@ -231,6 +231,10 @@ func (c *Coordinator) load(op *ownedPartition) {
 	// awaiting their marker.
 	txnOffsets := map[int64]map[string]map[TopicPartition]OffsetAndMetadata{}
 	apply := func(r batchRecord) error {
+		if r.bad != nil {
+			log.Warn().Err(r.bad).Int64("offset", r.offset).Msg("skipping the rest of a malformed batch in the offsets partition")
+			return nil
+		}
 		if r.control {
 			if r.commit {
 				for g, m := range txnOffsets[r.pid] {

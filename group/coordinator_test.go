@@ -280,3 +280,41 @@ func TestExpireOffsetsOfEmptyGroupWritesTombstones(t *testing.T) {
 		t.Fatalf("offsets after reload: %+v, want none", got)
 	}
 }
+
+// appendRaw puts a batch into the fake log as it is, without the checks
+// Append makes: a log a hostile or buggy writer left behind.
+func appendRaw(lg *fakeLog, tp TopicPartition, batch []byte) {
+	lg.mu.Lock()
+	defer lg.mu.Unlock()
+	h, _ := partition.ParseBatchHeader(batch)
+	b := append([]byte(nil), batch...)
+	binary.BigEndian.PutUint64(b, uint64(lg.leo[tp]))
+	lg.batches[tp] = append(lg.batches[tp], b)
+	lg.leo[tp] += int64(h.NumRecords)
+}
+
+func TestLoadSkipsAMalformedBatchAndKeepsLoadingLaterCommits(t *testing.T) {
+	lg := newFakeLog()
+	otp := TopicPartition{Topic: OffsetsTopic}
+	orders := TopicPartition{Topic: "orders", Partition: 0}
+	off := func(o int64) []byte {
+		return encodeOffsetValue(OffsetAndMetadata{Offset: o, LeaderEpoch: -1, CommitTimestamp: 1, ExpireTimestamp: -1})
+	}
+	appendRecords(t, lg, record{offsetKey("g", orders), off(10)})
+	// A batch that claims two records but holds one: its second record's
+	// length cannot be read.
+	bad := buildBatch([]record{{offsetKey("g", orders), off(99)}}, 1)
+	binary.BigEndian.PutUint32(bad[57:], 2)
+	appendRaw(lg, otp, bad)
+	appendRecords(t, lg, record{offsetKey("g", orders), off(30)})
+	appendRecords(t, lg, record{offsetKey("g2", orders), off(40)})
+
+	c := newTestCoordinator(t, newFakeMeta(1, 0), lg)
+	waitLoaded(t, c, "g")
+	if got, err := c.FetchOffsets("g", []TopicPartition{orders}); err != nil || got[0].Offset != 30 {
+		t.Fatalf("g offset: %+v %v; want the commit after the malformed batch (30)", got, err)
+	}
+	if got, err := c.FetchOffsets("g2", []TopicPartition{orders}); err != nil || got[0].Offset != 40 {
+		t.Fatalf("g2 offset: %+v %v; want 40", got, err)
+	}
+}

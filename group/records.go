@@ -332,6 +332,10 @@ type batchRecord struct {
 	pid int64
 	// control marks a transaction marker for pid; commit is its outcome.
 	control, commit bool
+	// bad, when set, reports a malformed batch at offset instead of a
+	// record: its records from the malformed one on are skipped, and
+	// loading goes on with the next batch.
+	bad error
 }
 
 // parseBatches walks the batches in b, calling fn for every record of the
@@ -363,7 +367,15 @@ func parseBatches(b []byte, fn func(batchRecord) error) (next int64, skipped int
 			continue
 		}
 		if err := parseRecords(batch[partition.BatchHeaderSize:], h, fn); err != nil {
-			return next, skipped, fmt.Errorf("batch at offset %d: %w", h.BaseOffset, err)
+			if !errors.Is(err, errBadRecord) {
+				return next, skipped, fmt.Errorf("batch at offset %d: %w", h.BaseOffset, err)
+			}
+			// The batch's frame is whole (its size and CRC were checked
+			// when it was appended) but a record in it is malformed: the
+			// rest of the batch is skipped, not the rest of the log.
+			if err := fn(batchRecord{offset: h.BaseOffset, pid: -1, bad: err}); err != nil {
+				return next, skipped, err
+			}
 		}
 	}
 	return next, skipped, nil

@@ -63,11 +63,17 @@ func (h *Handlers) brokerRegistration(ctx context.Context, c controllerRPC, req 
 		resp.ErrorCode = kerr.InvalidRequest.Code
 		return resp, nil
 	}
+	// The first listener is where the other nodes reach the broker; the
+	// others are its client listeners by name.
 	l := r.Listeners[0]
+	var eps []cluster.Endpoint
+	for _, e := range r.Listeners[1:] {
+		eps = append(eps, cluster.Endpoint{Name: e.Name, Host: e.Host, Port: int32(e.Port)})
+	}
 	err := c.RegisterBroker(ctx, cluster.BrokerInfo{
 		NodeID: r.BrokerID, Host: l.Host, Port: int32(l.Port), Rack: r.Rack,
 		Incarnation: cluster.IncarnationString(r.IncarnationID), LogDirs: dirIDs(r.LogDirs),
-		PreviousEpoch: r.PreviousBrokerEpoch,
+		PreviousEpoch: r.PreviousBrokerEpoch, Endpoints: eps,
 	})
 	resp.ErrorCode = controllerErrorCode(err)
 	if b, ok := h.meta.Image().Brokers[r.BrokerID]; err == nil && ok && b.Incarnation == cluster.IncarnationString(r.IncarnationID) {

@@ -7,4 +7,10 @@
 // replication (data), cluster (metadata) and, later, the coordinators.
 // Errors are sentinels inside; errorCode in errors.go is the one place that
 // maps them to Kafka codes, with UNKNOWN_SERVER_ERROR as the fallback.
+//
+// roles.go says which APIs only nodes send each other (InterBrokerAPI,
+// exposed on the inter-broker listener only) and checks that such a
+// request, or a replica fetch, comes from a node of this cluster in its
+// current run. config_floors.go holds the floors on segment settings a
+// client may set.
 package handlers

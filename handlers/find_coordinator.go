@@ -41,7 +41,8 @@ func (h *Handlers) findCoordinator(ctx context.Context, req *protocol.Request) (
 		case r.CoordinatorType == 1:
 			b, ferr := h.txn.Coordinator(ctx, key)
 			if ferr == nil {
-				c.NodeID, c.Host, c.Port = b.NodeID, b.Host, b.Port
+				c.NodeID = b.NodeID
+				c.Host, c.Port = endpoint(b, req.Conn)
 			}
 			err = ferr
 		case r.CoordinatorType != 0:
@@ -51,7 +52,8 @@ func (h *Handlers) findCoordinator(ctx context.Context, req *protocol.Request) (
 		default:
 			b, ferr := h.coordinator().Coordinator(ctx, key)
 			if ferr == nil {
-				c.NodeID, c.Host, c.Port = b.NodeID, b.Host, b.Port
+				c.NodeID = b.NodeID
+				c.Host, c.Port = endpoint(b, req.Conn)
 			}
 			err = ferr
 		}

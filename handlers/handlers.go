@@ -4,7 +4,6 @@ import (
 	"context"
 
 	"github.com/rs/zerolog"
-	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/gokafka/gokafka/cluster"
 	"github.com/gokafka/gokafka/group"
@@ -50,6 +49,9 @@ type Handlers struct {
 	// quotas enforces client quotas, set by SetQuotas before serving
 	// starts; nil enforces none (quotas.go).
 	quotas *quota.Quotas
+	// peerIdentity is set when the metadata names this cluster's nodes
+	// (roles.go): broker-to-broker requests are then checked.
+	peerIdentity bool
 }
 
 // producerIDSource is the metadata's producer-id block allocation.
@@ -60,7 +62,9 @@ type producerIDSource interface {
 // Register creates the handlers and registers every API with reg.
 func Register(reg *protocol.Registry, cfg Config, meta cluster.Metadata, replicas *replication.Manager, logger zerolog.Logger) *Handlers {
 	h := &Handlers{cfg: cfg, meta: meta, replicas: replicas, reg: reg, logger: logger}
-	reg.Wrap(func(fn protocol.HandlerFunc) protocol.HandlerFunc { return forwardAware(h.quotaAware(fn)) })
+	_, h.peerIdentity = meta.(interface{ PeerClientID(role string) string })
+	// The peer check comes first: a request refused there costs no quota.
+	reg.Wrap(func(fn protocol.HandlerFunc) protocol.HandlerFunc { return h.guard(h.quotaAware(fn)) })
 	if src, ok := meta.(producerIDSource); ok {
 		h.pids = idempotent.NewAllocator(func(ctx context.Context) (int64, int32, error) {
 			return src.AllocateProducerIDs(ctx, cfg.NodeID)
@@ -99,16 +103,4 @@ func Register(reg *protocol.Registry, cfg Config, meta cluster.Metadata, replica
 		r(reg)
 	}
 	return h
-}
-
-// forwardAware marks requests forwarded by another gokafka node so that
-// the controller answers them here or refuses them, never forwarding them
-// on again.
-func forwardAware(fn protocol.HandlerFunc) protocol.HandlerFunc {
-	return func(ctx context.Context, req *protocol.Request) (kmsg.Response, error) {
-		if req.ClientID == cluster.ForwardClientID {
-			ctx = cluster.WithNoForward(ctx)
-		}
-		return fn(ctx, req)
-	}
 }

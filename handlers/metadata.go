@@ -84,7 +84,8 @@ func (h *Handlers) metadata(ctx context.Context, req *protocol.Request) (kmsg.Re
 		if b.Fenced {
 			continue
 		}
-		resp.Brokers = append(resp.Brokers, kmsg.MetadataResponseBroker{NodeID: b.NodeID, Host: b.Host, Port: b.Port, Rack: b.Rack})
+		host, port := endpoint(b, req.Conn)
+		resp.Brokers = append(resp.Brokers, kmsg.MetadataResponseBroker{NodeID: b.NodeID, Host: host, Port: port, Rack: b.Rack})
 	}
 	if req.Version >= 2 {
 		cid := im.ClusterID

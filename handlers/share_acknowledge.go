@@ -74,7 +74,8 @@ func (h *Handlers) shareAcknowledge(_ context.Context, req *protocol.Request) (k
 	if notLeader {
 		resp.NodeEndpoints = shareNodeEndpoints(im, func(b cluster.BrokerInfo) kmsg.ShareAcknowledgeResponseNodeEndpoint {
 			ne := kmsg.NewShareAcknowledgeResponseNodeEndpoint()
-			ne.NodeID, ne.Host, ne.Port, ne.Rack = b.NodeID, b.Host, b.Port, b.Rack
+			ne.NodeID, ne.Rack = b.NodeID, b.Rack
+			ne.Host, ne.Port = endpoint(b, req.Conn)
 			return ne
 		})
 	}

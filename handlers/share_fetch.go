@@ -128,7 +128,8 @@ func (h *Handlers) shareFetch(ctx context.Context, req *protocol.Request) (kmsg.
 	if notLeader {
 		resp.NodeEndpoints = shareNodeEndpoints(im, func(b cluster.BrokerInfo) kmsg.ShareFetchResponseNodeEndpoint {
 			ne := kmsg.NewShareFetchResponseNodeEndpoint()
-			ne.NodeID, ne.Host, ne.Port, ne.Rack = b.NodeID, b.Host, b.Port, b.Rack
+			ne.NodeID, ne.Rack = b.NodeID, b.Rack
+			ne.Host, ne.Port = endpoint(b, req.Conn)
 			return ne
 		})
 	}

@@ -30,7 +30,7 @@ func (h *Handlers) registerShareState(reg *protocol.Registry) {
 
 func (h *Handlers) applyShareChange(ctx context.Context, req *protocol.Request, ch cluster.ShareChange) error {
 	w, ok := h.meta.(shareStateWriter)
-	if !ok || req.ClientID != cluster.ForwardClientID {
+	if !ok || !cluster.IsForwarded(req.ClientID) {
 		return kerr.InvalidRequest
 	}
 	return w.UpdateShareState(ctx, ch)

@@ -80,7 +80,9 @@ func TestKillMidProduce(t *testing.T) {
 	}{
 		{"default-flush", nil, nil, 1},
 		{"flush-every-message", map[string]string{"GOKAFKA_LOG_FLUSH_INTERVAL_MESSAGES": "1"}, nil, 1},
-		{"small-segments-3-crashes", nil, map[string]*string{"segment.bytes": strp("16384")}, 3},
+		// Small segments are the operator's setting: clients may not set
+		// segment.bytes below 1 MiB (KIP-1030).
+		{"small-segments-3-crashes", map[string]string{"GOKAFKA_LOG_SEGMENT_BYTES": "16384"}, nil, 3},
 	} {
 		t.Run(tc.name, func(t *testing.T) { killMidProduce(t, tc.env, tc.configs, tc.cycles) })
 	}

@@ -48,6 +48,9 @@ func NewClient(addr, clientID string, timeout time.Duration) *Client {
 	return &Client{addr: addr, clientID: clientID, timeout: timeout}
 }
 
+// ClientID returns the client id the client sends.
+func (c *Client) ClientID() string { return c.clientID }
+
 // Addr returns the address the client talks to.
 func (c *Client) Addr() string { return c.addr }
 

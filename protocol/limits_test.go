@@ -25,7 +25,7 @@ func serveReg(t *testing.T, cfg Config, reg *Registry, name string) (*Server, st
 		t.Fatal(err)
 	}
 	done := make(chan error, 1)
-	go func() { done <- srv.ServeListener(ln, name) }()
+	go func() { done <- srv.ServeListener(ln, ListenerConfig{Name: name}) }()
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
@@ -373,7 +373,7 @@ func TestMaxConnectionsLetsInterBrokerListenerIn(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		go srv.ServeListener(ln, name)
+		go srv.ServeListener(ln, ListenerConfig{Name: name})
 		addrs = append(addrs, ln.Addr().String())
 	}
 	t.Cleanup(func() {

@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/gokafka/gokafka/cluster"
 	"github.com/gokafka/gokafka/partition"
 	"github.com/gokafka/gokafka/protocol"
 )
@@ -161,9 +162,15 @@ type fetcher struct {
 }
 
 func newFetcher(m *Manager, leader int32, addr string) *fetcher {
+	clientID := fmt.Sprintf("gokafka-replica-fetcher-%d-%d", m.nodeID, leader)
+	if p, ok := m.meta.(interface{ PeerClientID(string) string }); ok {
+		// Leaders serve replica fetches only to a node of the cluster
+		// that names itself (cluster.PeerClientID).
+		clientID = p.PeerClientID(cluster.PeerRoleFetcher)
+	}
 	f := &fetcher{
 		m: m, leader: leader, addr: addr,
-		client: protocol.NewClient(addr, fmt.Sprintf("gokafka-replica-fetcher-%d-%d", m.nodeID, leader), m.cfg.ReplicaSocketTimeout+m.cfg.ReplicaFetchWaitMax),
+		client: protocol.NewClient(addr, clientID, m.cfg.ReplicaSocketTimeout+m.cfg.ReplicaFetchWaitMax),
 		logger: m.logger.With().Int32("leader", leader).Str("leader_addr", addr).Logger(),
 		wake:   make(chan struct{}, 1),
 		done:   make(chan struct{}),

@@ -243,7 +243,9 @@ func (c *Coordinator) load(op *ownedPartition) {
 	}
 	var pos int64 // the offset after the last batch read
 	if !group.ReadPartitionLog(c.replicas, tp, c.cfg.LoadBufferSize, op.cancel, log, func(chunk []byte) (int64, error) {
-		next, _, err := parseBatches(chunk, apply)
+		next, _, err := parseBatches(chunk, apply, func(offset int64, err error) {
+			log.Warn().Err(err).Int64("offset", offset).Msg("skipping the rest of a malformed batch in the transaction state partition")
+		})
 		pos = max(pos, next)
 		return next, err
 	}) {

@@ -133,8 +133,10 @@ func buildBatch(key, value []byte, timestampMs int64) []byte {
 }
 
 // parseBatches calls fn for every record of the uncompressed, non-control
-// batches in b and returns the offset after the last whole batch.
-func parseBatches(b []byte, fn func(offset int64, key, value []byte)) (next int64, skipped int, err error) {
+// batches in b and returns the offset after the last whole batch. A batch
+// holding a malformed record is reported to bad with its offset and the
+// rest of it skipped; the batches after it are still read.
+func parseBatches(b []byte, fn func(offset int64, key, value []byte), bad func(offset int64, err error)) (next int64, skipped int, err error) {
 	next = -1
 	for len(b) >= partition.BatchHeaderSize {
 		h, err := partition.ParseBatchHeader(b)
@@ -155,33 +157,40 @@ func parseBatches(b []byte, fn func(offset int64, key, value []byte)) (next int6
 			skipped++
 			continue
 		}
-		r := kbin.Reader{Src: batch[partition.BatchHeaderSize:]}
-		for i := int32(0); i < h.NumRecords; i++ {
-			length := r.Varint()
-			if !r.Ok() || length < 0 || int(length) > len(r.Src) {
-				return next, skipped, fmt.Errorf("%w: record %d length at batch %d", errBadRecord, i, h.BaseOffset)
-			}
-			rr := kbin.Reader{Src: r.Span(int(length))}
-			rr.Int8()
-			rr.Varlong()
-			delta := rr.Varint()
-			key := rr.VarintBytes()
-			var value []byte
-			if vl := rr.Varint(); vl >= 0 {
-				value = rr.Span(int(vl))
-				if value == nil {
-					value = []byte{}
-				}
-			}
-			if !rr.Ok() {
-				return next, skipped, fmt.Errorf("%w: record %d truncated at batch %d", errBadRecord, i, h.BaseOffset)
-			}
-			var v []byte // nil for a tombstone
-			if value != nil {
-				v = append(make([]byte, 0, len(value)), value...)
-			}
-			fn(h.BaseOffset+int64(delta), append([]byte(nil), key...), v)
+		if err := parseRecords(batch, h, fn); err != nil {
+			bad(h.BaseOffset, err)
 		}
 	}
 	return next, skipped, nil
+}
+
+func parseRecords(batch []byte, h partition.BatchHeader, fn func(offset int64, key, value []byte)) error {
+	r := kbin.Reader{Src: batch[partition.BatchHeaderSize:]}
+	for i := int32(0); i < h.NumRecords; i++ {
+		length := r.Varint()
+		if !r.Ok() || length < 0 || int(length) > len(r.Src) {
+			return fmt.Errorf("%w: record %d length at batch %d", errBadRecord, i, h.BaseOffset)
+		}
+		rr := kbin.Reader{Src: r.Span(int(length))}
+		rr.Int8()
+		rr.Varlong()
+		delta := rr.Varint()
+		key := rr.VarintBytes()
+		var value []byte
+		if vl := rr.Varint(); vl >= 0 {
+			value = rr.Span(int(vl))
+			if value == nil {
+				value = []byte{}
+			}
+		}
+		if !rr.Ok() {
+			return fmt.Errorf("%w: record %d truncated at batch %d", errBadRecord, i, h.BaseOffset)
+		}
+		var v []byte // nil for a tombstone
+		if value != nil {
+			v = append(make([]byte, 0, len(value)), value...)
+		}
+		fn(h.BaseOffset+int64(delta), append([]byte(nil), key...), v)
+	}
+	return nil
 }

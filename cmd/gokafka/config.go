@@ -43,6 +43,7 @@ var properties = []property{
 	{"process.roles", "broker,controller", "Roles of this node; gokafka nodes are always broker,controller."},
 	{"listeners", "PLAINTEXT://127.0.0.1:9092", "Comma-separated listener URLs the broker binds; add CONTROLLER://host:port when controller.quorum.voters is set."},
 	{"controller.listener.names", "CONTROLLER", "Listener names that carry the metadata quorum's traffic."},
+	{"inter.broker.listener.name", "", "Listener the brokers reach each other on, the only one serving broker-to-broker requests; empty means the first listener that is not a controller listener."},
 	{"controller.quorum.voters", "", "Metadata quorum voters as id@host:port of their CONTROLLER listeners; empty for a single-node cluster."},
 	{"controller.quorum.election.timeout.ms", "500", "Metadata quorum election and heartbeat timeout (multi-node)."},
 	{"broker.heartbeat.interval.ms", "2000", "How often a broker heartbeats to the active controller."},
@@ -394,6 +395,7 @@ func (s *settings) brokerConfig() (broker.Config, error) {
 			ElectionTimeout:   ms(s.positive("controller.quorum.election.timeout.ms")),
 		},
 		ControllerListenerNames: upper(s.list("controller.listener.names")),
+		InterBrokerListenerName: strings.ToUpper(s.str("inter.broker.listener.name")),
 		Groups: group.Config{
 			OffsetsTopicNumPartitions:     int32(min(s.positive("offsets.topic.num.partitions"), math.MaxInt32)),
 			OffsetsTopicReplicationFactor: int16(min(s.positive("offsets.topic.replication.factor"), math.MaxInt16)),
