@@ -2,7 +2,6 @@ package group
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"sync"
@@ -12,71 +11,12 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/gokafka/gokafka/cluster"
+	"github.com/gokafka/gokafka/internal/testkit/fake"
 	"github.com/gokafka/gokafka/partition"
 )
 
-// fakeLog is an in-memory __consumer_offsets: batches get consecutive
-// offsets and the high watermark follows the log end.
-type fakeLog struct {
-	mu      sync.Mutex
-	batches map[TopicPartition][][]byte
-	leo     map[TopicPartition]int64
-	// failAppends makes every append fail with it.
-	failAppends error
-}
-
-func newFakeLog() *fakeLog {
-	return &fakeLog{batches: map[TopicPartition][][]byte{}, leo: map[TopicPartition]int64{}}
-}
-
-func (f *fakeLog) Append(_ context.Context, tp TopicPartition, batch []byte, _ time.Duration) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.failAppends != nil {
-		return f.failAppends
-	}
-	if _, err := partition.ValidateBatches(batch, 1<<20); err != nil {
-		return err
-	}
-	h, _ := partition.ParseBatchHeader(batch)
-	b := append([]byte(nil), batch...)
-	binary.BigEndian.PutUint64(b, uint64(f.leo[tp]))
-	f.batches[tp] = append(f.batches[tp], b)
-	f.leo[tp] += int64(h.NumRecords)
-	return nil
-}
-
-func (f *fakeLog) Bounds(tp TopicPartition) (int64, int64, int64, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return 0, f.leo[tp], f.leo[tp], nil
-}
-
-func (f *fakeLog) Read(tp TopicPartition, offset, maxOffset int64, _ int32) ([]byte, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	var out []byte
-	for _, b := range f.batches[tp] {
-		h, _ := partition.ParseBatchHeader(b)
-		if h.LastOffset() >= offset && h.BaseOffset < maxOffset {
-			out = append(out, b...)
-		}
-	}
-	return out, nil
-}
-
-// fakeMeta is a one-broker cluster whose node 1 leads every partition of
-// a one-partition __consumer_offsets.
-type fakeMeta struct {
-	mu    sync.Mutex
-	im    *cluster.Image
-	watch []func(prev, next *cluster.Image)
-}
-
-func newFakeMeta(leader int32, epoch int32) *fakeMeta {
-	return &fakeMeta{im: offsetsImage(leader, epoch)}
-}
-
+// offsetsImage is a one-broker cluster whose node 1 leads every partition
+// of a one-partition __consumer_offsets.
 func offsetsImage(leader, epoch int32) *cluster.Image {
 	return &cluster.Image{
 		Brokers: map[int32]cluster.BrokerInfo{1: {NodeID: 1, Host: "127.0.0.1", Port: 9092}},
@@ -86,28 +26,7 @@ func offsetsImage(leader, epoch int32) *cluster.Image {
 	}
 }
 
-func (f *fakeMeta) Image() *cluster.Image { f.mu.Lock(); defer f.mu.Unlock(); return f.im }
-func (f *fakeMeta) Watch(fn func(prev, next *cluster.Image)) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.watch = append(f.watch, fn)
-}
-func (f *fakeMeta) publish(next *cluster.Image) {
-	f.mu.Lock()
-	prev := f.im
-	f.im = next
-	fns := append([]func(prev, next *cluster.Image){}, f.watch...)
-	f.mu.Unlock()
-	for _, fn := range fns {
-		fn(prev, next)
-	}
-}
-func (f *fakeMeta) CreateTopics(context.Context, []cluster.TopicSpec, bool) []error {
-	return []error{errors.New("not supported")}
-}
-func (f *fakeMeta) NodeID() int32 { return 1 }
-
-func newTestCoordinator(t *testing.T, meta *fakeMeta, lg *fakeLog) *Coordinator {
+func newTestCoordinator(t *testing.T, meta *fake.Meta, lg *fake.Log) *Coordinator {
 	t.Helper()
 	cfg := DefaultConfig()
 	cfg.InitialRebalanceDelay = 0
@@ -136,7 +55,7 @@ func waitLoaded(t *testing.T, c *Coordinator, groupID string) {
 	}
 }
 
-func appendRecords(t *testing.T, lg *fakeLog, recs ...record) {
+func appendRecords(t *testing.T, lg *fake.Log, recs ...record) {
 	t.Helper()
 	if err := lg.Append(context.Background(), TopicPartition{Topic: OffsetsTopic}, buildBatch(recs, 1), 0); err != nil {
 		t.Fatal(err)
@@ -144,7 +63,7 @@ func appendRecords(t *testing.T, lg *fakeLog, recs ...record) {
 }
 
 func TestLoadAppliesTombstones(t *testing.T) {
-	lg := newFakeLog()
+	lg := fake.NewLog()
 	tp := func(p int32) TopicPartition { return TopicPartition{Topic: "orders", Partition: p} }
 	off := func(o int64) []byte {
 		return encodeOffsetValue(OffsetAndMetadata{Offset: o, LeaderEpoch: -1, CommitTimestamp: 1, ExpireTimestamp: -1})
@@ -166,7 +85,7 @@ func TestLoadAppliesTombstones(t *testing.T) {
 		record{groupKey("g3"), encodeGroupValue(stable)},
 	)
 
-	c := newTestCoordinator(t, newFakeMeta(1, 0), lg)
+	c := newTestCoordinator(t, fake.NewMeta(1, offsetsImage(1, 0)), lg)
 	waitLoaded(t, c, "g1")
 
 	got, err := c.FetchOffsets("g1", nil)
@@ -189,8 +108,8 @@ func TestLoadAppliesTombstones(t *testing.T) {
 }
 
 func TestCommitIsAcknowledgedAfterAppendAndSurvivesReload(t *testing.T) {
-	lg := newFakeLog()
-	meta := newFakeMeta(1, 0)
+	lg := fake.NewLog()
+	meta := fake.NewMeta(1, offsetsImage(1, 0))
 	c := newTestCoordinator(t, meta, lg)
 	waitLoaded(t, c, "g")
 	tp := TopicPartition{Topic: "orders", Partition: 0}
@@ -200,9 +119,7 @@ func TestCommitIsAcknowledgedAfterAppendAndSurvivesReload(t *testing.T) {
 		}})
 	}
 
-	lg.mu.Lock()
-	lg.failAppends = fmt.Errorf("append: %w", partition.ErrLogClosed)
-	lg.mu.Unlock()
+	lg.FailAppends(fmt.Errorf("append: %w", partition.ErrLogClosed))
 	if errs := commit(); !errors.Is(errs[0], ErrNotCoordinator) {
 		t.Fatalf("commit with a failing log: %v, want NOT_COORDINATOR", errs)
 	}
@@ -210,20 +127,18 @@ func TestCommitIsAcknowledgedAfterAppendAndSurvivesReload(t *testing.T) {
 		t.Fatalf("offset visible although its append failed: %+v", got)
 	}
 
-	lg.mu.Lock()
-	lg.failAppends = nil
-	lg.mu.Unlock()
+	lg.FailAppends(nil)
 	if errs := commit(); errs[0] != nil {
 		t.Fatalf("commit: %v", errs)
 	}
 
 	// Leadership moves away and back (new epoch): the group is unloaded,
 	// then rebuilt from the log.
-	meta.publish(offsetsImage(2, 1))
+	meta.Publish(offsetsImage(2, 1))
 	if _, err := c.FetchOffsets("g", nil); !errors.Is(err, ErrNotCoordinator) {
 		t.Fatalf("fetch after losing leadership: %v, want NOT_COORDINATOR", err)
 	}
-	meta.publish(offsetsImage(1, 2))
+	meta.Publish(offsetsImage(1, 2))
 	waitLoaded(t, c, "g")
 	got, err := c.FetchOffsets("g", []TopicPartition{tp})
 	if err != nil || got[0].Offset != 5 || got[0].Metadata != "x" {
@@ -232,12 +147,12 @@ func TestCommitIsAcknowledgedAfterAppendAndSurvivesReload(t *testing.T) {
 }
 
 func TestExpireOffsetsOfEmptyGroupWritesTombstones(t *testing.T) {
-	lg := newFakeLog()
+	lg := fake.NewLog()
 	now := time.Unix(1_700_000_000, 0)
 	var mu sync.Mutex
 	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
 	cfg := DefaultConfig()
-	c, err := New(cfg, newFakeMeta(1, 0), lg, zerolog.Nop(), WithClock(clock))
+	c, err := New(cfg, fake.NewMeta(1, offsetsImage(1, 0)), lg, zerolog.Nop(), WithClock(clock))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -274,7 +189,7 @@ func TestExpireOffsetsOfEmptyGroupWritesTombstones(t *testing.T) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	c2 := newTestCoordinator(t, newFakeMeta(1, 0), lg)
+	c2 := newTestCoordinator(t, fake.NewMeta(1, offsetsImage(1, 0)), lg)
 	waitLoaded(t, c2, "g")
 	if got, _ := c2.FetchOffsets("g", nil); len(got) != 0 {
 		t.Fatalf("offsets after reload: %+v, want none", got)
