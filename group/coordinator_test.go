@@ -11,6 +11,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/gokafka/gokafka/cluster"
+	"github.com/gokafka/gokafka/internal/testkit"
 	"github.com/gokafka/gokafka/internal/testkit/fake"
 	"github.com/gokafka/gokafka/partition"
 )
@@ -38,21 +39,17 @@ func newTestCoordinator(t *testing.T, meta *fake.Meta, lg *fake.Log) *Coordinato
 	return c
 }
 
-// waitLoaded polls until the coordinator answers for the group; loading is
-// asynchronous.
+// waitLoaded waits until the coordinator answers for the group; loading
+// is asynchronous and has no signal of its own.
 func waitLoaded(t *testing.T, c *Coordinator, groupID string) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	testkit.Eventually(t, 10*time.Second, func() error {
 		_, err := c.validateGroup(groupID, true)
-		if err == nil {
-			return
-		}
-		if !errors.Is(err, ErrCoordinatorLoading) || time.Now().After(deadline) {
+		if err != nil && !errors.Is(err, ErrCoordinatorLoading) {
 			t.Fatalf("group %s not served: %v", groupID, err)
 		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return err
+	})
 }
 
 func appendRecords(t *testing.T, lg *fake.Log, recs ...record) {
@@ -178,16 +175,8 @@ func TestExpireOffsetsOfEmptyGroupWritesTombstones(t *testing.T) {
 		t.Fatalf("group state %v after expiry, want Dead", s.State)
 	}
 	// The tombstones reach the log: a fresh coordinator finds nothing.
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		_, _, leo, _ := lg.Bounds(TopicPartition{Topic: OffsetsTopic})
-		if leo >= 3 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("tombstones not written (log end %d)", leo)
-		}
-		time.Sleep(5 * time.Millisecond)
+	if _, err := lg.WaitEnd(TopicPartition{Topic: OffsetsTopic}, 3, 10*time.Second); err != nil {
+		t.Fatalf("tombstones not written: %v", err)
 	}
 	c2 := newTestCoordinator(t, fake.NewMeta(1, offsetsImage(1, 0)), lg)
 	waitLoaded(t, c2, "g")

@@ -627,16 +627,15 @@ func TestShutdownWaitsForLogCreatedDuringIt(t *testing.T) {
 	go func() { closed <- m.Close() }()
 	// Once Close has begun, give it the chance to run ahead of the
 	// creation (it must not), then let the creation finish.
-	for {
+	testkit.Eventually(t, 10*time.Second, func() error {
 		m.mu.Lock()
-		c := m.mu.closed
-		m.mu.Unlock()
-		if c {
-			break
+		defer m.mu.Unlock()
+		if !m.mu.closed {
+			return errors.New("Close has not begun")
 		}
-		time.Sleep(time.Millisecond)
-	}
-	time.Sleep(20 * time.Millisecond)
+		return nil
+	})
+	time.Sleep(20 * time.Millisecond) // the chance to run ahead; passing does not depend on it
 	releaseOne.Do(func() { close(release) })
 	if err := <-done; err != nil {
 		t.Fatal(err)

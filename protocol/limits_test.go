@@ -3,7 +3,7 @@ package protocol
 import (
 	"context"
 	"encoding/binary"
-	"fmt"
+	"errors"
 	"net"
 	"runtime"
 	"strings"
@@ -49,12 +49,17 @@ func apiVersionsReg() *Registry {
 // eventually polls cond until it holds or the test's deadline passes.
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	testkit.Eventually(t, 20*time.Second, func() error {
+	// Every 5 ms: some states (responses queued before a write deadline
+	// closes the connection) last only a few hundred milliseconds.
+	err := testkit.PollEvery(5*time.Millisecond, 20*time.Second, func() error {
 		if !cond() {
-			return fmt.Errorf("waiting for %s", what)
+			return errors.New("not yet")
 		}
 		return nil
 	})
+	if err != nil {
+		t.Fatalf("timed out waiting for %s", what)
+	}
 }
 
 func (s *Server) numConns() int {

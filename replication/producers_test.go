@@ -131,14 +131,10 @@ func TestRule9_NewLeaderDeduplicatesRetryWrittenUnderOldLeader(t *testing.T) {
 		t.Fatal("leadership did not move")
 	}
 	var retry partition.AppendInfo
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	err = testkit.Poll(10*time.Second, func() error {
 		retry, err = produceIdem(nl.rm, p, idemBatch(5, 42, 0, 0))
-		if err == nil || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return err
+	})
 	if err != nil {
 		t.Fatalf("retry at the new leader: %v", err)
 	}

@@ -103,14 +103,7 @@ func TestAbortedIndexSurvivesRestart(t *testing.T) {
 	s.rm.Close() // snapshots the producer state
 	rm := newManager(t, s.logs, s.ctrl)
 	var r replication.FetchResult
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		r = readCommitted(rm, p, 0)
-		if r.Err == nil || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testkit.Poll(5*time.Second, func() error { r = readCommitted(rm, p, 0); return r.Err })
 	if r.Err != nil || len(r.AbortedTransactions) != 1 || r.AbortedTransactions[0].FirstOffset != 0 {
 		t.Fatalf("after restart: err %v aborted %+v", r.Err, r.AbortedTransactions)
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/gokafka/gokafka/cluster"
 	"github.com/gokafka/gokafka/idempotent"
+	"github.com/gokafka/gokafka/internal/testkit"
 	"github.com/gokafka/gokafka/internal/testkit/fake"
 	"github.com/gokafka/gokafka/partition"
 	"github.com/gokafka/gokafka/replication"
@@ -145,15 +146,14 @@ func TestManagerLongPollWakesOnAppend(t *testing.T) {
 	}()
 	// Wait until the fetch has built its share partition (at offset 5),
 	// then write.
-	for {
+	testkit.Eventually(t, 10*time.Second, func() error {
 		m.mu.Lock()
-		st := m.mu.parts[stateKey{"g", "t", 0}]
-		m.mu.Unlock()
-		if st != nil {
-			break
+		defer m.mu.Unlock()
+		if m.mu.parts[stateKey{"g", "t", 0}] == nil {
+			return errors.New("the fetch has not built its share partition")
 		}
-		time.Sleep(time.Millisecond)
-	}
+		return nil
+	})
 	appendRecords(log, 2, false)
 	res := <-done
 	if len(res) != 1 || !slices.Equal(res[0].Acquired, []AcquiredRange{{5, 6, 1}}) {

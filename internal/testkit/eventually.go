@@ -8,7 +8,8 @@ import (
 // Eventually calls fn until it returns nil, failing the test with fn's last
 // error once timeout has passed. It is for conditions the code under test
 // offers no signal for (another process's state, a metadata image that
-// converges); where the code closes a channel, wait on that instead.
+// converges); where the code closes a channel, wait on that instead. Only
+// call it from the test's own goroutine.
 func Eventually(t testing.TB, timeout time.Duration, fn func() error) {
 	t.Helper()
 	if err := Poll(timeout, fn); err != nil {
@@ -20,8 +21,18 @@ func Eventually(t testing.TB, timeout time.Duration, fn func() error) {
 // test's own: it returns fn's last error if timeout passed first. It
 // checks after 5 ms, then backs off to every 50 ms.
 func Poll(timeout time.Duration, fn func() error) error {
+	return poll(timeout, 5*time.Millisecond, 50*time.Millisecond, fn)
+}
+
+// PollEvery is Poll checking every interval, for a condition that holds
+// only for a short while.
+func PollEvery(interval, timeout time.Duration, fn func() error) error {
+	return poll(timeout, interval, interval, fn)
+}
+
+func poll(timeout, first, most time.Duration, fn func() error) error {
 	deadline := time.Now().Add(timeout)
-	wait := 5 * time.Millisecond
+	wait := first
 	for {
 		err := fn()
 		if err == nil {
@@ -31,6 +42,6 @@ func Poll(timeout time.Duration, fn func() error) error {
 			return err
 		}
 		time.Sleep(wait)
-		wait = min(2*wait, 50*time.Millisecond)
+		wait = min(2*wait, most)
 	}
 }

@@ -3,6 +3,7 @@ package fake
 import (
 	"context"
 	"encoding/binary"
+	"fmt"
 	"sync"
 	"time"
 
@@ -133,4 +134,25 @@ func (l *Log) HWMoved(tp partition.TopicPartition) <-chan struct{} {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.part(tp).moved
+}
+
+// WaitEnd waits until tp's log end reaches at least leo, woken by each
+// append rather than polling; it returns the log end or, after timeout,
+// an error.
+func (l *Log) WaitEnd(tp partition.TopicPartition, leo int64, timeout time.Duration) (int64, error) {
+	deadline := time.After(timeout)
+	for {
+		l.mu.Lock()
+		p := l.part(tp)
+		end, moved := p.leo, p.moved
+		l.mu.Unlock()
+		if end >= leo {
+			return end, nil
+		}
+		select {
+		case <-moved:
+		case <-deadline:
+			return end, fmt.Errorf("log end of %s is %d after %v, want %d", tp, end, timeout, leo)
+		}
+	}
 }
