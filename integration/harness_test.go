@@ -33,6 +33,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/gokafka/gokafka/internal/testkit"
 )
 
 // gokafkaBin is the broker binary built by TestMain.
@@ -81,26 +83,12 @@ func runTests(m *testing.M) int {
 // test with fn's last error. Only call it from the test's own goroutine.
 func eventually(t testing.TB, timeout time.Duration, fn func() error) {
 	t.Helper()
-	if err := poll(timeout, fn); err != nil {
-		t.Fatalf("condition not met within %v: %v", timeout, err)
-	}
+	testkit.Eventually(t, timeout, fn)
 }
 
 // poll is eventually without the test: it returns fn's last error if the
 // deadline passed first.
-func poll(timeout time.Duration, fn func() error) error {
-	deadline := time.Now().Add(timeout)
-	for {
-		err := fn()
-		if err == nil {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return err
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
+func poll(timeout time.Duration, fn func() error) error { return testkit.Poll(timeout, fn) }
 
 // ---------------------------------------------------------------------------
 // Ports.

@@ -7,6 +7,8 @@ import (
 
 	"github.com/golang/snappy"
 	"github.com/pierrec/lz4/v4"
+
+	"github.com/gokafka/gokafka/internal/testkit"
 )
 
 // FuzzRecordIter feeds arbitrary batches (header and records, compressed
@@ -22,12 +24,12 @@ func FuzzRecordIter(f *testing.F) {
 			for i := range deltas {
 				deltas[i] = int64(i * 5)
 			}
-			f.Add(makeBatch(f, testBatch{firstTs: 1000, tsDeltas: deltas, valueLen: 40, codec: codec}), int32(1000), true)
+			f.Add(testkit.Batch{FirstTimestamp: 1000, TimestampDeltas: deltas, ValueLen: 40, Codec: codec}.Encode(f), int32(1000), true)
 		}
 	}
 	// LZ4 and snappy seeds: the same records, framed as Kafka clients
 	// frame them.
-	plain := makeBatch(f, testBatch{firstTs: 1000, tsDeltas: []int64{0, 5}, valueLen: 40})
+	plain := testkit.Batch{FirstTimestamp: 1000, TimestampDeltas: []int64{0, 5}, ValueLen: 40}.Encode(f)
 	var lz bytes.Buffer
 	w := lz4.NewWriter(&lz)
 	w.Write(plain[BatchHeaderSize:])

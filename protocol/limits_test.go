@@ -3,6 +3,7 @@ package protocol
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"net"
 	"runtime"
 	"strings"
@@ -13,6 +14,8 @@ import (
 
 	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/gokafka/gokafka/internal/testkit"
 )
 
 // serveReg starts a server with reg on a loopback listener named name and
@@ -46,12 +49,16 @@ func apiVersionsReg() *Registry {
 // eventually polls cond until it holds or the test's deadline passes.
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
+	// Every 5 ms: some states (responses queued before a write deadline
+	// closes the connection) last only a few hundred milliseconds.
+	err := testkit.PollEvery(5*time.Millisecond, 20*time.Second, func() error {
+		if !cond() {
+			return errors.New("not yet")
 		}
-		time.Sleep(5 * time.Millisecond)
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("timed out waiting for %s", what)
 	}
 }
 
