@@ -33,8 +33,8 @@ const (
 
 var codePaths = map[string]func(error) int16{
 	pathAny:            errorCode,
-	pathShare:          shareErrorCode,
-	pathAlterPartition: cluster.AlterPartitionErrorCode,
+	pathShare:          errorCode,
+	pathAlterPartition: alterPartitionErrorCode,
 	pathOldTxn:         func(err error) int16 { return txnErrorCode(err, true) },
 }
 
@@ -56,8 +56,9 @@ var sentinelCodes = []struct {
 	{"cluster.ErrInvalidRequest", cluster.ErrInvalidRequest, pathAny, kerr.InvalidRequest},
 	{"cluster.ErrTopicDeletionDisabled", cluster.ErrTopicDeletionDisabled, pathAny, kerr.TopicDeletionDisabled},
 	{"cluster.ErrNotController", cluster.ErrNotController, pathAny, kerr.NotController},
-	// Nothing returns it yet.
-	{"cluster.ErrTopicAuthorizationFailure", cluster.ErrTopicAuthorizationFailure, pathAny, kerr.UnknownServerError},
+	// Nothing returns it yet; before it wrapped its Kafka error it was
+	// unmapped (UNKNOWN_SERVER_ERROR).
+	{"cluster.ErrTopicAuthorizationFailure", cluster.ErrTopicAuthorizationFailure, pathAny, kerr.TopicAuthorizationFailed},
 	// The AlterPartition outcomes answer as such only to AlterPartition;
 	// elsewhere (a stale change in AssignReplicasToDirs, a producer id
 	// block) they are an internal conflict.
@@ -208,6 +209,25 @@ func TestCompoundErrorsAnswerTheirKafkaCode(t *testing.T) {
 	} {
 		if got := codePaths[c.path](c.err); got != c.want.Code {
 			t.Errorf("%s on the %s path: code %d, want %s (%d)", c.name, c.path, got, c.want.Message, c.want.Code)
+		}
+	}
+}
+
+// FindCoordinator answers Kafka's message for a Kafka error and gokafka's
+// own text for a coordinator's sentinel.
+func TestFindCoordinatorMessageIsKafkasOnlyForKafkaErrors(t *testing.T) {
+	for _, c := range []struct {
+		err  error
+		want string
+	}{
+		{kerr.CoordinatorNotAvailable, kerr.CoordinatorNotAvailable.Message},
+		{fmt.Errorf("%w: no brokers", kerr.CoordinatorNotAvailable), kerr.CoordinatorNotAvailable.Message},
+		{group.ErrCoordinatorNotAvailable, "coordinator not available"},
+		{fmt.Errorf("%w: loading", txn.ErrCoordinatorLoading), "coordinator load in progress: loading"},
+		{share.ErrNotCoordinator, "not the coordinator of this share group"},
+	} {
+		if got := kafkaMessage(c.err); got == nil || *got != c.want {
+			t.Errorf("%v: message %v, want %q", c.err, got, c.want)
 		}
 	}
 }

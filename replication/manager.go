@@ -15,19 +15,20 @@ import (
 
 	"github.com/gokafka/gokafka/cluster"
 	"github.com/gokafka/gokafka/idempotent"
+	"github.com/gokafka/gokafka/internal/kafkaerr"
 	"github.com/gokafka/gokafka/partition"
 )
 
-// Errors the handlers map to Kafka codes.
+// Errors the handlers answer with; each wraps its Kafka error.
 var (
-	ErrUnknownTopicOrPartition      = errors.New("unknown topic or partition")
-	ErrNotLeaderOrFollower          = errors.New("not leader or follower")
-	ErrFencedLeaderEpoch            = errors.New("fenced leader epoch")
-	ErrUnknownLeaderEpoch           = errors.New("unknown leader epoch")
-	ErrNotEnoughReplicas            = errors.New("not enough replicas")
-	ErrNotEnoughReplicasAfterAppend = errors.New("not enough replicas after append")
-	ErrRequestTimedOut              = errors.New("request timed out")
-	ErrStorage                      = errors.New("kafka storage error")
+	ErrUnknownTopicOrPartition      = kafkaerr.New(kerr.UnknownTopicOrPartition, "unknown topic or partition")
+	ErrNotLeaderOrFollower          = kafkaerr.New(kerr.NotLeaderForPartition, "not leader or follower")
+	ErrFencedLeaderEpoch            = kafkaerr.New(kerr.FencedLeaderEpoch, "fenced leader epoch")
+	ErrUnknownLeaderEpoch           = kafkaerr.New(kerr.UnknownLeaderEpoch, "unknown leader epoch")
+	ErrNotEnoughReplicas            = kafkaerr.New(kerr.NotEnoughReplicas, "not enough replicas")
+	ErrNotEnoughReplicasAfterAppend = kafkaerr.New(kerr.NotEnoughReplicasAfterAppend, "not enough replicas after append")
+	ErrRequestTimedOut              = kafkaerr.New(kerr.RequestTimedOut, "request timed out")
+	ErrStorage                      = kafkaerr.New(kerr.KafkaStorageError, "kafka storage error")
 	// ErrOffsetNotAvailable (OFFSET_NOT_AVAILABLE, retriable): a new
 	// leader's HW has not yet reached the start of its epoch, so "latest"
 	// would be below what the previous leader already reported (KIP-207).
