@@ -7,5 +7,7 @@
 // replication (data), cluster (metadata) and, later, the coordinators.
 // Errors are sentinels inside, each wrapping the Kafka error it answers as
 // (internal/kafkaerr); errors.go is the one place that turns an error into a
-// Kafka code, with UNKNOWN_SERVER_ERROR as the fallback.
+// Kafka code, with UNKNOWN_SERVER_ERROR as the fallback. A handler logs
+// through req.Logger(), which carries the connection's conn, remote and
+// client_id fields; log keys are snake_case (internal/logkeys checks).
 package handlers
