@@ -364,27 +364,6 @@ func alterPartitionErr(code int16) error {
 	return kerr.ErrorForCode(code)
 }
 
-// AlterPartitionErrorCode maps an AlterPartition outcome to its Kafka code.
-func AlterPartitionErrorCode(err error) int16 {
-	switch {
-	case err == nil:
-		return 0
-	case errors.Is(err, ErrInvalidUpdateVersion):
-		return kerr.InvalidUpdateVersion.Code
-	case errors.Is(err, ErrFencedLeaderEpoch):
-		return kerr.FencedLeaderEpoch.Code
-	case errors.Is(err, ErrIneligibleReplica):
-		return kerr.IneligibleReplica.Code
-	case errors.Is(err, ErrNotLeader):
-		return kerr.NotLeaderForPartition.Code
-	case errors.Is(err, ErrUnknownTopic):
-		return kerr.UnknownTopicOrPartition.Code
-	case errors.Is(err, ErrNotController):
-		return kerr.NotController.Code
-	}
-	return kerr.UnknownServerError.Code
-}
-
 // awaitLocal waits until this node has applied metadata satisfying ok, so
 // that a change forwarded to the controller is visible here when the
 // caller answers its client.

@@ -24,7 +24,7 @@ func (h *Handlers) registerApiVersions(reg *protocol.Registry) {
 func (h *Handlers) apiVersions(_ context.Context, req *protocol.Request) (kmsg.Response, error) {
 	r := req.Body.(*kmsg.ApiVersionsRequest)
 	if req.Version >= 3 {
-		h.logger.Debug().Uint64("conn", req.Conn.ID).Str("client_software", r.ClientSoftwareName).
+		req.Logger().Debug().Str("client_software", r.ClientSoftwareName).
 			Str("client_version", r.ClientSoftwareVersion).Msg("client software")
 	}
 	return h.reg.ApiVersionsResponseOn(req.Conn, req.Version, 0), nil

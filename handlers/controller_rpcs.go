@@ -45,7 +45,7 @@ func (h *Handlers) registerControllerRPCs(reg *protocol.Registry) {
 			r := req.Body.(*kmsg.AllocateProducerIDsRequest)
 			resp := r.ResponseKind().(*kmsg.AllocateProducerIDsResponse)
 			start, n, err := c.AllocateProducerIDs(ctx, r.BrokerID)
-			resp.ErrorCode = controllerErrorCode(err)
+			resp.ErrorCode = errorCode(err)
 			resp.ProducerIDStart, resp.ProducerIDLen = start, n
 			return resp, nil
 		})
@@ -75,7 +75,7 @@ func (h *Handlers) brokerRegistration(ctx context.Context, c controllerRPC, req 
 		Incarnation: cluster.IncarnationString(r.IncarnationID), LogDirs: dirIDs(r.LogDirs),
 		PreviousEpoch: r.PreviousBrokerEpoch, Endpoints: eps,
 	})
-	resp.ErrorCode = controllerErrorCode(err)
+	resp.ErrorCode = errorCode(err)
 	if b, ok := h.meta.Image().Brokers[r.BrokerID]; err == nil && ok && b.Incarnation == cluster.IncarnationString(r.IncarnationID) {
 		resp.BrokerEpoch = b.Epoch
 	}
@@ -86,7 +86,7 @@ func (h *Handlers) brokerHeartbeat(ctx context.Context, c controllerRPC, req *pr
 	r := req.Body.(*kmsg.BrokerHeartbeatRequest)
 	resp := r.ResponseKind().(*kmsg.BrokerHeartbeatResponse)
 	fenced, shutdown, err := c.BrokerHeartbeat(ctx, r.BrokerID, r.WantShutdown, r.OfflineLogDirs)
-	resp.ErrorCode = controllerErrorCode(err)
+	resp.ErrorCode = errorCode(err)
 	resp.IsFenced, resp.ShouldShutdown, resp.IsCaughtUp = fenced, shutdown, err == nil
 	return resp, nil
 }
@@ -125,7 +125,7 @@ func (h *Handlers) alterPartition(ctx context.Context, req *protocol.Request) (k
 					BrokerID: r.BrokerID, Topic: name, Partition: p.Partition,
 					LeaderEpoch: p.LeaderEpoch, PartitionEpoch: p.PartitionEpoch, NewISR: isr, NewISREpochs: epochs,
 				})
-				if code := cluster.AlterPartitionErrorCode(err); code == kerr.NotController.Code {
+				if code := alterPartitionErrorCode(err); code == kerr.NotController.Code {
 					// The whole request goes to the new controller.
 					resp.ErrorCode = code
 					return resp, nil
@@ -139,11 +139,4 @@ func (h *Handlers) alterPartition(ctx context.Context, req *protocol.Request) (k
 		resp.Topics = append(resp.Topics, rt)
 	}
 	return resp, nil
-}
-
-func controllerErrorCode(err error) int16 {
-	if err == nil {
-		return 0
-	}
-	return errorCode(err)
 }

@@ -12,7 +12,6 @@ package handlers
 
 import (
 	"context"
-	"errors"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -58,13 +57,7 @@ func (h *Handlers) findCoordinator(ctx context.Context, req *protocol.Request) (
 			err = ferr
 		}
 		if err != nil {
-			c.ErrorCode = errorCode(err)
-			var ke *kerr.Error
-			if errors.As(err, &ke) {
-				c.ErrorMessage = strPtr(ke.Message)
-			} else {
-				c.ErrorMessage = errorMessage(err)
-			}
+			c.ErrorCode, c.ErrorMessage = errorCode(err), kafkaMessage(err)
 		}
 		resp.Coordinators = append(resp.Coordinators, c)
 	}

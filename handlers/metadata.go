@@ -72,7 +72,7 @@ func (h *Handlers) metadata(ctx context.Context, req *protocol.Request) (kmsg.Re
 			errs := h.meta.CreateTopics(ctx, create, false)
 			for i, err := range errs {
 				if err != nil && !errors.Is(err, cluster.ErrTopicExists) {
-					h.logger.Warn().Err(err).Str("topic", create[i].Name).Msg("auto-creating topic failed")
+					req.Logger().Warn().Err(err).Str("topic", create[i].Name).Msg("auto-creating topic failed")
 				}
 			}
 			im = h.meta.Image()

@@ -110,7 +110,7 @@ func (h *Handlers) produce(ctx context.Context, req *protocol.Request) (kmsg.Res
 		if req.Version >= 8 {
 			e.rp.ErrorMessage = errorMessage(err)
 		}
-		h.logger.Debug().Str("topic", e.topic).Int32("partition", e.rp.Partition).Int16("code", e.rp.ErrorCode).Err(err).Msg("produce failed")
+		req.Logger().Debug().Str("topic", e.topic).Int32("partition", e.rp.Partition).Int16("code", e.rp.ErrorCode).Err(err).Msg("produce failed")
 	}
 	appendOne := func(e *entry) {
 		tp := partition.TopicPartition{Topic: e.topic, Partition: e.rp.Partition}

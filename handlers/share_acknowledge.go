@@ -31,7 +31,7 @@ func (h *Handlers) shareAcknowledge(_ context.Context, req *protocol.Request) (k
 	r := req.Body.(*kmsg.ShareAcknowledgeRequest)
 	resp := r.ResponseKind().(*kmsg.ShareAcknowledgeResponse)
 	if !h.shareReady() {
-		resp.ErrorCode = shareErrorCode(share.ErrCoordinatorUnavailable)
+		resp.ErrorCode = errorCode(share.ErrCoordinatorUnavailable)
 		return resp, nil
 	}
 	groupID, memberID := shareIDs(r.GroupID, r.MemberID)
@@ -50,7 +50,7 @@ func (h *Handlers) shareAcknowledge(_ context.Context, req *protocol.Request) (k
 	}
 	results, err := h.shareMgr.Acknowledge(ar)
 	if err != nil {
-		resp.ErrorCode = shareErrorCode(err)
+		resp.ErrorCode = errorCode(err)
 		resp.ErrorMessage = errorMessage(err)
 		return resp, nil
 	}

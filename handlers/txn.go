@@ -10,8 +10,6 @@ import (
 	"context"
 	"errors"
 
-	"github.com/twmb/franz-go/pkg/kerr"
-
 	"github.com/gokafka/gokafka/txn"
 )
 
@@ -27,15 +25,4 @@ func (h *Handlers) NextProducerID(ctx context.Context) (int64, error) {
 		return -1, errors.New("producer ids cannot be allocated")
 	}
 	return h.pids.Next(ctx)
-}
-
-// txnErrorCode maps a coordinator error to its code; older request
-// versions (before KIP-588's PRODUCER_FENCED) get INVALID_PRODUCER_EPOCH,
-// as Kafka answers them.
-func txnErrorCode(err error, fencedAsEpoch bool) int16 {
-	code := errorCode(err)
-	if fencedAsEpoch && code == kerr.ProducerFenced.Code {
-		return kerr.InvalidProducerEpoch.Code
-	}
-	return code
 }

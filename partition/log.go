@@ -169,8 +169,8 @@ func (l *Log) load(opts OpenOptions) error {
 	if err := l.persistRecovery(opts, recoverFrom); err != nil {
 		return err
 	}
-	l.logger.Debug().Int64("logStartOffset", l.mu.logStart).Int64("logEndOffset", l.mu.leo).
-		Int64("recoveryPoint", l.mu.recoveryPoint).Int("segments", len(l.mu.segs)).Bool("clean", opts.CleanShutdown).Msg("log loaded")
+	l.logger.Debug().Int64("log_start_offset", l.mu.logStart).Int64("log_end_offset", l.mu.leo).
+		Int64("recovery_point", l.mu.recoveryPoint).Int("segments", len(l.mu.segs)).Bool("clean", opts.CleanShutdown).Msg("log loaded")
 	return nil
 }
 
@@ -320,7 +320,7 @@ func (l *Log) recoverSegments(recoverFrom int) error {
 			// A recovered segment that ends short of its successor lost
 			// unsynced data (its successor's name was made durable by a
 			// directory sync first); everything after it is unflushed.
-			ev := l.logger.Warn().Int64("segment", s.base).Int64("truncatedBytes", res.truncatedBytes).Int64("validBytes", s.size).Int64("nextOffset", s.next)
+			ev := l.logger.Warn().Int64("segment", s.base).Int64("truncated_bytes", res.truncatedBytes).Int64("valid_bytes", s.size).Int64("next_offset", s.next)
 			if res.reason != nil {
 				ev = ev.AnErr("reason", res.reason)
 			}
@@ -367,7 +367,7 @@ func (l *Log) settleOffsets(opts OpenOptions, now time.Time) error {
 	if l.mu.logStart > l.mu.leo {
 		// Data below the checkpointed log start was lost (or deleted): the
 		// log is logically empty and must continue at the log start.
-		l.logger.Warn().Int64("logStart", l.mu.logStart).Int64("logEndOffset", l.mu.leo).Msg("log end below log start; starting empty at log start")
+		l.logger.Warn().Int64("log_start_offset", l.mu.logStart).Int64("log_end_offset", l.mu.leo).Msg("log end below log start; starting empty at log start")
 		if err := l.truncateFullyLocked(l.mu.logStart); err != nil {
 			return err
 		}
@@ -1125,7 +1125,7 @@ func (l *Log) truncateToLocked(offset int64) error {
 	if offset < l.mu.segs[0].base {
 		return l.truncateFullyLocked(offset)
 	}
-	l.logger.Info().Int64("offset", offset).Int64("logEndOffset", l.mu.leo).Msg("truncating log")
+	l.logger.Info().Int64("offset", offset).Int64("log_end_offset", l.mu.leo).Msg("truncating log")
 	// From here on the files change: whatever happens, the directory and
 	// the cut segment must be synced before the truncation counts as done.
 	l.mu.truncPending = true

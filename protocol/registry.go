@@ -5,6 +5,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -29,6 +30,20 @@ type Request struct {
 
 	// park gives back the request's queued.max.requests slot (Park).
 	park func()
+	// logger is the connection's logger with the request's client id.
+	logger *zerolog.Logger
+}
+
+var nopLogger = zerolog.Nop()
+
+// Logger is the logger handlers log through: the connection's, with its
+// conn, remote and client_id fields (and principal once connections
+// authenticate). A Request made outside a connection logs nowhere.
+func (r *Request) Logger() *zerolog.Logger {
+	if r.logger == nil {
+		return &nopLogger
+	}
+	return r.logger
 }
 
 // ConnInfo identifies a client connection.

@@ -301,6 +301,11 @@ type conn struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 
+	// reqLogger is logger with the client id of reqLoggerClient, built
+	// again only when a request brings another client id.
+	reqLogger       *zerolog.Logger
+	reqLoggerClient string
+
 	// listener and ip are what the connection counts against
 	// (limits.go).
 	listener, ip string
@@ -521,6 +526,7 @@ func (c *conn) serve(in []byte) (out frame, ok bool) {
 	preq := &Request{
 		Key: h.key, Version: h.version, CorrelationID: h.correlationID,
 		ClientID: h.clientID, Body: req, Conn: c.info, Size: len(in), park: c.park,
+		logger: c.requestLogger(h.clientID),
 	}
 	resp, err, panicked := c.callHandler(entry.fn, preq)
 	c.throttle, c.throttleAfter = preq.Throttle, throttleAfterResponse(resp, h.version)
@@ -570,10 +576,20 @@ func throttleAfterResponse(resp kmsg.Response, version int16) bool {
 	return true
 }
 
+// requestLogger is the connection's logger with clientID; serve runs on
+// the reader alone, so the cache needs no lock.
+func (c *conn) requestLogger(clientID string) *zerolog.Logger {
+	if c.reqLogger == nil || c.reqLoggerClient != clientID {
+		l := c.logger.With().Str("client_id", clientID).Logger()
+		c.reqLogger, c.reqLoggerClient = &l, clientID
+	}
+	return c.reqLogger
+}
+
 func (c *conn) callHandler(fn HandlerFunc, req *Request) (resp kmsg.Response, err error, panicked bool) {
 	defer func() {
 		if r := recover(); r != nil {
-			c.logger.Error().Str("api", kmsg.NameForKey(req.Key)).Int16("version", req.Version).
+			req.Logger().Error().Str("api", kmsg.NameForKey(req.Key)).Int16("version", req.Version).
 				Interface("panic", r).Str("stack", string(debug.Stack())).Msg("handler panicked")
 			resp, err, panicked = nil, fmt.Errorf("panic: %v", r), true
 		}
