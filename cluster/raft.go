@@ -196,11 +196,11 @@ func Open(ctx context.Context, cfg Config, qc QuorumConfig, logger zerolog.Logge
 		if !found {
 			return nil, fmt.Errorf("node.id %d is not in controller.quorum.voters", cfg.NodeID)
 		}
-		t, err := raft.NewTCPTransportWithLogger(qc.BindAddr, nil, 3, 10*time.Second, rc.Logger)
+		stream, err := listenQuorum(qc.BindAddr)
 		if err != nil {
 			return nil, fmt.Errorf("controller listener %s: %w", qc.BindAddr, err)
 		}
-		trans = t
+		trans = raft.NewNetworkTransportWithLogger(stream, 3, 10*time.Second, rc.Logger)
 		et := qc.ElectionTimeout
 		if et <= 0 {
 			et = 500 * time.Millisecond

@@ -23,6 +23,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/gokafka/gokafka/broker"
+	"github.com/gokafka/gokafka/protocol"
 )
 
 func main() {
@@ -47,6 +48,18 @@ func run() int {
 	if err != nil {
 		logger.Error().Err(err).Msg("configuration rejected")
 		return 2
+	}
+
+	// Test-only: integration tests route each node's connections to its
+	// peers through fault proxies (see protocol.PeerRoutesEnv).
+	if v := os.Getenv(protocol.PeerRoutesEnv); v != "" {
+		routes, err := protocol.ParsePeerRoutes(v)
+		if err != nil {
+			logger.Error().Err(err).Msg("configuration rejected")
+			return 2
+		}
+		protocol.SetPeerRoutes(routes)
+		logger.Warn().Int("routes", len(routes)).Msg("peer connections rerouted by " + protocol.PeerRoutesEnv + " (test only)")
 	}
 
 	if addr := s.str("debug.pprof.listener"); addr != "" {
