@@ -92,8 +92,13 @@ type relay struct {
 	from, to       int32 // from dialed to
 	kind           linkKind
 	client, server net.Conn
-	tainted        atomic.Bool // it lost bytes: close it once healed
-	once           sync.Once
+	// lost[0] is set once bytes from the dialer to the target were
+	// dropped, lost[1] for the other way. A direction that lost bytes
+	// drops everything after them too (the stream has a gap), while the
+	// other direction goes on; the relay is closed once every direction
+	// that lost bytes would pass again.
+	lost [2]atomic.Bool
+	once sync.Once
 }
 
 func newNetFault(t testing.TB, n int32) *netFault {
@@ -158,8 +163,8 @@ func (p *linkProxy) accept() {
 		p.nf.relays[r] = struct{}{}
 		p.nf.wg.Add(2)
 		p.nf.mu.Unlock()
-		go r.pump(c, s, dir{p.from, p.to, p.kind})
-		go r.pump(s, c, dir{p.to, p.from, p.kind})
+		go r.pump(c, s, dir{p.from, p.to, p.kind}, &r.lost[0])
+		go r.pump(s, c, dir{p.to, p.from, p.kind}, &r.lost[1])
 	}
 }
 
@@ -184,7 +189,7 @@ func (nf *netFault) state(d dir) (bool, time.Duration) {
 // chunk for d's delay. A writer goroutine applies the delay so the reader
 // keeps draining src meanwhile; the block is checked again when a delayed
 // chunk is due, so bytes "in flight" when a cut starts are lost too.
-func (r *relay) pump(src, dst net.Conn, d dir) {
+func (r *relay) pump(src, dst net.Conn, d dir, lost *atomic.Bool) {
 	defer r.nf.wg.Done()
 	defer r.close()
 	type chunk struct {
@@ -203,8 +208,8 @@ func (r *relay) pump(src, dst net.Conn, d dir) {
 			if w := time.Until(ch.due); w > 0 {
 				time.Sleep(w)
 			}
-			if blocked, _ := r.nf.state(d); blocked || r.tainted.Load() {
-				r.tainted.Store(true)
+			if blocked, _ := r.nf.state(d); blocked || lost.Load() {
+				lost.Store(true)
 				continue
 			}
 			if _, err := dst.Write(ch.b); err != nil {
@@ -219,8 +224,8 @@ func (r *relay) pump(src, dst net.Conn, d dir) {
 		n, err := src.Read(buf)
 		if n > 0 {
 			blocked, delay := r.nf.state(d)
-			if blocked || r.tainted.Load() {
-				r.tainted.Store(true)
+			if blocked || lost.Load() {
+				lost.Store(true)
 			} else {
 				q <- chunk{slices.Clone(buf[:n]), time.Now().Add(delay)}
 			}
@@ -238,7 +243,8 @@ func (nf *netFault) set(what string, change func()) {
 	change()
 	var heal []*relay
 	for r := range nf.relays {
-		if r.tainted.Load() && !nf.blocked[dir{r.from, r.to, r.kind}] && !nf.blocked[dir{r.to, r.from, r.kind}] {
+		fwd, back := r.lost[0].Load(), r.lost[1].Load()
+		if (fwd || back) && !(fwd && nf.blocked[dir{r.from, r.to, r.kind}]) && !(back && nf.blocked[dir{r.to, r.from, r.kind}]) {
 			heal = append(heal, r)
 		}
 	}
