@@ -108,7 +108,11 @@ func soakFault(t *testing.T, c *cluster, nf *netFault, rng *rand.Rand, round int
 		node = c.waitPartitionOn(t, c.others(), topic, p, "a leader", func(s partState) bool { return s.Leader > 0 }).Leader
 	}
 	name := []string{"kill -9", "SIGSTOP", "isolate", "bridge around", "one-way loss from", "slow network", "kill -9 the leader"}[kind]
-	t.Logf("%s round %d: %s node %d for %v", time.Now().Format("15:04:05.000"), round, name, node, hold)
+	target := fmt.Sprintf(" node %d", node)
+	if kind == 5 {
+		target = ""
+	}
+	t.Logf("%s round %d: %s%s for %v", time.Now().Format("15:04:05.000"), round, name, target, hold)
 	switch kind {
 	case 0, 6:
 		c.node(node).Kill()
@@ -247,21 +251,19 @@ func startTxnProducer(ctx context.Context, t *testing.T, c *cluster, h *history,
 			}
 			n := 1 + rng.IntN(5)
 			var recs []*kgo.Record
-			var ids []writeID
 			for range n {
 				id := writeID{"txn", seq}
 				seq++
 				part := int32(rng.IntN(int(parts)))
 				h.sent(id, part, txn)
-				ids = append(ids, id)
 				recs = append(recs, &kgo.Record{Topic: topic, Partition: part, Value: encodeValue(id, txn)})
 			}
 			pctx, pcancel := context.WithTimeout(context.Background(), 30*time.Second)
 			results := cl.ProduceSync(pctx, recs...)
 			pcancel()
-			for i, r := range results {
-				if r.Err == nil {
-					h.acked(ids[i], r.Record.Offset)
+			for _, r := range results { // not in the order given
+				if id, _, err := decodeValue(r.Record.Value); r.Err == nil && err == nil {
+					h.acked(id, r.Record.Offset)
 				}
 			}
 			commit := results.FirstErr() == nil && rng.IntN(5) != 0
