@@ -52,7 +52,7 @@ func TestNetUnknownISRExpansionOutcomeLosesNothing(t *testing.T) {
 	const topic, parts = "net-item1", 1
 	c.createTopicAssigned(t, topic, [][]int32{{L, G, F}})
 
-	prod := startSeqProducer(t, seqProducerClient(t, c), topic, parts, 5)
+	prod := startSeqProducer(t, netProducerClient(t, c), topic, parts, 5)
 	waitAcks(t, c, prod, 300, "before the faults")
 
 	// F out of the ISR by lag, not by fencing.

@@ -15,6 +15,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // netEnv shortens the timeouts a black-holed connection waits out: a
@@ -22,6 +24,16 @@ import (
 // 3 s (plus replica.fetch.wait.max.ms) instead of 30 s.
 var netEnv = map[string]string{
 	"GOKAFKA_REPLICA_SOCKET_TIMEOUT_MS": "3000",
+}
+
+// netProducerClient is seqProducerClient with a 3 s produce timeout instead
+// of kgo's 10 s. A node cut off from the others still answers clients,
+// and, not knowing it was deposed, names itself the leader of what it led:
+// a producer that asked it waits out the produce timeout before it asks
+// again, possibly the same node. The short timeout keeps such stalls short.
+func netProducerClient(t testing.TB, c *cluster) *kgo.Client {
+	t.Helper()
+	return seqProducerClient(t, c, kgo.ProduceRequestTimeout(3*time.Second))
 }
 
 // assignLed returns a replica assignment of parts partitions over all of
@@ -50,7 +62,7 @@ func TestNetIsolatedPartitionLeaderLosesNothing(t *testing.T) {
 	const topic, parts = "net-isolate-leader", 3
 	c.createTopicAssigned(t, topic, assignLed(c, lead, parts))
 
-	prod := startSeqProducer(t, seqProducerClient(t, c), topic, parts, 5)
+	prod := startSeqProducer(t, netProducerClient(t, c), topic, parts, 5)
 	waitAcks(t, c, prod, 300, "before the cut")
 	nf.isolate(lead)
 	rest := c.others(lead)
@@ -74,7 +86,7 @@ func TestNetIsolatedQuorumLeaderLosesNothing(t *testing.T) {
 	const topic, parts = "net-isolate-controller", 3
 	c.createTopicAssigned(t, topic, assignLed(c, ctl, parts))
 
-	prod := startSeqProducer(t, seqProducerClient(t, c), topic, parts, 5)
+	prod := startSeqProducer(t, netProducerClient(t, c), topic, parts, 5)
 	waitAcks(t, c, prod, 300, "before the cut")
 	nf.isolate(ctl)
 	rest := c.others(ctl)
@@ -97,7 +109,7 @@ func TestNetSplitThenResplitLosesNothing(t *testing.T) {
 	c, nf := startNetCluster(t, 3, netEnv)
 	const topic, parts = "net-resplit", 3
 	c.createTopic(t, topic, parts, nil)
-	prod := startSeqProducer(t, seqProducerClient(t, c), topic, parts, 5)
+	prod := startSeqProducer(t, netProducerClient(t, c), topic, parts, 5)
 	waitAcks(t, c, prod, 300, "before the first split")
 
 	for _, sp := range [][2][]int32{{{1}, {2, 3}}, {{3}, {1, 2}}} {
@@ -125,7 +137,7 @@ func TestNetBridgeAndOneWayLossLoseNothing(t *testing.T) {
 	c, nf := startNetCluster(t, 3, netEnv)
 	const topic, parts = "net-bridge", 3
 	c.createTopic(t, topic, parts, nil)
-	prod := startSeqProducer(t, seqProducerClient(t, c), topic, parts, 5)
+	prod := startSeqProducer(t, netProducerClient(t, c), topic, parts, 5)
 	waitAcks(t, c, prod, 300, "before the faults")
 
 	nf.bridge(2)

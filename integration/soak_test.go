@@ -173,7 +173,7 @@ type soakIdemProducer struct {
 // startIdemProducer writes "idem" records (acks=all, idempotent) round
 // robin over the partitions, three every 10 ms, until ctx ends.
 func startIdemProducer(ctx context.Context, t *testing.T, c *cluster, h *history, topic string, parts int32) *soakIdemProducer {
-	p := &soakIdemProducer{done: make(chan struct{}), cl: seqProducerClient(t, c)}
+	p := &soakIdemProducer{done: make(chan struct{}), cl: netProducerClient(t, c)}
 	go func() {
 		defer close(p.done)
 		tick := time.NewTicker(10 * time.Millisecond)
@@ -305,7 +305,7 @@ func (p *soakTxnProducer) wait(t *testing.T) {
 // every producer stopped and returns the offset after it per partition.
 func writeEndMarks(t *testing.T, c *cluster, h *history, topic string, parts int32) map[int32]int64 {
 	t.Helper()
-	cl := seqProducerClient(t, c)
+	cl := netProducerClient(t, c)
 	defer cl.Close()
 	ends := map[int32]int64{}
 	for p := range parts {
