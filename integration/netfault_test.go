@@ -163,6 +163,49 @@ func TestNetBridgeAndOneWayLossLoseNothing(t *testing.T) {
 	verifyNoLossNoDup(t, c, prod, topic, parts)
 }
 
+// TestNetBridgeFiveNodesLosesNothing runs Jepsen's bridge on five nodes:
+// {1,2} and {4,5} cannot reach each other, node 3 reaches everyone, so a
+// majority is connected around node 3 but reachability is not transitive.
+// Partitions whose replicas straddle the halves shrink their ISR to their
+// leader's side; one left with fewer than min.insync.replicas refuses
+// acks=all writes until the heal (as in Kafka: its leader is alive and
+// unfenced, so nothing moves it), so the test holds each bridge for a
+// while rather than waiting for progress. Then the bridge moves to node 1
+// ({2,3} | {4,5}) before the heal.
+func TestNetBridgeFiveNodesLosesNothing(t *testing.T) {
+	c, nf := startNetCluster(t, 5, netEnv)
+	const topic, parts = "net-bridge-5", 5
+	c.createTopic(t, topic, parts, nil)
+	prod := startSeqProducer(t, netProducerClient(t, c), topic, parts, 5)
+	waitAcks(t, c, prod, 300, "before the bridge")
+	for _, b := range []struct {
+		mid  int32
+		a, b []int32
+	}{{3, []int32{1, 2}, []int32{4, 5}}, {1, []int32{2, 3}, []int32{4, 5}}} {
+		nf.bridge(b.mid)
+		// Every ISR ends up within its leader's reach (the bridge node
+		// reaches both sides), by shrinking or by a leader change.
+		reach := func(leader int32) []int32 {
+			switch {
+			case slices.Contains(b.a, leader):
+				return append([]int32{b.mid}, b.a...)
+			case slices.Contains(b.b, leader):
+				return append([]int32{b.mid}, b.b...)
+			}
+			return c.others()
+		}
+		for p := range int32(parts) {
+			s := c.waitPartitionOn(t, []int32{b.mid}, topic, p, "an ISR within its leader's reach", func(s partState) bool {
+				return s.Leader > 0 && !slices.ContainsFunc(s.ISR, func(id int32) bool { return !slices.Contains(reach(s.Leader), id) })
+			})
+			t.Logf("bridge at %d: partition %d %s", b.mid, p, s)
+		}
+		time.Sleep(3 * time.Second)
+	}
+	nf.heal()
+	verifyNoLossNoDup(t, c, prod, topic, parts)
+}
+
 // verifyNoLossNoDup stops the producer once the cluster has healed and
 // checks the outcome: every acknowledged record read back at its offset, no
 // record twice, and every partition's replicas identical below the HW.
