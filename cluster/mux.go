@@ -10,6 +10,8 @@ import (
 
 	"github.com/hashicorp/raft"
 	"github.com/rs/zerolog"
+
+	"github.com/gokafka/gokafka/protocol"
 )
 
 // The CONTROLLER listener carries two protocols, as Kafka's does (there
@@ -170,8 +172,11 @@ func (s raftStream) Close() error { return s.m.close() }
 
 func (s raftStream) Addr() net.Addr { return s.m.ln.Addr() }
 
+// Dial reaches a voter through protocol.PeerDialAddr, so the test-only
+// peer routes (protocol.PeerRoutesEnv) cover quorum traffic as they cover
+// every other connection between nodes; without routes it dials addr.
 func (s raftStream) Dial(addr raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
-	c, err := net.DialTimeout("tcp", string(addr), timeout)
+	c, err := net.DialTimeout("tcp", protocol.PeerDialAddr(string(addr)), timeout)
 	if err != nil {
 		return nil, err
 	}

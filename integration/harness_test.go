@@ -9,6 +9,10 @@
 //	GOKAFKA_TEST_LOG_LEVEL=debug       the brokers' log.level (default info)
 //	GOKAFKA_TEST_CLIENT_LOGS=debug     franz-go client logs on stderr (debug, info, warn)
 //	GOKAFKA_TEST_REPORT=/path/file     append the kgo suite's counts and the client table there
+//	GOKAFKA_TEST_KEEP_LOGS=/path/dir   network-fault tests: copy each node's log there, with goroutine dumps on a stall
+//
+// TestSoak takes -soak=5m (how long it injects faults; 60 s by default) and
+// -soak.seed=N (replay a schedule whose seed a run printed).
 //
 // GOKAFKA_* variables of the calling shell are not passed to the brokers.
 package integration

@@ -79,7 +79,7 @@ func (c *Client) Request(ctx context.Context, req kmsg.Request) (kmsg.Response, 
 func (c *Client) roundTrip(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
 	if c.conn == nil {
 		d := net.Dialer{Timeout: c.timeout}
-		conn, err := d.DialContext(ctx, "tcp", c.addr)
+		conn, err := d.DialContext(ctx, "tcp", PeerDialAddr(c.addr))
 		if err != nil {
 			return nil, err
 		}
