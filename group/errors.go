@@ -3,13 +3,14 @@ package group
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/gokafka/gokafka/coordinator"
 	"github.com/gokafka/gokafka/internal/kafkaerr"
 )
 
 // Errors the handlers answer with; each wraps the Kafka error of the same
 // name, and the classic protocol's clients act on the exact code.
 var (
-	ErrCoordinatorNotAvailable = kafkaerr.New(kerr.CoordinatorNotAvailable, "coordinator not available")
+	ErrCoordinatorNotAvailable = coordinator.ErrCoordinatorNotAvailable
 	ErrNotCoordinator          = kafkaerr.New(kerr.NotCoordinator, "not coordinator")
 	ErrCoordinatorLoading      = kafkaerr.New(kerr.CoordinatorLoadInProgress, "coordinator load in progress")
 	ErrInvalidGroupID          = kafkaerr.New(kerr.InvalidGroupID, "invalid group id")

@@ -16,6 +16,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/gokafka/gokafka/cluster"
+	"github.com/gokafka/gokafka/coordinator"
 	"github.com/gokafka/gokafka/group"
 )
 
@@ -50,7 +51,7 @@ func (c *Coordinator) owns(im *cluster.Image, groupID string) error {
 	if t == nil || len(t.Partitions) == 0 {
 		return ErrCoordinatorUnavailable
 	}
-	p := t.Partitions[group.PartitionFor(groupID, int32(len(t.Partitions)))]
+	p := t.Partitions[coordinator.PartitionFor(groupID, int32(len(t.Partitions)))]
 	if p.Leader != c.nodeID {
 		return ErrNotCoordinator
 	}

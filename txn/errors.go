@@ -3,16 +3,16 @@ package txn
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
-	"github.com/gokafka/gokafka/group"
+	"github.com/gokafka/gokafka/coordinator"
 	"github.com/gokafka/gokafka/internal/kafkaerr"
 )
 
 // Errors the handlers answer with; each wraps the Kafka error of the same
 // name.
 var (
-	// ErrCoordinatorNotAvailable is group's: both coordinators find their
-	// broker with group.CoordinatorFor.
-	ErrCoordinatorNotAvailable  = group.ErrCoordinatorNotAvailable
+	// ErrCoordinatorNotAvailable is coordinator's: both coordinators find
+	// their broker with coordinator.CoordinatorFor.
+	ErrCoordinatorNotAvailable  = coordinator.ErrCoordinatorNotAvailable
 	ErrNotCoordinator           = kafkaerr.New(kerr.NotCoordinator, "not coordinator")
 	ErrCoordinatorLoading       = kafkaerr.New(kerr.CoordinatorLoadInProgress, "coordinator load in progress")
 	ErrConcurrentTransactions   = kafkaerr.New(kerr.ConcurrentTransactions, "concurrent transactions")

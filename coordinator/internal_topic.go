@@ -1,4 +1,4 @@
-package group
+package coordinator
 
 import (
 	"context"
@@ -68,7 +68,7 @@ func CoordinatorFor(ctx context.Context, meta Metadata, t InternalTopic, key str
 	if len(ti.Partitions) == 0 {
 		return cluster.BrokerInfo{}, ErrCoordinatorNotAvailable
 	}
-	p := ti.Partitions[partitionFor(key, int32(len(ti.Partitions)))]
+	p := ti.Partitions[PartitionFor(key, int32(len(ti.Partitions)))]
 	b, ok := im.Brokers[p.Leader]
 	if p.Leader < 0 || !ok || b.Fenced {
 		return cluster.BrokerInfo{}, ErrCoordinatorNotAvailable
