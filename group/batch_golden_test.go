@@ -1,11 +1,9 @@
 package group
 
 import (
-	"bytes"
 	"testing"
 
 	"github.com/gokafka/gokafka/internal/testkit"
-	"github.com/gokafka/gokafka/partition"
 )
 
 // offsetsBatchCases are representative __consumer_offsets batches: plain
@@ -43,27 +41,12 @@ func offsetsBatchCases() map[string]struct {
 	}
 }
 
-// builderBatch builds a case's batch with partition's builder.
-func builderBatch(recs []record, ts int64, pid int64, epoch int16) []byte {
-	b := partition.NewBatchBuilder(ts)
-	if pid >= 0 {
-		b.ProducerID, b.ProducerEpoch, b.Transactional = pid, epoch, true
-	}
-	for _, r := range recs {
-		b.Add(partition.Record{Key: r.key, Value: r.value})
-	}
-	return b.Build()
-}
-
 func TestOffsetsBatchesAreByteForByteGolden(t *testing.T) {
 	got := map[string][]byte{}
 	for name, c := range offsetsBatchCases() {
 		b := buildProducerBatch(c.recs, c.ts, c.pid, c.epoch)
 		if c.pid < 0 {
 			b = buildBatch(c.recs, c.ts)
-		}
-		if nb := builderBatch(c.recs, c.ts, c.pid, c.epoch); !bytes.Equal(b, nb) {
-			t.Errorf("case %s: partition.BatchBuilder differs\n got %x\nwant %x", name, nb, b)
 		}
 		got[name] = b
 	}

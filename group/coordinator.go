@@ -176,14 +176,14 @@ func (c *Coordinator) load(op *ownedPartition) {
 	// txnOffsets are transactional commits by producer, then group,
 	// awaiting their marker.
 	txnOffsets := map[int64]map[string]map[TopicPartition]OffsetAndMetadata{}
-	apply := func(r batchRecord) error {
-		if r.bad != nil {
-			log.Warn().Err(r.bad).Int64("offset", r.offset).Msg("skipping the rest of a malformed batch in the offsets partition")
+	apply := func(r coordinator.LogRecord) error {
+		if r.Bad != nil {
+			log.Warn().Err(r.Bad).Int64("offset", r.Offset).Msg("skipping the rest of a malformed batch in the offsets partition")
 			return nil
 		}
-		if r.control {
-			if r.commit {
-				for g, m := range txnOffsets[r.pid] {
+		if r.Control {
+			if r.Commit {
+				for g, m := range txnOffsets[r.ProducerID] {
 					if offsets[g] == nil {
 						offsets[g] = map[TopicPartition]OffsetAndMetadata{}
 					}
@@ -192,19 +192,19 @@ func (c *Coordinator) load(op *ownedPartition) {
 					}
 				}
 			}
-			delete(txnOffsets, r.pid)
+			delete(txnOffsets, r.ProducerID)
 			return nil
 		}
-		k, ok, err := decodeKey(r.key)
+		k, ok, err := decodeKey(r.Key)
 		if err != nil {
-			log.Warn().Err(err).Int64("offset", r.offset).Msg("skipping undecodable record")
+			log.Warn().Err(err).Int64("offset", r.Offset).Msg("skipping undecodable record")
 			return nil
 		}
 		if !ok {
 			return nil
 		}
 		if k.isOffset {
-			if r.value == nil {
+			if r.Value == nil {
 				if m := offsets[k.group]; m != nil {
 					delete(m, k.tp)
 					if len(m) == 0 {
@@ -213,16 +213,16 @@ func (c *Coordinator) load(op *ownedPartition) {
 				}
 				return nil
 			}
-			o, err := decodeOffsetValue(r.value)
+			o, err := decodeOffsetValue(r.Value)
 			if err != nil {
-				log.Warn().Err(err).Int64("offset", r.offset).Msg("skipping undecodable offset commit")
+				log.Warn().Err(err).Int64("offset", r.Offset).Msg("skipping undecodable offset commit")
 				return nil
 			}
-			if r.pid >= 0 {
-				byGroup := txnOffsets[r.pid]
+			if r.ProducerID >= 0 {
+				byGroup := txnOffsets[r.ProducerID]
 				if byGroup == nil {
 					byGroup = map[string]map[TopicPartition]OffsetAndMetadata{}
-					txnOffsets[r.pid] = byGroup
+					txnOffsets[r.ProducerID] = byGroup
 				}
 				if byGroup[k.group] == nil {
 					byGroup[k.group] = map[TopicPartition]OffsetAndMetadata{}
@@ -236,31 +236,26 @@ func (c *Coordinator) load(op *ownedPartition) {
 			offsets[k.group][k.tp] = o
 			return nil
 		}
-		if r.value == nil {
+		if r.Value == nil {
 			delete(groups, k.group)
 			return nil
 		}
-		v, err := decodeGroupValue(r.value)
+		v, err := decodeGroupValue(r.Value)
 		if err != nil {
-			log.Warn().Err(err).Int64("offset", r.offset).Msg("skipping undecodable group metadata")
+			log.Warn().Err(err).Int64("offset", r.Offset).Msg("skipping undecodable group metadata")
 			return nil
 		}
 		groups[k.group] = v
 		return nil
 	}
 
-	skipped := 0
 	var pos int64 // the offset after the last batch read
 	if !coordinator.ReadPartitionLog(c.replicas, tp, c.cfg.OffsetsLoadBufferSize, op.Cancel, log, func(chunk []byte) (int64, error) {
-		next, sk, err := parseBatches(chunk, apply)
-		skipped += sk
+		next, err := coordinator.ParseBatches(chunk, c.cfg.OffsetsLoadBufferSize, apply)
 		pos = max(pos, next)
 		return next, err
 	}) {
 		return
-	}
-	if skipped > 0 {
-		log.Warn().Int("batches", skipped).Msg("skipped compressed batches in the offsets partition")
 	}
 
 	// The appender exists before any group does: a loaded group may write

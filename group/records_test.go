@@ -7,6 +7,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/gokafka/gokafka/coordinator"
 	"github.com/gokafka/gokafka/partition"
 )
 
@@ -105,12 +106,12 @@ func TestBuiltBatchIsValidAndParsesBack(t *testing.T) {
 	if err != nil || len(hdrs) != 1 || hdrs[0].NumRecords != 2 {
 		t.Fatalf("ValidateBatches: %v %+v", err, hdrs)
 	}
-	var got []batchRecord
-	next, skipped, err := parseBatches(batch, func(r batchRecord) error { got = append(got, r); return nil })
-	if err != nil || next != 2 || skipped != 0 || len(got) != 2 {
-		t.Fatalf("parseBatches: next %d skipped %d err %v records %d", next, skipped, err, len(got))
+	var got []coordinator.LogRecord
+	next, err := coordinator.ParseBatches(batch, 1<<20, func(r coordinator.LogRecord) error { got = append(got, r); return nil })
+	if err != nil || next != 2 || len(got) != 2 {
+		t.Fatalf("ParseBatches: next %d err %v records %d", next, err, len(got))
 	}
-	if !bytes.Equal(got[0].key, recs[0].key) || !bytes.Equal(got[0].value, recs[0].value) || got[1].value != nil || got[1].offset != 1 {
+	if !bytes.Equal(got[0].Key, recs[0].key) || !bytes.Equal(got[0].Value, recs[0].value) || got[1].Value != nil || got[1].Offset != 1 {
 		t.Fatalf("records parsed back differ: %+v", got)
 	}
 }

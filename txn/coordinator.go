@@ -169,31 +169,38 @@ func (c *Coordinator) load(op *ownedPartition) {
 	log := c.logger.With().Int32("partition", op.ID).Int32("epoch", op.Epoch).Logger()
 	start := c.now()
 	txns := map[string]meta{}
-	apply := func(offset int64, key, value []byte) {
-		id, ok, err := decodeKey(key)
+	apply := func(r coordinator.LogRecord) error {
+		if r.Bad != nil {
+			log.Warn().Err(r.Bad).Int64("offset", r.Offset).Msg("skipping the rest of a malformed batch in the transaction state partition")
+			return nil
+		}
+		if r.Control {
+			return nil
+		}
+		offset, value := r.Offset, r.Value
+		id, ok, err := decodeKey(r.Key)
 		if err != nil {
 			log.Warn().Err(err).Int64("offset", offset).Msg("skipping undecodable record")
-			return
+			return nil
 		}
 		if !ok {
-			return
+			return nil
 		}
 		if value == nil {
 			delete(txns, id)
-			return
+			return nil
 		}
 		m, err := decodeValue(id, value)
 		if err != nil {
 			log.Warn().Err(err).Int64("offset", offset).Msg("skipping undecodable transaction state")
-			return
+			return nil
 		}
 		txns[id] = m
+		return nil
 	}
 	var pos int64 // the offset after the last batch read
 	if !coordinator.ReadPartitionLog(c.replicas, tp, c.cfg.LoadBufferSize, op.Cancel, log, func(chunk []byte) (int64, error) {
-		next, _, err := parseBatches(chunk, apply, func(offset int64, err error) {
-			log.Warn().Err(err).Int64("offset", offset).Msg("skipping the rest of a malformed batch in the transaction state partition")
-		})
+		next, err := coordinator.ParseBatches(chunk, c.cfg.LoadBufferSize, apply)
 		pos = max(pos, next)
 		return next, err
 	}) {
