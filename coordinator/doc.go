@@ -13,7 +13,8 @@
 //   - loading a partition's log as a new leader does, bounded by the high
 //     watermark (readlog.go: ReadPartitionLog), and reading its records
 //     and transaction markers back through partition's streaming record
-//     iterator, compressed batches included (records.go: ParseBatches);
+//     iterator, compressed batches included (records.go: LoadPartition,
+//     ParseBatches);
 //   - the replica store coordinators append through and read back from
 //     (store.go: Replicas, ReplicaStore) and the metadata they follow
 //     (Metadata);

@@ -41,16 +41,6 @@ type Hooks[P Owned] struct {
 	Unload func(pid int32)
 }
 
-// Errors are a coordinator's answers when a key is not served here.
-type Errors struct {
-	// Closed: the coordinator has stopped.
-	Closed error
-	// NotOwned: this broker does not lead the key's partition.
-	NotOwned error
-	// Loading: the key's partition is still being loaded.
-	Loading error
-}
-
 // Owner follows which partitions of one internal topic this broker leads:
 // on every metadata change (Reconcile) it loads the partitions it now
 // leads and unloads those it no longer does, or whose leader epoch or
@@ -66,7 +56,6 @@ type Owner[P Owned] struct {
 	mu     sync.Locker
 	wg     *sync.WaitGroup
 	hooks  Hooks[P]
-	errs   Errors
 
 	closed        bool
 	numPartitions int32
@@ -76,8 +65,8 @@ type Owner[P Owned] struct {
 
 // NewOwner returns the owner of topic's partitions led by nodeID. mu is
 // the coordinator's lock; loads are counted in wg.
-func NewOwner[P Owned](topic string, nodeID int32, mu sync.Locker, wg *sync.WaitGroup, hooks Hooks[P], errs Errors) *Owner[P] {
-	return &Owner[P]{topic: topic, nodeID: nodeID, mu: mu, wg: wg, hooks: hooks, errs: errs, parts: make(map[int32]P)}
+func NewOwner[P Owned](topic string, nodeID int32, mu sync.Locker, wg *sync.WaitGroup, hooks Hooks[P]) *Owner[P] {
+	return &Owner[P]{topic: topic, nodeID: nodeID, mu: mu, wg: wg, hooks: hooks, parts: make(map[int32]P)}
 }
 
 // Reconcile loads the partitions this broker now leads and unloads those
@@ -170,22 +159,23 @@ func (o *Owner[P]) Owns(op P) bool {
 func (o *Owner[P]) ClosedLocked() bool { return o.closed }
 
 // ForKeyLocked returns the loaded partition that key maps to, or the
-// coordinator's error to answer: Closed, NotOwned (the topic does not
-// exist or another broker leads the partition) or Loading.
+// error to answer: ErrCoordinatorNotAvailable once closed,
+// ErrNotCoordinator when the topic does not exist or another broker leads
+// the partition, ErrCoordinatorLoading while it loads.
 func (o *Owner[P]) ForKeyLocked(key string) (P, error) {
 	var zero P
 	if o.closed {
-		return zero, o.errs.Closed
+		return zero, ErrCoordinatorNotAvailable
 	}
 	if o.numPartitions == 0 {
-		return zero, o.errs.NotOwned
+		return zero, ErrNotCoordinator
 	}
 	op, ok := o.parts[PartitionFor(key, o.numPartitions)]
 	switch {
 	case !ok:
-		return zero, o.errs.NotOwned
+		return zero, ErrNotCoordinator
 	case !op.owned().Loaded:
-		return zero, o.errs.Loading
+		return zero, ErrCoordinatorLoading
 	}
 	return op, nil
 }

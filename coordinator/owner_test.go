@@ -19,12 +19,6 @@ type testOwner struct {
 	unloaded []int32
 }
 
-var (
-	errClosed   = errors.New("closed")
-	errNotOwned = errors.New("not owned")
-	errLoading  = errors.New("loading")
-)
-
 func newTestOwner(load bool) *testOwner {
 	o := &testOwner{}
 	o.own = NewOwner("__state", 1, &o.mu, &o.wg, Hooks[*testPart]{
@@ -45,7 +39,7 @@ func newTestOwner(load bool) *testOwner {
 				o.unloaded = append(o.unloaded, pid)
 			}
 		},
-	}, Errors{Closed: errClosed, NotOwned: errNotOwned, Loading: errLoading})
+	})
 	return o
 }
 
@@ -67,7 +61,7 @@ func TestOwnerLoadsLedPartitionsAndServesTheirKeys(t *testing.T) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	// "a" hashes to 97, partition 1 of 2; "b" to 98, partition 0.
-	if _, err := o.own.ForKeyLocked("a"); !errors.Is(err, errNotOwned) {
+	if _, err := o.own.ForKeyLocked("a"); !errors.Is(err, ErrNotCoordinator) {
 		t.Fatalf("key of a partition led elsewhere: %v, want not owned", err)
 	}
 	if p, err := o.own.ForKeyLocked("b"); err != nil || p.ID != 0 {
@@ -81,7 +75,7 @@ func TestOwnerAnswersLoadingUntilLoaded(t *testing.T) {
 	o.wg.Wait()
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if _, err := o.own.ForKeyLocked("k"); !errors.Is(err, errLoading) {
+	if _, err := o.own.ForKeyLocked("k"); !errors.Is(err, ErrCoordinatorLoading) {
 		t.Fatalf("err = %v, want loading", err)
 	}
 	if !o.own.LoadingLocked() {
@@ -117,7 +111,7 @@ func TestOwnerCloseUnloadsAndAnswersClosed(t *testing.T) {
 	if len(o.unloaded) != 1 || len(o.loads) != 1 {
 		t.Fatalf("loads %v unloads %v after close", o.loads, o.unloaded)
 	}
-	if _, err := o.own.ForKeyLocked("k"); !errors.Is(err, errClosed) {
+	if _, err := o.own.ForKeyLocked("k"); !errors.Is(err, ErrCoordinatorNotAvailable) {
 		t.Fatalf("err = %v, want closed", err)
 	}
 }

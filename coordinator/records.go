@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"fmt"
 
+	"github.com/rs/zerolog"
+
 	"github.com/gokafka/gokafka/partition"
 )
 
@@ -22,6 +24,20 @@ type LogRecord struct {
 	// Bad, when set, reports a batch at Offset whose records from the
 	// malformed one on are skipped; loading goes on with the next batch.
 	Bad error
+}
+
+// LoadPartition reads tp as ReadPartitionLog does, in reads of about
+// loadBufferSize bytes, handing every record and marker to apply as
+// ParseBatches does (records of at most loadBufferSize bytes, or their
+// batch's size). It returns the offset after the last batch read, and
+// false if cancel closed first.
+func LoadPartition(r Replicas, tp TopicPartition, loadBufferSize int32, cancel <-chan struct{}, log zerolog.Logger, apply func(LogRecord) error) (end int64, ok bool) {
+	ok = ReadPartitionLog(r, tp, loadBufferSize, cancel, log, func(chunk []byte) (int64, error) {
+		next, err := ParseBatches(chunk, loadBufferSize, apply)
+		end = max(end, next)
+		return next, err
+	})
+	return end, ok
 }
 
 // ParseBatches walks the whole batches in chunk (a read of an internal

@@ -85,7 +85,7 @@ func New(cfg Config, meta Metadata, replicas Replicas, logger zerolog.Logger, op
 		New:    func(p coordinator.Partition) *ownedPartition { return &ownedPartition{Partition: p} },
 		Load:   c.load,
 		Unload: c.unload,
-	}, coordinator.Errors{Closed: ErrCoordinatorNotAvailable, NotOwned: ErrNotCoordinator, Loading: ErrCoordinatorLoading})
+	})
 	c.mu.groups = make(map[string]*groupEntry)
 	c.deps = &groupDeps{
 		initialRebalanceDelayMs: cfg.InitialRebalanceDelay.Milliseconds(),
@@ -249,12 +249,8 @@ func (c *Coordinator) load(op *ownedPartition) {
 		return nil
 	}
 
-	var pos int64 // the offset after the last batch read
-	if !coordinator.ReadPartitionLog(c.replicas, tp, c.cfg.OffsetsLoadBufferSize, op.Cancel, log, func(chunk []byte) (int64, error) {
-		next, err := coordinator.ParseBatches(chunk, c.cfg.OffsetsLoadBufferSize, apply)
-		pos = max(pos, next)
-		return next, err
-	}) {
+	pos, ok := coordinator.LoadPartition(c.replicas, tp, c.cfg.OffsetsLoadBufferSize, op.Cancel, log, apply)
+	if !ok {
 		return
 	}
 

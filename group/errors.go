@@ -11,8 +11,8 @@ import (
 // name, and the classic protocol's clients act on the exact code.
 var (
 	ErrCoordinatorNotAvailable = coordinator.ErrCoordinatorNotAvailable
-	ErrNotCoordinator          = kafkaerr.New(kerr.NotCoordinator, "not coordinator")
-	ErrCoordinatorLoading      = kafkaerr.New(kerr.CoordinatorLoadInProgress, "coordinator load in progress")
+	ErrNotCoordinator          = coordinator.ErrNotCoordinator
+	ErrCoordinatorLoading      = coordinator.ErrCoordinatorLoading
 	ErrInvalidGroupID          = kafkaerr.New(kerr.InvalidGroupID, "invalid group id")
 	ErrInvalidSessionTimeout   = kafkaerr.New(kerr.InvalidSessionTimeout, "invalid session timeout")
 	ErrUnknownMemberID         = kafkaerr.New(kerr.UnknownMemberID, "unknown member id")

@@ -109,7 +109,7 @@ func New(cfg Config, meta Metadata, replicas Replicas, groups Groups, newPID fun
 		New:    func(p coordinator.Partition) *ownedPartition { return &ownedPartition{Partition: p} },
 		Load:   c.load,
 		Unload: c.unload,
-	}, coordinator.Errors{Closed: ErrCoordinatorNotAvailable, NotOwned: ErrNotCoordinator, Loading: ErrCoordinatorLoading})
+	})
 	c.mu.txns = make(map[string]*entry)
 	c.clients.m = make(map[string]*protocol.Client)
 	c.own.Reconcile(meta.Image())
@@ -198,12 +198,8 @@ func (c *Coordinator) load(op *ownedPartition) {
 		txns[id] = m
 		return nil
 	}
-	var pos int64 // the offset after the last batch read
-	if !coordinator.ReadPartitionLog(c.replicas, tp, c.cfg.LoadBufferSize, op.Cancel, log, func(chunk []byte) (int64, error) {
-		next, err := coordinator.ParseBatches(chunk, c.cfg.LoadBufferSize, apply)
-		pos = max(pos, next)
-		return next, err
-	}) {
+	pos, ok := coordinator.LoadPartition(c.replicas, tp, c.cfg.LoadBufferSize, op.Cancel, log, apply)
+	if !ok {
 		return
 	}
 

@@ -10,11 +10,10 @@ import (
 // Errors the handlers answer with; each wraps the Kafka error of the same
 // name.
 var (
-	// ErrCoordinatorNotAvailable is coordinator's: both coordinators find
-	// their broker with coordinator.CoordinatorFor.
+	// The ownership answers are coordinator's, shared with group.
 	ErrCoordinatorNotAvailable  = coordinator.ErrCoordinatorNotAvailable
-	ErrNotCoordinator           = kafkaerr.New(kerr.NotCoordinator, "not coordinator")
-	ErrCoordinatorLoading       = kafkaerr.New(kerr.CoordinatorLoadInProgress, "coordinator load in progress")
+	ErrNotCoordinator           = coordinator.ErrNotCoordinator
+	ErrCoordinatorLoading       = coordinator.ErrCoordinatorLoading
 	ErrConcurrentTransactions   = kafkaerr.New(kerr.ConcurrentTransactions, "concurrent transactions")
 	ErrInvalidProducerIDMapping = kafkaerr.New(kerr.InvalidProducerIDMapping, "invalid producer id mapping")
 	ErrProducerFenced           = kafkaerr.New(kerr.ProducerFenced, "producer fenced")
