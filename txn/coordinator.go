@@ -232,11 +232,6 @@ func (c *Coordinator) load(op *ownedPartition) {
 	ev.Int("transactions", len(txns)).Int64("end_offset", pos).Dur("took", c.now().Sub(start)).Msg("loaded transaction state partition")
 }
 
-// partitionFor is the __transaction_state partition of an id: Kafka's
-// Utils.abs(transactionalId.hashCode) % partitions, the same function as
-// for groups.
-func partitionFor(id string, n int32) int32 { return coordinator.PartitionFor(id, n) }
-
 // owner returns the loaded partition owning id, or the error to answer.
 func (c *Coordinator) ownerLocked(id string) (*ownedPartition, error) {
 	return c.own.ForKeyLocked(id)
