@@ -12,7 +12,11 @@ import (
 	"testing"
 )
 
-var updateGolden = flag.Bool("update-golden", false, "rewrite golden files from the code under test")
+var updateGolden bool
+
+func init() {
+	flag.BoolVar(&updateGolden, "update-golden", false, "rewrite golden files from the code under test")
+}
 
 // GoldenHex compares got, by case name, with the golden file at path: one
 // line per case, its name and its bytes in hex. With -update-golden it
@@ -24,7 +28,7 @@ func GoldenHex(t testing.TB, path string, got map[string][]byte) {
 		names = append(names, n)
 	}
 	sort.Strings(names)
-	if *updateGolden {
+	if updateGolden {
 		var b strings.Builder
 		for _, n := range names {
 			fmt.Fprintf(&b, "%s %s\n", n, hex.EncodeToString(got[n]))
