@@ -18,6 +18,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/gokafka/gokafka/cluster"
+	"github.com/gokafka/gokafka/coordinator"
 	"github.com/gokafka/gokafka/group"
 	"github.com/gokafka/gokafka/handlers"
 	"github.com/gokafka/gokafka/partition"
@@ -225,7 +226,7 @@ func Start(ctx context.Context, cfg Config, logger zerolog.Logger) (_ *Server, e
 
 	reg := protocol.NewRegistry()
 	s.reg = reg
-	s.groups, err = group.New(cfg.Groups, s.meta, group.ReplicaStore(s.replicas), logger.With().Str("component", "groups").Logger())
+	s.groups, err = group.New(cfg.Groups, s.meta, coordinator.ReplicaStore(s.replicas), logger.With().Str("component", "groups").Logger())
 	if err != nil {
 		return nil, fmt.Errorf("start group coordinator: %w", err)
 	}

@@ -1,6 +1,7 @@
 package group
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -9,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/klauspost/compress/gzip"
 	"github.com/rs/zerolog"
 
 	"github.com/gokafka/gokafka/cluster"
@@ -73,7 +75,7 @@ func TestLoadAppliesTombstones(t *testing.T) {
 		record{offsetKey("g1", tp(0)), off(10)},
 		record{offsetKey("g1", tp(1)), off(11)},
 		record{groupKey("g2"), encodeGroupValue(&groupValue{ProtocolType: "consumer", Generation: 1})},
-		record{offsetKey("g2", tp(0)), off(20)},
+		record{offsetKey("g2", tp(0)), plainCommit(20)},
 	)
 	appendRecords(t, lg,
 		record{offsetKey("g1", tp(0)), off(12)}, // a later commit wins
@@ -187,20 +189,15 @@ func TestExpireOffsetsOfEmptyGroupWritesTombstones(t *testing.T) {
 }
 
 func TestLoadSkipsAMalformedBatchAndKeepsLoadingLaterCommits(t *testing.T) {
-	lg := fake.NewLog()
-	otp := TopicPartition{Topic: OffsetsTopic}
-	orders := TopicPartition{Topic: "orders", Partition: 0}
-	off := func(o int64) []byte {
-		return encodeOffsetValue(OffsetAndMetadata{Offset: o, LeaderEpoch: -1, CommitTimestamp: 1, ExpireTimestamp: -1})
-	}
-	appendRecords(t, lg, record{offsetKey("g", orders), off(10)})
+	lg, otp, orders := fake.NewLog(), TopicPartition{Topic: OffsetsTopic}, TopicPartition{Topic: "orders", Partition: 0}
+	appendRecords(t, lg, record{offsetKey("g", orders), plainCommit(10)})
 	// A batch that claims two records but holds one: its second record's
 	// length cannot be read.
-	bad := buildBatch([]record{{offsetKey("g", orders), off(99)}}, 1)
+	bad := buildBatch([]record{{offsetKey("g", orders), plainCommit(99)}}, 1)
 	binary.BigEndian.PutUint32(bad[57:], 2)
 	lg.Put(otp, bad) // unchecked: a log a hostile or buggy writer left behind
-	appendRecords(t, lg, record{offsetKey("g", orders), off(30)})
-	appendRecords(t, lg, record{offsetKey("g2", orders), off(40)})
+	appendRecords(t, lg, record{offsetKey("g", orders), plainCommit(30)})
+	appendRecords(t, lg, record{offsetKey("g2", orders), plainCommit(40)})
 
 	c := newTestCoordinator(t, fake.NewMeta(1, offsetsImage(1, 0)), lg)
 	waitLoaded(t, c, "g")
@@ -210,4 +207,44 @@ func TestLoadSkipsAMalformedBatchAndKeepsLoadingLaterCommits(t *testing.T) {
 	if got, err := c.FetchOffsets("g2", []TopicPartition{orders}); err != nil || got[0].Offset != 40 {
 		t.Fatalf("g2 offset: %+v %v; want 40", got, err)
 	}
+}
+
+// gzipBatch recompresses an uncompressed batch's records with gzip, as a
+// producer's compressed batch holds them.
+func gzipBatch(t *testing.T, batch []byte) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	if _, err := zw.Write(batch[partition.BatchHeaderSize:]); err != nil {
+		t.Fatal(err)
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	out := append(append([]byte(nil), batch[:partition.BatchHeaderSize]...), buf.Bytes()...)
+	binary.BigEndian.PutUint32(out[8:], uint32(len(out)-12))
+	binary.BigEndian.PutUint16(out[21:], binary.BigEndian.Uint16(out[21:])|uint16(partition.CompressionGzip))
+	testkit.FixCRC(out)
+	return out
+}
+
+func TestLoadReadsCompressedBatches(t *testing.T) {
+	lg, otp, orders := fake.NewLog(), TopicPartition{Topic: OffsetsTopic}, TopicPartition{Topic: "orders", Partition: 0}
+	appendRecords(t, lg, record{offsetKey("g", orders), plainCommit(10)})
+	lg.Put(otp, gzipBatch(t, buildBatch([]record{{offsetKey("g", orders), plainCommit(20)}, {offsetKey("g2", orders), plainCommit(25)}}, 1)))
+
+	c := newTestCoordinator(t, fake.NewMeta(1, offsetsImage(1, 0)), lg)
+	waitLoaded(t, c, "g")
+	if got, err := c.FetchOffsets("g", []TopicPartition{orders}); err != nil || got[0].Offset != 20 {
+		t.Fatalf("g offset: %+v %v; want the compressed batch's commit (20)", got, err)
+	}
+	if got, err := c.FetchOffsets("g2", []TopicPartition{orders}); err != nil || got[0].Offset != 25 {
+		t.Fatalf("g2 offset: %+v %v; want 25", got, err)
+	}
+}
+
+// plainCommit is the value of a commit of offset o with no leader epoch,
+// metadata or expiry.
+func plainCommit(o int64) []byte {
+	return encodeOffsetValue(OffsetAndMetadata{Offset: o, LeaderEpoch: -1, CommitTimestamp: 1, ExpireTimestamp: -1})
 }

@@ -3,15 +3,16 @@ package group
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/gokafka/gokafka/coordinator"
 	"github.com/gokafka/gokafka/internal/kafkaerr"
 )
 
 // Errors the handlers answer with; each wraps the Kafka error of the same
 // name, and the classic protocol's clients act on the exact code.
 var (
-	ErrCoordinatorNotAvailable = kafkaerr.New(kerr.CoordinatorNotAvailable, "coordinator not available")
-	ErrNotCoordinator          = kafkaerr.New(kerr.NotCoordinator, "not coordinator")
-	ErrCoordinatorLoading      = kafkaerr.New(kerr.CoordinatorLoadInProgress, "coordinator load in progress")
+	ErrCoordinatorNotAvailable = coordinator.ErrCoordinatorNotAvailable
+	ErrNotCoordinator          = coordinator.ErrNotCoordinator
+	ErrCoordinatorLoading      = coordinator.ErrCoordinatorLoading
 	ErrInvalidGroupID          = kafkaerr.New(kerr.InvalidGroupID, "invalid group id")
 	ErrInvalidSessionTimeout   = kafkaerr.New(kerr.InvalidSessionTimeout, "invalid session timeout")
 	ErrUnknownMemberID         = kafkaerr.New(kerr.UnknownMemberID, "unknown member id")

@@ -67,7 +67,7 @@ func TestLastStableOffsetStopsAtTheOpenTransaction(t *testing.T) {
 func TestClientsCannotWriteControlBatches(t *testing.T) {
 	s := newStack(t)
 	s.createTopic(t, "t", 1, nil)
-	b := replication.BuildControlBatch(7, 0, 0, true, 1000)
+	b := partition.ControlBatch(7, 0, 0, true, 1000)
 	if _, err := s.rm.Produce(context.Background(), tp("t", 0), b, -1, time.Second); !errors.Is(err, partition.ErrInvalidRecord) {
 		t.Fatalf("client control batch: %v, want INVALID_RECORD", err)
 	}

@@ -16,7 +16,6 @@ import (
 	"github.com/gokafka/gokafka/internal/testkit"
 	"github.com/gokafka/gokafka/internal/testkit/fake"
 	"github.com/gokafka/gokafka/partition"
-	"github.com/gokafka/gokafka/replication"
 )
 
 // The partition side's sessions, acknowledgements, releases and long-poll
@@ -234,7 +233,7 @@ func batchAt(base int64, n int, pid int64) []byte {
 }
 
 func TestSpansUnderEachIsolationLevel(t *testing.T) {
-	marker := replication.BuildControlBatch(7, 0, 0, false, 0) // abort of producer 7
+	marker := partition.ControlBatch(7, 0, 0, false, 0) // abort of producer 7
 	binaryPutBase(marker, 2)
 	var log []byte
 	log = append(log, batchAt(0, 2, 7)...) // aborted transaction

@@ -3,18 +3,17 @@ package txn
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
-	"github.com/gokafka/gokafka/group"
+	"github.com/gokafka/gokafka/coordinator"
 	"github.com/gokafka/gokafka/internal/kafkaerr"
 )
 
 // Errors the handlers answer with; each wraps the Kafka error of the same
 // name.
 var (
-	// ErrCoordinatorNotAvailable is group's: both coordinators find their
-	// broker with group.CoordinatorFor.
-	ErrCoordinatorNotAvailable  = group.ErrCoordinatorNotAvailable
-	ErrNotCoordinator           = kafkaerr.New(kerr.NotCoordinator, "not coordinator")
-	ErrCoordinatorLoading       = kafkaerr.New(kerr.CoordinatorLoadInProgress, "coordinator load in progress")
+	// The ownership answers are coordinator's, shared with group.
+	ErrCoordinatorNotAvailable  = coordinator.ErrCoordinatorNotAvailable
+	ErrNotCoordinator           = coordinator.ErrNotCoordinator
+	ErrCoordinatorLoading       = coordinator.ErrCoordinatorLoading
 	ErrConcurrentTransactions   = kafkaerr.New(kerr.ConcurrentTransactions, "concurrent transactions")
 	ErrInvalidProducerIDMapping = kafkaerr.New(kerr.InvalidProducerIDMapping, "invalid producer id mapping")
 	ErrProducerFenced           = kafkaerr.New(kerr.ProducerFenced, "producer fenced")

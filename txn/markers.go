@@ -38,7 +38,7 @@ type peerNamer interface {
 // goComplete finishes a prepared transaction in the background.
 func (c *Coordinator) goComplete(e *entry, prep meta) {
 	c.mu.Lock()
-	if c.mu.closed {
+	if c.own.ClosedLocked() {
 		c.mu.Unlock()
 		return
 	}
@@ -58,7 +58,7 @@ func (c *Coordinator) sleep(op *ownedPartition, d time.Duration) bool {
 	case <-t.C:
 		return true
 	case <-c.stop:
-	case <-op.cancel:
+	case <-op.Cancel:
 	}
 	return false
 }
@@ -71,7 +71,7 @@ func (c *Coordinator) complete(e *entry, prep meta) {
 		if !c.owns(e.part) {
 			return
 		}
-		remaining = c.writeMarkers(remaining, prep, e.part.epoch, commit)
+		remaining = c.writeMarkers(remaining, prep, e.part.Epoch, commit)
 		if len(remaining) == 0 {
 			break
 		}
