@@ -18,6 +18,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/gokafka/gokafka/cluster"
+	"github.com/gokafka/gokafka/coordinator"
 	"github.com/gokafka/gokafka/group"
 	"github.com/gokafka/gokafka/handlers"
 	"github.com/gokafka/gokafka/idempotent"
@@ -51,6 +52,11 @@ type Config struct {
 	// derived from LogDirs and the CONTROLLER listener.
 	Quorum                  cluster.QuorumConfig
 	ControllerListenerNames []string
+	// InterBrokerListenerName is inter.broker.listener.name: the listener
+	// the other nodes reach this one on, the only one exposing the
+	// broker-to-broker APIs. Empty means the first listener that is not a
+	// controller listener, as in Kafka.
+	InterBrokerListenerName string
 
 	Protocol protocol.Config
 	Logs     partition.ManagerConfig
@@ -92,7 +98,13 @@ type Server struct {
 	reg      *protocol.Registry
 
 	listeners []net.Listener
-	serveErr  chan error
+	// names holds each listener's name, by index in listeners.
+	names []string
+	// interBroker is the index of the inter-broker listener.
+	interBroker int
+	// ctrlName is the CONTROLLER listener's name.
+	ctrlName string
+	serveErr chan error
 }
 
 // Listener is a parsed listener URL.
@@ -126,6 +138,7 @@ func Start(ctx context.Context, cfg Config, logger zerolog.Logger) (_ *Server, e
 		return nil, errors.New("log.dirs is empty")
 	}
 	var lns []Listener
+	var ctrlName string
 	qc := cfg.Quorum
 	for _, l := range cfg.Listeners {
 		pl, err := ParseListener(l)
@@ -134,6 +147,7 @@ func Start(ctx context.Context, cfg Config, logger zerolog.Logger) (_ *Server, e
 		}
 		if slices.Contains(cfg.ControllerListenerNames, pl.Name) {
 			qc.BindAddr = net.JoinHostPort(pl.Host, strconv.Itoa(pl.Port))
+			ctrlName = pl.Name
 			continue
 		}
 		lns = append(lns, pl)
@@ -144,7 +158,17 @@ func Start(ctx context.Context, cfg Config, logger zerolog.Logger) (_ *Server, e
 	if len(lns) == 0 {
 		return nil, errors.New("no broker listener configured")
 	}
-	s := &Server{cfg: cfg, logger: logger, serveErr: make(chan error, len(lns)+1)}
+	interBroker := -1
+	for i, l := range lns {
+		if cfg.InterBrokerListenerName == "" || strings.EqualFold(l.Name, cfg.InterBrokerListenerName) {
+			interBroker = i
+			break
+		}
+	}
+	if interBroker < 0 {
+		return nil, fmt.Errorf("inter.broker.listener.name %q is not one of the broker listeners", cfg.InterBrokerListenerName)
+	}
+	s := &Server{cfg: cfg, logger: logger, interBroker: interBroker, ctrlName: ctrlName, serveErr: make(chan error, len(lns)+1)}
 	defer func() {
 		if err != nil {
 			s.closeAll()
@@ -162,6 +186,7 @@ func Start(ctx context.Context, cfg Config, logger zerolog.Logger) (_ *Server, e
 			return nil, fmt.Errorf("listen %s: %w", l.Name, err)
 		}
 		s.listeners = append(s.listeners, ln)
+		s.names = append(s.names, l.Name)
 	}
 
 	qc.Dir = filepath.Join(cfg.LogDirs[0], cluster.MetadataDirName)
@@ -202,7 +227,7 @@ func Start(ctx context.Context, cfg Config, logger zerolog.Logger) (_ *Server, e
 
 	reg := protocol.NewRegistry()
 	s.reg = reg
-	s.groups, err = group.New(cfg.Groups, s.meta, group.ReplicaStore(s.replicas), logger.With().Str("component", "groups").Logger())
+	s.groups, err = group.New(cfg.Groups, s.meta, coordinator.ReplicaStore(s.replicas), logger.With().Str("component", "groups").Logger())
 	if err != nil {
 		return nil, fmt.Errorf("start group coordinator: %w", err)
 	}
@@ -224,21 +249,44 @@ func Start(ctx context.Context, cfg Config, logger zerolog.Logger) (_ *Server, e
 	}, logger.With().Str("component", "handlers").Logger())
 	pcfg := cfg.Protocol
 	if pcfg.InterBrokerListener == "" {
-		// Kafka's default inter.broker.listener.name: the first listener.
-		pcfg.InterBrokerListener = lns[0].Name
+		// Exempt from max.connections: the inter-broker listener.
+		pcfg.InterBrokerListener = lns[interBroker].Name
 	}
 	s.srv = protocol.NewServer(pcfg, reg, logger.With().Str("component", "net").Logger())
 
-	adv, err := s.advertised(lns)
-	if err != nil {
-		return nil, err
+	// The broker registers the inter-broker listener's address, where
+	// the other nodes reach it, and every listener's by name, so that a
+	// client is told the addresses of the listener it connected to.
+	var eps []cluster.Endpoint
+	var ib Listener
+	for i := range lns {
+		adv, err := s.advertised(lns, i)
+		if err != nil {
+			return nil, err
+		}
+		if i == interBroker {
+			ib = adv
+		}
+		eps = append(eps, cluster.Endpoint{Name: adv.Name, Host: adv.Host, Port: int32(adv.Port)})
 	}
-	if err := s.meta.Register(ctx, adv.Host, int32(adv.Port)); err != nil {
+	if err := s.meta.Register(ctx, ib.Host, int32(ib.Port), eps...); err != nil {
 		return nil, fmt.Errorf("register broker: %w", err)
 	}
+	// Kafka's listeners (handlers/roles.go): the controller's RPCs on the
+	// CONTROLLER listener only, the other broker-to-broker APIs on the
+	// inter-broker listener only.
 	for i, ln := range s.listeners {
-		name := lns[i].Name // listener.name.<name>.max.connections
-		go func(ln net.Listener) { s.serveErr <- s.srv.ServeListener(ln, name) }(ln)
+		lc := protocol.ListenerConfig{Name: s.names[i], Exposes: func(key int16) bool { return !handlers.InterBrokerAPI(key) }}
+		if i == interBroker {
+			lc.Exposes = func(key int16) bool { return !handlers.ControllerOnlyAPI(key) }
+		}
+		go func() { s.serveErr <- s.srv.ServeListener(ln, lc) }()
+	}
+	if cl := s.meta.ControllerListener(); cl != nil {
+		// Its Kafka-protocol side; a one-node quorum has none.
+		go func() {
+			s.serveErr <- s.srv.ServeListener(cl, protocol.ListenerConfig{Name: s.ctrlName, Exposes: handlers.ControllerAPI})
+		}()
 	}
 	return s, nil
 }
@@ -268,20 +316,35 @@ func (s *Server) watchQuotas(cfg quota.Config) *quota.Quotas {
 	return q
 }
 
-// advertised returns the address this broker registers: the first
-// advertised listener, or the first bound listener with its real port.
-func (s *Server) advertised(lns []Listener) (Listener, error) {
+// advertised returns the address listener i is registered with: the
+// advertised listener of the same name, or the bound address with its
+// real port. With a single broker listener, the first advertised
+// listener that is not a controller listener stands for it, whatever its
+// name.
+func (s *Server) advertised(lns []Listener, i int) (Listener, error) {
+	var first *Listener
 	for _, a := range s.cfg.AdvertisedListeners {
 		pl, err := ParseListener(a)
 		if err != nil {
 			return Listener{}, err
 		}
-		if pl.Name != "CONTROLLER" {
+		if slices.Contains(s.cfg.ControllerListenerNames, pl.Name) || pl.Name == "CONTROLLER" {
+			continue
+		}
+		if pl.Name == lns[i].Name {
 			return pl, nil
 		}
+		if first == nil {
+			first = &pl
+		}
 	}
-	l := lns[0]
-	l.Port = s.listeners[0].Addr().(*net.TCPAddr).Port
+	if first != nil && len(lns) == 1 {
+		adv := *first
+		adv.Name = lns[i].Name
+		return adv, nil
+	}
+	l := lns[i]
+	l.Port = s.listeners[i].Addr().(*net.TCPAddr).Port
 	if l.Host == "" || l.Host == "0.0.0.0" || l.Host == "::" {
 		l.Host = "127.0.0.1"
 	}

@@ -197,6 +197,7 @@ func TestRegistrationGivesEachIncarnationANewBrokerEpoch(t *testing.T) {
 	if got := c.Image().Brokers[2].Epoch; got != first.Epoch {
 		t.Fatalf("a heartbeat changed the broker epoch from %d to %d", first.Epoch, got)
 	}
+	sessionExpired(c, 2)
 	if err := c.RegisterBroker(ctx, BrokerInfo{NodeID: 2, Host: "h", Port: 1, Incarnation: "bb"}); err != nil {
 		t.Fatal(err)
 	}
@@ -226,6 +227,7 @@ func TestAlterPartitionRefusesReplicaWithStaleBrokerEpoch(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Broker 2 restarts: a new incarnation, registered and unfenced again.
+	sessionExpired(c, 2)
 	if err := c.RegisterBroker(ctx, BrokerInfo{NodeID: 2, Host: "h", Port: 1, Incarnation: "bb"}); err != nil {
 		t.Fatal(err)
 	}
@@ -248,4 +250,14 @@ func TestAlterPartitionRefusesReplicaWithStaleBrokerEpoch(t *testing.T) {
 	if err != nil || !slices.Equal(got.ISR, []int32{1, 2}) {
 		t.Fatalf("expansion with the current epoch: ISR %v, %v", got.ISR, err)
 	}
+}
+
+// sessionExpired makes the controller treat broker id's session as
+// expired, as it is when a crashed broker comes back after
+// broker.session.timeout.ms: only then may a new run register
+// (DUPLICATE_BROKER_REGISTRATION before).
+func sessionExpired(c *Controller, id int32) {
+	c.proposeMu.Lock()
+	delete(c.sessions.lastSeen, id)
+	c.proposeMu.Unlock()
 }

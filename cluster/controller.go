@@ -96,6 +96,9 @@ type Log interface {
 	Propose(ctx context.Context, cmds ...*Command) error
 	// Leader returns the node id leading the quorum, -1 if none is known.
 	Leader() int32
+	// LeaderAddr returns the leader's quorum address (its CONTROLLER
+	// listener), "" if none is known or the quorum has no such address.
+	LeaderAddr() string
 	// IsLeader reports whether this node leads the quorum.
 	IsLeader() bool
 	// Term identifies the current leadership: it changes whenever the
@@ -124,7 +127,9 @@ type Controller struct {
 	stop   chan struct{}
 	wg     sync.WaitGroup
 
-	// incarnation identifies this process in its broker registration.
+	// incarnation identifies this process in its broker registration
+	// (see Incarnation).
+	incMu       sync.Mutex
 	incarnation string
 	// previousEpoch is the broker epoch of this node's previous run if
 	// it shut down cleanly, -1 otherwise (see cleanshutdown.go).
@@ -142,6 +147,9 @@ type Controller struct {
 
 	fwdMu   sync.Mutex
 	fwdConn *protocol.Client
+	// mux splits the CONTROLLER listener between raft and the Kafka
+	// protocol; nil for a one-node quorum.
+	mux *controllerMux
 
 	// applied is the image after the last applied command.
 	imgMu   sync.RWMutex

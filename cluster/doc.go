@@ -67,4 +67,8 @@
 // interface, so the Log underneath can change (a one-voter quorum today,
 // a replicated one when several nodes form a cluster) without a second
 // metadata path.
+//
+// peer.go defines how a node names itself on the requests it sends other
+// nodes (cluster id, broker id, registration incarnation) and how a
+// receiver checks that against its image.
 package cluster

@@ -113,6 +113,7 @@ func TestKIP966_LastISRMemberRestartingUncleanlyDoesNotLeadOverELR(t *testing.T)
 		t.Fatalf("after the shrink: %+v, want ELR [3]", shrunk)
 	}
 	// Broker 2 restarts: a new incarnation registers.
+	sessionExpired(c, 2)
 	if err := c.RegisterBroker(ctx, BrokerInfo{NodeID: 2, Host: "h", Port: 1, Incarnation: "b"}); err != nil {
 		t.Fatal(err)
 	}

@@ -1,23 +1,27 @@
 package cluster
 
-import "errors"
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
 
-// Sentinel errors; handlers map them to Kafka error codes.
+	"github.com/gokafka/gokafka/internal/kafkaerr"
+)
+
+// Sentinel errors; each wraps the Kafka error it answers as.
 var (
-	ErrTopicExists               = errors.New("topic already exists")
-	ErrUnknownTopic              = errors.New("unknown topic")
-	ErrInvalidTopic              = errors.New("invalid topic")
-	ErrInvalidPartitions         = errors.New("invalid partitions")
-	ErrInvalidReplicationFactor  = errors.New("invalid replication factor")
-	ErrInvalidReplicaAssignment  = errors.New("invalid replica assignment")
-	ErrInvalidConfig             = errors.New("invalid config")
-	ErrInvalidRequest            = errors.New("invalid request")
-	ErrTopicDeletionDisabled     = errors.New("topic deletion disabled")
-	ErrNotController             = errors.New("not controller")
-	ErrTopicAuthorizationFailure = errors.New("topic authorization failed")
+	ErrTopicExists               = kafkaerr.New(kerr.TopicAlreadyExists, "topic already exists")
+	ErrUnknownTopic              = kafkaerr.New(kerr.UnknownTopicOrPartition, "unknown topic")
+	ErrInvalidTopic              = kafkaerr.New(kerr.InvalidTopicException, "invalid topic")
+	ErrInvalidPartitions         = kafkaerr.New(kerr.InvalidPartitions, "invalid partitions")
+	ErrInvalidReplicationFactor  = kafkaerr.New(kerr.InvalidReplicationFactor, "invalid replication factor")
+	ErrInvalidReplicaAssignment  = kafkaerr.New(kerr.InvalidReplicaAssignment, "invalid replica assignment")
+	ErrInvalidConfig             = kafkaerr.New(kerr.InvalidConfig, "invalid config")
+	ErrInvalidRequest            = kafkaerr.New(kerr.InvalidRequest, "invalid request")
+	ErrTopicDeletionDisabled     = kafkaerr.New(kerr.TopicDeletionDisabled, "topic deletion disabled")
+	ErrNotController             = kafkaerr.New(kerr.NotController, "not controller")
+	ErrTopicAuthorizationFailure = kafkaerr.New(kerr.TopicAuthorizationFailed, "topic authorization failed")
 	// AlterPartition outcomes.
-	ErrInvalidUpdateVersion = errors.New("partition epoch is stale")
-	ErrFencedLeaderEpoch    = errors.New("leader epoch is stale")
-	ErrIneligibleReplica    = errors.New("replica not eligible for the ISR")
-	ErrNotLeader            = errors.New("not the partition leader")
+	ErrInvalidUpdateVersion = kafkaerr.New(kerr.InvalidUpdateVersion, "partition epoch is stale")
+	ErrFencedLeaderEpoch    = kafkaerr.New(kerr.FencedLeaderEpoch, "leader epoch is stale")
+	ErrIneligibleReplica    = kafkaerr.New(kerr.IneligibleReplica, "replica not eligible for the ISR")
+	ErrNotLeader            = kafkaerr.New(kerr.NotLeaderForPartition, "not the partition leader")
 )

@@ -14,11 +14,17 @@ import (
 	"github.com/gokafka/gokafka/protocol"
 )
 
-// ForwardClientID is the client id of requests one gokafka node forwards
-// to the active controller. A node receiving such a request must not
-// forward it again (it answers NOT_CONTROLLER instead), so that a request
-// never travels in circles while leadership moves.
-const ForwardClientID = "gokafka-controller-forward"
+// A request one gokafka node forwards to the active controller carries
+// the client id PeerClientID(PeerRoleController, ...). A node receiving
+// such a request must not forward it again (it answers NOT_CONTROLLER
+// instead), so that a request never travels in circles while leadership
+// moves.
+
+// IsForwarded reports whether a client id is a controller forward's.
+func IsForwarded(clientID string) bool {
+	p, ok := ParsePeerClientID(clientID)
+	return ok && p.Role == PeerRoleController
+}
 
 type noForwardKey struct{}
 
@@ -78,25 +84,38 @@ func (c *Controller) forward(ctx context.Context, req kmsg.Request, retryable fu
 // leader meanwhile and should apply the change itself.
 var errLocalLeader = errors.New("this node leads the quorum")
 
-// controllerClient returns a client for the current leader's broker
-// listener, or nil if it is not known yet.
+// controllerClient returns a client for the current leader's CONTROLLER
+// listener (its quorum address), or nil if it is not known yet.
 func (c *Controller) controllerClient() *protocol.Client {
-	id := c.leaderID()
+	if c.log == nil {
+		return nil
+	}
+	id := c.log.Leader()
 	if id < 0 {
 		return nil
 	}
-	b, ok := c.Image().Brokers[id]
-	if !ok {
+	var addr string
+	if c.mux == nil {
+		// A one-node quorum has no CONTROLLER listener (and never
+		// forwards); reach the leader's broker listener.
+		b, ok := c.Image().Brokers[id]
+		if !ok {
+			return nil
+		}
+		addr = net.JoinHostPort(b.Host, strconv.Itoa(int(b.Port)))
+	} else if addr = c.log.LeaderAddr(); addr == "" {
 		return nil
 	}
-	addr := net.JoinHostPort(b.Host, strconv.Itoa(int(b.Port)))
+	// The client id names this node (see peer.go); it changes once the
+	// cluster id is known.
+	cid := c.PeerClientID(PeerRoleController)
 	c.fwdMu.Lock()
 	defer c.fwdMu.Unlock()
-	if c.fwdConn == nil || c.fwdConn.Addr() != addr {
+	if c.fwdConn == nil || c.fwdConn.Addr() != addr || c.fwdConn.ClientID() != cid {
 		if c.fwdConn != nil {
 			c.fwdConn.Close()
 		}
-		c.fwdConn = protocol.NewClient(addr, ForwardClientID, 30*time.Second)
+		c.fwdConn = protocol.NewClient(addr, cid, 30*time.Second)
 	}
 	return c.fwdConn
 }
@@ -345,27 +364,6 @@ func alterPartitionErr(code int16) error {
 		return ErrUnknownTopic
 	}
 	return kerr.ErrorForCode(code)
-}
-
-// AlterPartitionErrorCode maps an AlterPartition outcome to its Kafka code.
-func AlterPartitionErrorCode(err error) int16 {
-	switch {
-	case err == nil:
-		return 0
-	case errors.Is(err, ErrInvalidUpdateVersion):
-		return kerr.InvalidUpdateVersion.Code
-	case errors.Is(err, ErrFencedLeaderEpoch):
-		return kerr.FencedLeaderEpoch.Code
-	case errors.Is(err, ErrIneligibleReplica):
-		return kerr.IneligibleReplica.Code
-	case errors.Is(err, ErrNotLeader):
-		return kerr.NotLeaderForPartition.Code
-	case errors.Is(err, ErrUnknownTopic):
-		return kerr.UnknownTopicOrPartition.Code
-	case errors.Is(err, ErrNotController):
-		return kerr.NotController.Code
-	}
-	return kerr.UnknownServerError.Code
 }
 
 // awaitLocal waits until this node has applied metadata satisfying ok, so

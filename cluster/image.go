@@ -31,6 +31,29 @@ type BrokerInfo struct {
 	// broker's previous run if that run shut down cleanly (Kafka's
 	// PreviousBrokerEpoch); 0 or -1 otherwise. Never stored.
 	PreviousEpoch int64 `json:"-"`
+	// Endpoints are the broker's listeners by name, for clients: a
+	// client is given the endpoint of the listener it connected to.
+	// Host and Port are the inter-broker listener's.
+	Endpoints []Endpoint `json:"endpoints,omitempty"`
+}
+
+// Endpoint is one listener of a broker.
+type Endpoint struct {
+	Name string `json:"name"`
+	Host string `json:"host"`
+	Port int32  `json:"port"`
+}
+
+// Endpoint returns the broker's address on listener name; a broker that
+// registered no endpoint by that name (one predating named endpoints, or a
+// listener name it does not have) is reached at Host:Port.
+func (b BrokerInfo) Endpoint(name string) (host string, port int32) {
+	for _, e := range b.Endpoints {
+		if e.Name == name {
+			return e.Host, e.Port
+		}
+	}
+	return b.Host, b.Port
 }
 
 // PartitionInfo is the replicated state of one partition.
@@ -68,7 +91,7 @@ type TopicInfo struct {
 
 // Internal reports whether the topic is one of Kafka's internal topics.
 func (t *TopicInfo) Internal() bool {
-	return t.Name == "__consumer_offsets" || t.Name == "__transaction_state"
+	return IsInternalTopic(t.Name)
 }
 
 // Image is an immutable view of the metadata at one point of the log.

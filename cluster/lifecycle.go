@@ -30,14 +30,30 @@ func newIncarnation() string {
 
 // Register records this broker at its advertised address and waits until
 // it is unfenced, which its first heartbeat does.
-func (c *Controller) Register(ctx context.Context, host string, port int32) error {
-	if c.incarnation == "" {
-		c.incarnation = newIncarnation()
-	}
-	info := BrokerInfo{NodeID: c.cfg.NodeID, Host: host, Port: port, Rack: c.cfg.Rack, Incarnation: c.incarnation,
+//
+// endpoints lists every listener clients may use, by name; host:port is
+// the inter-broker listener's, where the other nodes reach this one.
+// While the previous run of this node is still alive in the controller's
+// eyes (it crashed less than broker.session.timeout.ms ago), the
+// controller refuses the new run with DUPLICATE_BROKER_REGISTRATION, and
+// Register retries until that session has expired, as Kafka's broker does.
+func (c *Controller) Register(ctx context.Context, host string, port int32, endpoints ...Endpoint) error {
+	info := BrokerInfo{NodeID: c.cfg.NodeID, Host: host, Port: port, Rack: c.cfg.Rack, Incarnation: c.Incarnation(), Endpoints: endpoints,
 		LogDirs: c.registeredLogDirs(), PreviousEpoch: c.previousEpoch}
-	if err := c.RegisterBroker(ctx, info); err != nil {
-		return err
+	for {
+		err := c.RegisterBroker(ctx, info)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, kerr.DuplicateBrokerRegistration) {
+			return err
+		}
+		c.logger.Info().Err(err).Msg("previous run of this broker still registered; retrying")
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("registering: %w (last: %v)", ctx.Err(), err)
+		case <-time.After(c.qc.HeartbeatInterval):
+		}
 	}
 	if err := c.awaitLocal(ctx, func(im *Image) bool { b, ok := im.Brokers[info.NodeID]; return ok && b.Incarnation == info.Incarnation }); err != nil {
 		return err
@@ -75,7 +91,11 @@ func (c *Controller) RegisterBroker(ctx context.Context, info BrokerInfo) error 
 		if info.PreviousEpoch > 0 {
 			req.PreviousBrokerEpoch = info.PreviousEpoch
 		}
+		// The first listener is the inter-broker one (Host and Port).
 		req.Listeners = []kmsg.BrokerRegistrationRequestListener{{Name: "PLAINTEXT", Host: info.Host, Port: uint16(info.Port)}}
+		for _, e := range info.Endpoints {
+			req.Listeners = append(req.Listeners, kmsg.BrokerRegistrationRequestListener{Name: e.Name, Host: e.Host, Port: uint16(e.Port)})
+		}
 		req.Rack = info.Rack
 		req.Version = 2 // LogDirs
 		for _, d := range info.LogDirs {
@@ -102,6 +122,16 @@ func (c *Controller) RegisterBroker(ctx context.Context, info BrokerInfo) error 
 	cur, exists := im.Brokers[info.NodeID]
 	if exists && cur.Incarnation == info.Incarnation {
 		return nil
+	}
+	if exists && !cur.Fenced {
+		// Kafka's ClusterControlManager: a new incarnation of a broker
+		// whose session is still alive is refused, so that a second
+		// process (or a forged registration) cannot take over a live
+		// broker's identity and address. A broker not heard from since
+		// this controller took over, or past its session, may re-register.
+		if c.sessions.Alive(info.NodeID, c.now()) {
+			return fmt.Errorf("%w: broker %d is registered with another incarnation and its session is alive", kerr.DuplicateBrokerRegistration, info.NodeID)
+		}
 	}
 	var cmds []*Command
 	if exists {

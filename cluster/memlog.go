@@ -68,6 +68,9 @@ func (l *MemLog) Propose(ctx context.Context, cmds ...*Command) error {
 // Leader implements Log: this node.
 func (l *MemLog) Leader() int32 { return l.ctrl.cfg.NodeID }
 
+// LeaderAddr implements Log: none, a MemLog has no quorum listener.
+func (l *MemLog) LeaderAddr() string { return "" }
+
 // IsLeader implements Log: always.
 func (l *MemLog) IsLeader() bool { return true }
 

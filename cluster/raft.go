@@ -203,11 +203,14 @@ func Open(ctx context.Context, cfg Config, qc QuorumConfig, logger zerolog.Logge
 		if !found {
 			return nil, fmt.Errorf("node.id %d is not in controller.quorum.voters", cfg.NodeID)
 		}
-		t, err := raft.NewTCPTransportWithLogger(qc.BindAddr, nil, 3, 10*time.Second, rc.Logger)
+		// The CONTROLLER listener also takes Kafka-protocol requests for
+		// the controller (mux.go).
+		m, err := newControllerMux(qc.BindAddr, logger.With().Str("component", "controller-listener").Logger())
 		if err != nil {
 			return nil, fmt.Errorf("controller listener %s: %w", qc.BindAddr, err)
 		}
-		trans = t
+		c.mux = m
+		trans = raft.NewNetworkTransportWithLogger(raftStream{m}, 3, 10*time.Second, rc.Logger)
 		et := qc.ElectionTimeout
 		if et <= 0 {
 			et = 500 * time.Millisecond
@@ -383,6 +386,15 @@ func (l *raftLog) Leader() int32 {
 		return -1
 	}
 	return int32(n)
+}
+
+// LeaderAddr implements Log.
+func (l *raftLog) LeaderAddr() string {
+	addr, id := l.r.LeaderWithID()
+	if id == "" {
+		return ""
+	}
+	return string(addr)
 }
 
 // IsLeader implements Log.

@@ -25,6 +25,13 @@ func newSessions(timeout time.Duration) *sessions {
 // Seen records a registration or heartbeat from broker id at now.
 func (s *sessions) Seen(id int32, now time.Time) { s.lastSeen[id] = now }
 
+// Alive reports whether broker id was heard from within the session
+// timeout before now.
+func (s *sessions) Alive(id int32, now time.Time) bool {
+	seen, ok := s.lastSeen[id]
+	return ok && now.Sub(seen) < s.timeout
+}
+
 // Resign forgets the leadership: the next Expired starts every session
 // afresh.
 func (s *sessions) Resign() { s.leading = false }

@@ -39,6 +39,24 @@ func TestSessionExpiresAfterTheTimeout(t *testing.T) {
 	}
 }
 
+// A broker's session is alive from when it was last heard from until the
+// timeout has passed; one never heard from has none (a new run of it may
+// register).
+func TestSessionAliveUntilTheTimeout(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	s := newSessions(9 * time.Second)
+	if s.Alive(1, t0) {
+		t.Fatal("broker never heard from has a live session")
+	}
+	s.Seen(1, t0)
+	if !s.Alive(1, t0.Add(8*time.Second)) {
+		t.Fatal("session not alive within the timeout")
+	}
+	if s.Alive(1, t0.Add(9*time.Second)) {
+		t.Fatal("session alive at the timeout")
+	}
+}
+
 // A controller that takes over gives every broker a full session, and a
 // broker registered since the last check starts its session at the check.
 func TestSessionsStartAfreshOnANewLeadership(t *testing.T) {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/gokafka/gokafka/cluster"
+	"github.com/gokafka/gokafka/internal/testkit/fake"
 )
 
 // imageWithTopic is offsetsImage plus a topic "t" of n partitions.
@@ -28,8 +29,8 @@ func joinHB(id string) ConsumerHeartbeat {
 // A group id is either classic or consumer; the other protocol is refused
 // while the group has members, as Kafka does without online migration.
 func TestConsumerGroupRefusesClassicProtocolWhileItHasMembers(t *testing.T) {
-	meta := &fakeMeta{im: imageWithTopic(1, 0, 2)}
-	c := newTestCoordinator(t, meta, newFakeLog())
+	meta := fake.NewMeta(1, imageWithTopic(1, 0, 2))
+	c := newTestCoordinator(t, meta, fake.NewLog())
 	waitLoaded(t, c, "g")
 	r := c.ConsumerGroupHeartbeat("g", joinHB("m1"))
 	if r.Err != nil || r.MemberEpoch != 1 || len(r.Assignment[cluster.TopicID{9}]) != 2 {
@@ -76,8 +77,8 @@ func TestConsumerGroupRefusesClassicProtocolWhileItHasMembers(t *testing.T) {
 // a coordinator change the members are unknown (membership is not
 // persisted) but the offsets survive, and a rejoin works.
 func TestConsumerGroupCommitsByEpochAndMembersRejoinAfterFailover(t *testing.T) {
-	meta := &fakeMeta{im: imageWithTopic(1, 0, 1)}
-	c := newTestCoordinator(t, meta, newFakeLog())
+	meta := fake.NewMeta(1, imageWithTopic(1, 0, 1))
+	c := newTestCoordinator(t, meta, fake.NewLog())
 	waitLoaded(t, c, "g")
 	r := c.ConsumerGroupHeartbeat("g", joinHB("m1"))
 	if r.Err != nil {
@@ -114,8 +115,8 @@ func TestConsumerGroupCommitsByEpochAndMembersRejoinAfterFailover(t *testing.T) 
 		t.Fatalf("fetch at a wrong epoch: %v", err)
 	}
 
-	meta.publish(imageWithTopic(2, 1, 1))
-	meta.publish(imageWithTopic(1, 2, 1))
+	meta.Publish(imageWithTopic(2, 1, 1))
+	meta.Publish(imageWithTopic(1, 2, 1))
 	waitLoaded(t, c, "g")
 	if r := c.ConsumerGroupHeartbeat("g", ConsumerHeartbeat{Version: 1, MemberID: "m1", MemberEpoch: 1, RebalanceTimeoutMs: -1}); !errors.Is(r.Err, ErrUnknownMemberID) {
 		t.Fatalf("heartbeat after failover: %v", r.Err)

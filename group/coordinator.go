@@ -12,6 +12,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/gokafka/gokafka/cluster"
+	"github.com/gokafka/gokafka/coordinator"
 )
 
 // Coordinator is this broker's group coordinator: it serves the groups
@@ -30,15 +31,12 @@ type Coordinator struct {
 	viewImage *cluster.Image
 	view      *TopicsView
 
-	mu struct {
+	// own follows the __consumer_offsets partitions this broker leads;
+	// mu guards its state.
+	own *coordinator.Owner[*ownedPartition]
+	mu  struct {
 		sync.Mutex
-		closed bool
-		// numPartitions is the partition count of __consumer_offsets, 0
-		// while it does not exist.
-		numPartitions int32
-		topicID       cluster.TopicID
-		parts         map[int32]*ownedPartition
-		groups        map[string]*groupEntry
+		groups map[string]*groupEntry
 	}
 	wg   sync.WaitGroup
 	stop chan struct{}
@@ -46,14 +44,8 @@ type Coordinator struct {
 
 // ownedPartition is a __consumer_offsets partition this broker leads.
 type ownedPartition struct {
-	id    int32
-	epoch int32
-	// loaded is set once its groups are in memory; until then requests for
-	// them answer COORDINATOR_LOAD_IN_PROGRESS.
-	loaded bool
-	// cancel is closed when leadership is lost, stopping the load.
-	cancel chan struct{}
-	app    *appender
+	coordinator.Partition
+	app *appender
 }
 
 // groupEntry holds one group and the lock that guards it. Lock order:
@@ -89,7 +81,11 @@ func New(cfg Config, meta Metadata, replicas Replicas, logger zerolog.Logger, op
 	for _, o := range opts {
 		o(c)
 	}
-	c.mu.parts = make(map[int32]*ownedPartition)
+	c.own = coordinator.NewOwner(OffsetsTopic, meta.NodeID(), &c.mu.Mutex, &c.wg, coordinator.Hooks[*ownedPartition]{
+		New:    func(p coordinator.Partition) *ownedPartition { return &ownedPartition{Partition: p} },
+		Load:   c.load,
+		Unload: c.unload,
+	})
 	c.mu.groups = make(map[string]*groupEntry)
 	c.deps = &groupDeps{
 		initialRebalanceDelayMs: cfg.InitialRebalanceDelay.Milliseconds(),
@@ -102,8 +98,8 @@ func New(cfg Config, meta Metadata, replicas Replicas, logger zerolog.Logger, op
 		maxSize:             cfg.ConsumerMaxSize,
 		newMemberID:         func() string { return newMemberID("consumer") },
 	}
-	c.reconcile(meta.Image())
-	meta.Watch(func(_, next *cluster.Image) { c.reconcile(next) })
+	c.own.Reconcile(meta.Image())
+	meta.Watch(func(_, next *cluster.Image) { c.own.Reconcile(next) })
 	c.wg.Add(1)
 	go c.expireLoop()
 	return c, nil
@@ -121,72 +117,22 @@ func newMemberID(prefix string) string {
 // Close stops the coordinator: loads and timers stop, parked requests are
 // answered NOT_COORDINATOR, and queued writes fail.
 func (c *Coordinator) Close() {
-	c.mu.Lock()
-	if c.mu.closed {
-		c.mu.Unlock()
-		return
+	if c.own.Close(func() { close(c.stop) }) {
+		c.wg.Wait()
 	}
-	c.mu.closed = true
-	close(c.stop)
-	var parts []int32
-	for id := range c.mu.parts {
-		parts = append(parts, id)
-	}
-	c.mu.Unlock()
-	for _, id := range parts {
-		c.unload(id)
-	}
-	c.wg.Wait()
 }
 
 func (c *Coordinator) nowMs() int64 { return c.now().UnixMilli() }
-
-// reconcile loads the partitions this broker now leads and unloads those
-// it no longer does. It runs on the metadata goroutine and never blocks:
-// loading happens in the background.
-func (c *Coordinator) reconcile(im *cluster.Image) {
-	want, n, id := im.Led(OffsetsTopic, c.meta.NodeID())
-	c.mu.Lock()
-	if c.mu.closed {
-		c.mu.Unlock()
-		return
-	}
-	recreated := id != c.mu.topicID
-	c.mu.numPartitions, c.mu.topicID = n, id
-	var drop []int32
-	for pid, op := range c.mu.parts {
-		if e, ok := want[pid]; !ok || e != op.epoch || recreated {
-			drop = append(drop, pid)
-		}
-	}
-	c.mu.Unlock()
-	for _, pid := range drop {
-		c.unload(pid)
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for pid, epoch := range want {
-		if _, ok := c.mu.parts[pid]; ok || c.mu.closed {
-			continue
-		}
-		op := &ownedPartition{id: pid, epoch: epoch, cancel: make(chan struct{})}
-		c.mu.parts[pid] = op
-		c.wg.Add(1)
-		go c.load(op)
-	}
-}
 
 // unload gives up a partition: its groups become Dead, parked requests are
 // answered NOT_COORDINATOR, queued writes fail.
 func (c *Coordinator) unload(pid int32) {
 	c.mu.Lock()
-	op := c.mu.parts[pid]
-	if op == nil {
+	op, ok := c.own.DetachLocked(pid)
+	if !ok {
 		c.mu.Unlock()
 		return
 	}
-	delete(c.mu.parts, pid)
-	close(op.cancel)
 	app := op.app
 	var entries []*groupEntry
 	for id, e := range c.mu.groups {
@@ -208,7 +154,7 @@ func (c *Coordinator) unload(pid int32) {
 	if app != nil {
 		app.close()
 	}
-	if len(entries) > 0 || op.loaded {
+	if len(entries) > 0 || op.Loaded {
 		c.logger.Info().Int32("partition", pid).Int("groups", len(entries)).Msg("unloaded groups of an offsets partition no longer led here")
 	}
 }
@@ -221,8 +167,8 @@ func (c *Coordinator) unload(pid int32) {
 // still be lost if this broker itself lost leadership meanwhile.
 func (c *Coordinator) load(op *ownedPartition) {
 	defer c.wg.Done()
-	tp := TopicPartition{Topic: OffsetsTopic, Partition: op.id}
-	log := c.logger.With().Int32("partition", op.id).Int32("epoch", op.epoch).Logger()
+	tp := TopicPartition{Topic: OffsetsTopic, Partition: op.ID}
+	log := c.logger.With().Int32("partition", op.ID).Int32("epoch", op.Epoch).Logger()
 	start := c.now()
 
 	offsets := map[string]map[TopicPartition]OffsetAndMetadata{}
@@ -230,10 +176,14 @@ func (c *Coordinator) load(op *ownedPartition) {
 	// txnOffsets are transactional commits by producer, then group,
 	// awaiting their marker.
 	txnOffsets := map[int64]map[string]map[TopicPartition]OffsetAndMetadata{}
-	apply := func(r batchRecord) error {
-		if r.control {
-			if r.commit {
-				for g, m := range txnOffsets[r.pid] {
+	apply := func(r coordinator.LogRecord) error {
+		if r.Bad != nil {
+			log.Warn().Err(r.Bad).Int64("offset", r.Offset).Msg("skipping the rest of a malformed batch in the offsets partition")
+			return nil
+		}
+		if r.Control {
+			if r.Commit {
+				for g, m := range txnOffsets[r.ProducerID] {
 					if offsets[g] == nil {
 						offsets[g] = map[TopicPartition]OffsetAndMetadata{}
 					}
@@ -242,19 +192,19 @@ func (c *Coordinator) load(op *ownedPartition) {
 					}
 				}
 			}
-			delete(txnOffsets, r.pid)
+			delete(txnOffsets, r.ProducerID)
 			return nil
 		}
-		k, ok, err := decodeKey(r.key)
+		k, ok, err := decodeKey(r.Key)
 		if err != nil {
-			log.Warn().Err(err).Int64("offset", r.offset).Msg("skipping undecodable record")
+			log.Warn().Err(err).Int64("offset", r.Offset).Msg("skipping undecodable record")
 			return nil
 		}
 		if !ok {
 			return nil
 		}
 		if k.isOffset {
-			if r.value == nil {
+			if r.Value == nil {
 				if m := offsets[k.group]; m != nil {
 					delete(m, k.tp)
 					if len(m) == 0 {
@@ -263,16 +213,16 @@ func (c *Coordinator) load(op *ownedPartition) {
 				}
 				return nil
 			}
-			o, err := decodeOffsetValue(r.value)
+			o, err := decodeOffsetValue(r.Value)
 			if err != nil {
-				log.Warn().Err(err).Int64("offset", r.offset).Msg("skipping undecodable offset commit")
+				log.Warn().Err(err).Int64("offset", r.Offset).Msg("skipping undecodable offset commit")
 				return nil
 			}
-			if r.pid >= 0 {
-				byGroup := txnOffsets[r.pid]
+			if r.ProducerID >= 0 {
+				byGroup := txnOffsets[r.ProducerID]
 				if byGroup == nil {
 					byGroup = map[string]map[TopicPartition]OffsetAndMetadata{}
-					txnOffsets[r.pid] = byGroup
+					txnOffsets[r.ProducerID] = byGroup
 				}
 				if byGroup[k.group] == nil {
 					byGroup[k.group] = map[TopicPartition]OffsetAndMetadata{}
@@ -286,37 +236,28 @@ func (c *Coordinator) load(op *ownedPartition) {
 			offsets[k.group][k.tp] = o
 			return nil
 		}
-		if r.value == nil {
+		if r.Value == nil {
 			delete(groups, k.group)
 			return nil
 		}
-		v, err := decodeGroupValue(r.value)
+		v, err := decodeGroupValue(r.Value)
 		if err != nil {
-			log.Warn().Err(err).Int64("offset", r.offset).Msg("skipping undecodable group metadata")
+			log.Warn().Err(err).Int64("offset", r.Offset).Msg("skipping undecodable group metadata")
 			return nil
 		}
 		groups[k.group] = v
 		return nil
 	}
 
-	skipped := 0
-	var pos int64 // the offset after the last batch read
-	if !ReadPartitionLog(c.replicas, tp, c.cfg.OffsetsLoadBufferSize, op.cancel, log, func(chunk []byte) (int64, error) {
-		next, sk, err := parseBatches(chunk, apply)
-		skipped += sk
-		pos = max(pos, next)
-		return next, err
-	}) {
+	pos, ok := coordinator.LoadPartition(c.replicas, tp, c.cfg.OffsetsLoadBufferSize, op.Cancel, log, apply)
+	if !ok {
 		return
-	}
-	if skipped > 0 {
-		log.Warn().Int("batches", skipped).Msg("skipped compressed batches in the offsets partition")
 	}
 
 	// The appender exists before any group does: a loaded group may write
 	// at once (an over-capacity group rebalances on load).
 	c.mu.Lock()
-	if c.mu.parts[op.id] != op {
+	if !c.own.CurrentLocked(op) {
 		c.mu.Unlock()
 		return
 	}
@@ -355,7 +296,7 @@ func (c *Coordinator) load(op *ownedPartition) {
 	}
 
 	c.mu.Lock()
-	if c.mu.parts[op.id] != op {
+	if !c.own.CurrentLocked(op) {
 		c.mu.Unlock()
 		op.app.close()
 		return
@@ -363,7 +304,7 @@ func (c *Coordinator) load(op *ownedPartition) {
 	for id, e := range entries {
 		c.mu.groups[id] = e
 	}
-	op.loaded = true
+	op.Loaded = true
 	c.mu.Unlock()
 	for _, e := range entries {
 		e.mu.Lock()
@@ -450,20 +391,7 @@ func (c *Coordinator) validateGroup(groupID string, allowEmpty bool) (*ownedPart
 }
 
 func (c *Coordinator) validateGroupLocked(groupID string) (*ownedPartition, error) {
-	if c.mu.closed {
-		return nil, ErrCoordinatorNotAvailable
-	}
-	if c.mu.numPartitions == 0 {
-		return nil, ErrNotCoordinator
-	}
-	op := c.mu.parts[partitionFor(groupID, c.mu.numPartitions)]
-	switch {
-	case op == nil:
-		return nil, ErrNotCoordinator
-	case !op.loaded:
-		return nil, ErrCoordinatorLoading
-	}
-	return op, nil
+	return c.own.ForKeyLocked(groupID)
 }
 
 // entry returns the group's entry, creating an empty group when create is
@@ -616,7 +544,7 @@ func (c *Coordinator) LeaveGroup(groupID string, members []LeaveMember) (error, 
 // group's __consumer_offsets partition. The topic is created on the first
 // call, with min(offsets.topic.replication.factor, live brokers) replicas.
 func (c *Coordinator) Coordinator(ctx context.Context, groupID string) (cluster.BrokerInfo, error) {
-	return CoordinatorFor(ctx, c.meta, InternalTopic{
+	return coordinator.CoordinatorFor(ctx, c.meta, coordinator.InternalTopic{
 		Name: OffsetsTopic, NumPartitions: c.cfg.OffsetsTopicNumPartitions,
 		ReplicationFactor: c.cfg.OffsetsTopicReplicationFactor,
 		Configs: map[string]string{
@@ -629,5 +557,5 @@ func (c *Coordinator) Coordinator(ctx context.Context, groupID string) (cluster.
 // PartitionFor returns the __consumer_offsets partition of a group given
 // the topic's partition count.
 func PartitionFor(groupID string, numPartitions int32) int32 {
-	return partitionFor(groupID, numPartitions)
+	return coordinator.PartitionFor(groupID, numPartitions)
 }

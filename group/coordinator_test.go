@@ -1,6 +1,7 @@
 package group
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -9,74 +10,17 @@ import (
 	"testing"
 	"time"
 
+	"github.com/klauspost/compress/gzip"
 	"github.com/rs/zerolog"
 
 	"github.com/gokafka/gokafka/cluster"
+	"github.com/gokafka/gokafka/internal/testkit"
+	"github.com/gokafka/gokafka/internal/testkit/fake"
 	"github.com/gokafka/gokafka/partition"
 )
 
-// fakeLog is an in-memory __consumer_offsets: batches get consecutive
-// offsets and the high watermark follows the log end.
-type fakeLog struct {
-	mu      sync.Mutex
-	batches map[TopicPartition][][]byte
-	leo     map[TopicPartition]int64
-	// failAppends makes every append fail with it.
-	failAppends error
-}
-
-func newFakeLog() *fakeLog {
-	return &fakeLog{batches: map[TopicPartition][][]byte{}, leo: map[TopicPartition]int64{}}
-}
-
-func (f *fakeLog) Append(_ context.Context, tp TopicPartition, batch []byte, _ time.Duration) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.failAppends != nil {
-		return f.failAppends
-	}
-	if _, err := partition.ValidateBatches(batch, 1<<20); err != nil {
-		return err
-	}
-	h, _ := partition.ParseBatchHeader(batch)
-	b := append([]byte(nil), batch...)
-	binary.BigEndian.PutUint64(b, uint64(f.leo[tp]))
-	f.batches[tp] = append(f.batches[tp], b)
-	f.leo[tp] += int64(h.NumRecords)
-	return nil
-}
-
-func (f *fakeLog) Bounds(tp TopicPartition) (int64, int64, int64, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return 0, f.leo[tp], f.leo[tp], nil
-}
-
-func (f *fakeLog) Read(tp TopicPartition, offset, maxOffset int64, _ int32) ([]byte, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	var out []byte
-	for _, b := range f.batches[tp] {
-		h, _ := partition.ParseBatchHeader(b)
-		if h.LastOffset() >= offset && h.BaseOffset < maxOffset {
-			out = append(out, b...)
-		}
-	}
-	return out, nil
-}
-
-// fakeMeta is a one-broker cluster whose node 1 leads every partition of
-// a one-partition __consumer_offsets.
-type fakeMeta struct {
-	mu    sync.Mutex
-	im    *cluster.Image
-	watch []func(prev, next *cluster.Image)
-}
-
-func newFakeMeta(leader int32, epoch int32) *fakeMeta {
-	return &fakeMeta{im: offsetsImage(leader, epoch)}
-}
-
+// offsetsImage is a one-broker cluster whose node 1 leads every partition
+// of a one-partition __consumer_offsets.
 func offsetsImage(leader, epoch int32) *cluster.Image {
 	return &cluster.Image{
 		Brokers: map[int32]cluster.BrokerInfo{1: {NodeID: 1, Host: "127.0.0.1", Port: 9092}},
@@ -86,28 +30,7 @@ func offsetsImage(leader, epoch int32) *cluster.Image {
 	}
 }
 
-func (f *fakeMeta) Image() *cluster.Image { f.mu.Lock(); defer f.mu.Unlock(); return f.im }
-func (f *fakeMeta) Watch(fn func(prev, next *cluster.Image)) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.watch = append(f.watch, fn)
-}
-func (f *fakeMeta) publish(next *cluster.Image) {
-	f.mu.Lock()
-	prev := f.im
-	f.im = next
-	fns := append([]func(prev, next *cluster.Image){}, f.watch...)
-	f.mu.Unlock()
-	for _, fn := range fns {
-		fn(prev, next)
-	}
-}
-func (f *fakeMeta) CreateTopics(context.Context, []cluster.TopicSpec, bool) []error {
-	return []error{errors.New("not supported")}
-}
-func (f *fakeMeta) NodeID() int32 { return 1 }
-
-func newTestCoordinator(t *testing.T, meta *fakeMeta, lg *fakeLog) *Coordinator {
+func newTestCoordinator(t *testing.T, meta *fake.Meta, lg *fake.Log) *Coordinator {
 	t.Helper()
 	cfg := DefaultConfig()
 	cfg.InitialRebalanceDelay = 0
@@ -119,24 +42,20 @@ func newTestCoordinator(t *testing.T, meta *fakeMeta, lg *fakeLog) *Coordinator 
 	return c
 }
 
-// waitLoaded polls until the coordinator answers for the group; loading is
-// asynchronous.
+// waitLoaded waits until the coordinator answers for the group; loading
+// is asynchronous and has no signal of its own.
 func waitLoaded(t *testing.T, c *Coordinator, groupID string) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	testkit.Eventually(t, 10*time.Second, func() error {
 		_, err := c.validateGroup(groupID, true)
-		if err == nil {
-			return
-		}
-		if !errors.Is(err, ErrCoordinatorLoading) || time.Now().After(deadline) {
+		if err != nil && !errors.Is(err, ErrCoordinatorLoading) {
 			t.Fatalf("group %s not served: %v", groupID, err)
 		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return err
+	})
 }
 
-func appendRecords(t *testing.T, lg *fakeLog, recs ...record) {
+func appendRecords(t *testing.T, lg *fake.Log, recs ...record) {
 	t.Helper()
 	if err := lg.Append(context.Background(), TopicPartition{Topic: OffsetsTopic}, buildBatch(recs, 1), 0); err != nil {
 		t.Fatal(err)
@@ -144,7 +63,7 @@ func appendRecords(t *testing.T, lg *fakeLog, recs ...record) {
 }
 
 func TestLoadAppliesTombstones(t *testing.T) {
-	lg := newFakeLog()
+	lg := fake.NewLog()
 	tp := func(p int32) TopicPartition { return TopicPartition{Topic: "orders", Partition: p} }
 	off := func(o int64) []byte {
 		return encodeOffsetValue(OffsetAndMetadata{Offset: o, LeaderEpoch: -1, CommitTimestamp: 1, ExpireTimestamp: -1})
@@ -156,7 +75,7 @@ func TestLoadAppliesTombstones(t *testing.T) {
 		record{offsetKey("g1", tp(0)), off(10)},
 		record{offsetKey("g1", tp(1)), off(11)},
 		record{groupKey("g2"), encodeGroupValue(&groupValue{ProtocolType: "consumer", Generation: 1})},
-		record{offsetKey("g2", tp(0)), off(20)},
+		record{offsetKey("g2", tp(0)), plainCommit(20)},
 	)
 	appendRecords(t, lg,
 		record{offsetKey("g1", tp(0)), off(12)}, // a later commit wins
@@ -166,7 +85,7 @@ func TestLoadAppliesTombstones(t *testing.T) {
 		record{groupKey("g3"), encodeGroupValue(stable)},
 	)
 
-	c := newTestCoordinator(t, newFakeMeta(1, 0), lg)
+	c := newTestCoordinator(t, fake.NewMeta(1, offsetsImage(1, 0)), lg)
 	waitLoaded(t, c, "g1")
 
 	got, err := c.FetchOffsets("g1", nil)
@@ -189,8 +108,8 @@ func TestLoadAppliesTombstones(t *testing.T) {
 }
 
 func TestCommitIsAcknowledgedAfterAppendAndSurvivesReload(t *testing.T) {
-	lg := newFakeLog()
-	meta := newFakeMeta(1, 0)
+	lg := fake.NewLog()
+	meta := fake.NewMeta(1, offsetsImage(1, 0))
 	c := newTestCoordinator(t, meta, lg)
 	waitLoaded(t, c, "g")
 	tp := TopicPartition{Topic: "orders", Partition: 0}
@@ -200,9 +119,7 @@ func TestCommitIsAcknowledgedAfterAppendAndSurvivesReload(t *testing.T) {
 		}})
 	}
 
-	lg.mu.Lock()
-	lg.failAppends = fmt.Errorf("append: %w", partition.ErrLogClosed)
-	lg.mu.Unlock()
+	lg.FailAppends(fmt.Errorf("append: %w", partition.ErrLogClosed))
 	if errs := commit(); !errors.Is(errs[0], ErrNotCoordinator) {
 		t.Fatalf("commit with a failing log: %v, want NOT_COORDINATOR", errs)
 	}
@@ -210,20 +127,18 @@ func TestCommitIsAcknowledgedAfterAppendAndSurvivesReload(t *testing.T) {
 		t.Fatalf("offset visible although its append failed: %+v", got)
 	}
 
-	lg.mu.Lock()
-	lg.failAppends = nil
-	lg.mu.Unlock()
+	lg.FailAppends(nil)
 	if errs := commit(); errs[0] != nil {
 		t.Fatalf("commit: %v", errs)
 	}
 
 	// Leadership moves away and back (new epoch): the group is unloaded,
 	// then rebuilt from the log.
-	meta.publish(offsetsImage(2, 1))
+	meta.Publish(offsetsImage(2, 1))
 	if _, err := c.FetchOffsets("g", nil); !errors.Is(err, ErrNotCoordinator) {
 		t.Fatalf("fetch after losing leadership: %v, want NOT_COORDINATOR", err)
 	}
-	meta.publish(offsetsImage(1, 2))
+	meta.Publish(offsetsImage(1, 2))
 	waitLoaded(t, c, "g")
 	got, err := c.FetchOffsets("g", []TopicPartition{tp})
 	if err != nil || got[0].Offset != 5 || got[0].Metadata != "x" {
@@ -232,12 +147,12 @@ func TestCommitIsAcknowledgedAfterAppendAndSurvivesReload(t *testing.T) {
 }
 
 func TestExpireOffsetsOfEmptyGroupWritesTombstones(t *testing.T) {
-	lg := newFakeLog()
+	lg := fake.NewLog()
 	now := time.Unix(1_700_000_000, 0)
 	var mu sync.Mutex
 	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
 	cfg := DefaultConfig()
-	c, err := New(cfg, newFakeMeta(1, 0), lg, zerolog.Nop(), WithClock(clock))
+	c, err := New(cfg, fake.NewMeta(1, offsetsImage(1, 0)), lg, zerolog.Nop(), WithClock(clock))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -263,20 +178,73 @@ func TestExpireOffsetsOfEmptyGroupWritesTombstones(t *testing.T) {
 		t.Fatalf("group state %v after expiry, want Dead", s.State)
 	}
 	// The tombstones reach the log: a fresh coordinator finds nothing.
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		_, _, leo, _ := lg.Bounds(TopicPartition{Topic: OffsetsTopic})
-		if leo >= 3 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("tombstones not written (log end %d)", leo)
-		}
-		time.Sleep(5 * time.Millisecond)
+	if _, err := lg.WaitEnd(TopicPartition{Topic: OffsetsTopic}, 3, 10*time.Second); err != nil {
+		t.Fatalf("tombstones not written: %v", err)
 	}
-	c2 := newTestCoordinator(t, newFakeMeta(1, 0), lg)
+	c2 := newTestCoordinator(t, fake.NewMeta(1, offsetsImage(1, 0)), lg)
 	waitLoaded(t, c2, "g")
 	if got, _ := c2.FetchOffsets("g", nil); len(got) != 0 {
 		t.Fatalf("offsets after reload: %+v, want none", got)
 	}
+}
+
+func TestLoadSkipsAMalformedBatchAndKeepsLoadingLaterCommits(t *testing.T) {
+	lg, otp, orders := fake.NewLog(), TopicPartition{Topic: OffsetsTopic}, TopicPartition{Topic: "orders", Partition: 0}
+	appendRecords(t, lg, record{offsetKey("g", orders), plainCommit(10)})
+	// A batch that claims two records but holds one: its second record's
+	// length cannot be read.
+	bad := buildBatch([]record{{offsetKey("g", orders), plainCommit(99)}}, 1)
+	binary.BigEndian.PutUint32(bad[57:], 2)
+	lg.Put(otp, bad) // unchecked: a log a hostile or buggy writer left behind
+	appendRecords(t, lg, record{offsetKey("g", orders), plainCommit(30)})
+	appendRecords(t, lg, record{offsetKey("g2", orders), plainCommit(40)})
+
+	c := newTestCoordinator(t, fake.NewMeta(1, offsetsImage(1, 0)), lg)
+	waitLoaded(t, c, "g")
+	if got, err := c.FetchOffsets("g", []TopicPartition{orders}); err != nil || got[0].Offset != 30 {
+		t.Fatalf("g offset: %+v %v; want the commit after the malformed batch (30)", got, err)
+	}
+	if got, err := c.FetchOffsets("g2", []TopicPartition{orders}); err != nil || got[0].Offset != 40 {
+		t.Fatalf("g2 offset: %+v %v; want 40", got, err)
+	}
+}
+
+// gzipBatch recompresses an uncompressed batch's records with gzip, as a
+// producer's compressed batch holds them.
+func gzipBatch(t *testing.T, batch []byte) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	if _, err := zw.Write(batch[partition.BatchHeaderSize:]); err != nil {
+		t.Fatal(err)
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	out := append(append([]byte(nil), batch[:partition.BatchHeaderSize]...), buf.Bytes()...)
+	binary.BigEndian.PutUint32(out[8:], uint32(len(out)-12))
+	binary.BigEndian.PutUint16(out[21:], binary.BigEndian.Uint16(out[21:])|uint16(partition.CompressionGzip))
+	testkit.FixCRC(out)
+	return out
+}
+
+func TestLoadReadsCompressedBatches(t *testing.T) {
+	lg, otp, orders := fake.NewLog(), TopicPartition{Topic: OffsetsTopic}, TopicPartition{Topic: "orders", Partition: 0}
+	appendRecords(t, lg, record{offsetKey("g", orders), plainCommit(10)})
+	lg.Put(otp, gzipBatch(t, buildBatch([]record{{offsetKey("g", orders), plainCommit(20)}, {offsetKey("g2", orders), plainCommit(25)}}, 1)))
+
+	c := newTestCoordinator(t, fake.NewMeta(1, offsetsImage(1, 0)), lg)
+	waitLoaded(t, c, "g")
+	if got, err := c.FetchOffsets("g", []TopicPartition{orders}); err != nil || got[0].Offset != 20 {
+		t.Fatalf("g offset: %+v %v; want the compressed batch's commit (20)", got, err)
+	}
+	if got, err := c.FetchOffsets("g2", []TopicPartition{orders}); err != nil || got[0].Offset != 25 {
+		t.Fatalf("g2 offset: %+v %v; want 25", got, err)
+	}
+}
+
+// plainCommit is the value of a commit of offset o with no leader epoch,
+// metadata or expiry.
+func plainCommit(o int64) []byte {
+	return encodeOffsetValue(OffsetAndMetadata{Offset: o, LeaderEpoch: -1, CommitTimestamp: 1, ExpireTimestamp: -1})
 }

@@ -15,7 +15,8 @@
 //   - __consumer_offsets (records.go, appender.go): Kafka's key/value
 //     formats, one ordered writer per partition, acks=all appends, and
 //     offsets acknowledged only after their append is;
-//   - ownership (coordinator.go): the coordinator of a group is the leader
+//   - loading and unloading (coordinator.go, on a coordinator.Owner, which
+//     decides ownership): the coordinator of a group is the leader
 //     of partition abs(hashCode(groupID)) % partitions of
 //     __consumer_offsets; on becoming leader this broker loads the
 //     partition's groups from the log (COORDINATOR_LOAD_IN_PROGRESS

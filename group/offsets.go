@@ -451,7 +451,7 @@ func (c *Coordinator) ExpireOffsets() (offsets, groups int) {
 	c.mu.Lock()
 	var entries []*groupEntry
 	for _, e := range c.mu.groups {
-		if e.part.loaded {
+		if e.part.Loaded {
 			entries = append(entries, e)
 		}
 	}
@@ -513,15 +513,13 @@ type GroupOverview struct {
 // groups already loaded are listed anyway.
 func (c *Coordinator) ListGroups(states []string) ([]GroupOverview, error) {
 	c.mu.Lock()
-	if c.mu.closed {
+	if c.own.ClosedLocked() {
 		c.mu.Unlock()
 		return nil, ErrCoordinatorNotAvailable
 	}
 	var err error
-	for _, op := range c.mu.parts {
-		if !op.loaded {
-			err = ErrCoordinatorLoading
-		}
+	if c.own.LoadingLocked() {
+		err = ErrCoordinatorLoading
 	}
 	entries := make([]*groupEntry, 0, len(c.mu.groups))
 	for _, e := range c.mu.groups {

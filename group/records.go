@@ -16,15 +16,12 @@ package group
 // v0-v4 of both, including the flexible v4 encodings.
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/crc32"
 
 	"github.com/twmb/franz-go/pkg/kbin"
 
 	"github.com/gokafka/gokafka/partition"
-	"github.com/gokafka/gokafka/replication"
 )
 
 // errBadRecord marks a record of __consumer_offsets that cannot be decoded.
@@ -269,12 +266,8 @@ func skipTags(r *kbin.Reader) {
 	}
 }
 
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
-
-// buildBatch encodes records as one uncompressed magic v2 record batch.
-// The base offset and partition leader epoch are left for the log to set;
-// the CRC-32C covers attributes to the end, so setting them later does not
-// invalidate it.
+// buildBatch encodes records as one uncompressed magic v2 record batch
+// (partition.BatchBuilder); the log sets its base offset and leader epoch.
 func buildBatch(recs []record, timestampMs int64) []byte {
 	return buildProducerBatch(recs, timestampMs, -1, -1)
 }
@@ -285,116 +278,12 @@ func buildBatch(recs []record, timestampMs int64) []byte {
 // transaction's marker later decides whether its offsets count. A pid of
 // -1 builds a plain batch.
 func buildProducerBatch(recs []record, timestampMs int64, pid int64, epoch int16) []byte {
-	var body []byte
-	for i, rec := range recs {
-		var r []byte
-		r = append(r, 0)                   // attributes
-		r = kbin.AppendVarlong(r, 0)       // timestamp delta
-		r = kbin.AppendVarint(r, int32(i)) // offset delta
-		r = kbin.AppendVarintBytes(r, rec.key)
-		if rec.value == nil {
-			r = kbin.AppendVarint(r, -1)
-		} else {
-			r = kbin.AppendVarintBytes(r, rec.value)
-		}
-		r = kbin.AppendVarint(r, 0) // headers
-		body = kbin.AppendVarint(body, int32(len(r)))
-		body = append(body, r...)
-	}
-	b := make([]byte, partition.BatchHeaderSize, partition.BatchHeaderSize+len(body))
-	be := binary.BigEndian
-	be.PutUint64(b[0:], 0)                                              // base offset
-	be.PutUint32(b[8:], uint32(partition.BatchHeaderSize-12+len(body))) // batch length
-	be.PutUint32(b[12:], 0xffffffff)                                    // partition leader epoch
-	b[16] = 2                                                           // magic
+	b := partition.NewBatchBuilder(timestampMs)
 	if pid >= 0 {
-		be.PutUint16(b[21:], 0x10) // transactional
+		b.ProducerID, b.ProducerEpoch, b.Transactional = pid, epoch, true
 	}
-	be.PutUint32(b[23:], uint32(len(recs)-1)) // last offset delta
-	be.PutUint64(b[27:], uint64(timestampMs)) // first timestamp
-	be.PutUint64(b[35:], uint64(timestampMs)) // max timestamp
-	be.PutUint64(b[43:], uint64(pid))         // producer id
-	be.PutUint16(b[51:], uint16(epoch))       // producer epoch
-	be.PutUint32(b[53:], 0xffffffff)          // base sequence
-	be.PutUint32(b[57:], uint32(len(recs)))   // record count
-	b = append(b, body...)
-	be.PutUint32(b[17:], crc32.Checksum(b[21:], castagnoli))
-	return b
-}
-
-// batchRecord is one record read back from the log, or a transaction
-// marker (control set).
-type batchRecord struct {
-	offset     int64
-	key, value []byte // value nil for a tombstone
-	// pid is the producer of a transactional record or marker, -1 for a
-	// plain record.
-	pid int64
-	// control marks a transaction marker for pid; commit is its outcome.
-	control, commit bool
-}
-
-// parseBatches walks the batches in b, calling fn for every record of the
-// uncompressed ones and once for every transaction marker, and returns the
-// offset after the last whole batch. Compressed batches (which gokafka
-// never writes) are skipped and counted.
-func parseBatches(b []byte, fn func(batchRecord) error) (next int64, skipped int, err error) {
-	next = -1
-	for len(b) >= partition.BatchHeaderSize {
-		h, err := partition.ParseBatchHeader(b)
-		if err != nil {
-			return next, skipped, err
-		}
-		size := h.Size()
-		if size < partition.BatchHeaderSize || size > len(b) {
-			break // a partial batch at the end of a read
-		}
-		batch := b[:size]
-		b = b[size:]
-		next = h.NextOffset()
-		if h.IsControl() {
-			if err := fn(batchRecord{offset: h.BaseOffset, pid: h.ProducerID, control: true, commit: replication.ControlType(batch)}); err != nil {
-				return next, skipped, err
-			}
-			continue
-		}
-		if h.Compression() != partition.CompressionNone {
-			skipped++
-			continue
-		}
-		if err := parseRecords(batch[partition.BatchHeaderSize:], h, fn); err != nil {
-			return next, skipped, fmt.Errorf("batch at offset %d: %w", h.BaseOffset, err)
-		}
+	for _, r := range recs {
+		b.Add(partition.Record{Key: r.key, Value: r.value})
 	}
-	return next, skipped, nil
-}
-
-func parseRecords(body []byte, h partition.BatchHeader, fn func(batchRecord) error) error {
-	r := kbin.Reader{Src: body}
-	for i := int32(0); i < h.NumRecords; i++ {
-		length := r.Varint()
-		if !r.Ok() || length < 0 || int(length) > len(r.Src) {
-			return fmt.Errorf("%w: record %d length", errBadRecord, i)
-		}
-		rr := kbin.Reader{Src: r.Span(int(length))}
-		rr.Int8()
-		rr.Varlong()
-		delta := rr.Varint()
-		key := rr.VarintBytes()
-		var value []byte
-		if vl := rr.Varint(); vl >= 0 {
-			value = append([]byte{}, rr.Span(int(vl))...)
-		}
-		if !rr.Ok() {
-			return fmt.Errorf("%w: record %d truncated", errBadRecord, i)
-		}
-		pid := int64(-1)
-		if h.IsTransactional() {
-			pid = h.ProducerID
-		}
-		if err := fn(batchRecord{offset: h.BaseOffset + int64(delta), key: append([]byte(nil), key...), value: value, pid: pid}); err != nil {
-			return err
-		}
-	}
-	return nil
+	return b.Build()
 }

@@ -2,12 +2,12 @@ package group
 
 import (
 	"bytes"
-	"fmt"
 	"reflect"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/gokafka/gokafka/coordinator"
 	"github.com/gokafka/gokafka/partition"
 )
 
@@ -106,41 +106,12 @@ func TestBuiltBatchIsValidAndParsesBack(t *testing.T) {
 	if err != nil || len(hdrs) != 1 || hdrs[0].NumRecords != 2 {
 		t.Fatalf("ValidateBatches: %v %+v", err, hdrs)
 	}
-	var got []batchRecord
-	next, skipped, err := parseBatches(batch, func(r batchRecord) error { got = append(got, r); return nil })
-	if err != nil || next != 2 || skipped != 0 || len(got) != 2 {
-		t.Fatalf("parseBatches: next %d skipped %d err %v records %d", next, skipped, err, len(got))
+	var got []coordinator.LogRecord
+	next, err := coordinator.ParseBatches(batch, 1<<20, func(r coordinator.LogRecord) error { got = append(got, r); return nil })
+	if err != nil || next != 2 || len(got) != 2 {
+		t.Fatalf("ParseBatches: next %d err %v records %d", next, err, len(got))
 	}
-	if !bytes.Equal(got[0].key, recs[0].key) || !bytes.Equal(got[0].value, recs[0].value) || got[1].value != nil || got[1].offset != 1 {
+	if !bytes.Equal(got[0].Key, recs[0].key) || !bytes.Equal(got[0].Value, recs[0].value) || got[1].Value != nil || got[1].Offset != 1 {
 		t.Fatalf("records parsed back differ: %+v", got)
-	}
-}
-
-func TestPartitionForMatchesKafka(t *testing.T) {
-	// Java: "hello".hashCode() == 99162322; "polygenelubricants".hashCode()
-	// == Integer.MIN_VALUE, which Kafka's Utils.abs maps to 0.
-	if h := javaStringHashCode("hello"); h != 99162322 {
-		t.Fatalf(`hashCode("hello") = %d, want 99162322`, h)
-	}
-	if h := javaStringHashCode("polygenelubricants"); h != -2147483648 {
-		t.Fatalf(`hashCode("polygenelubricants") = %d, want MIN_VALUE`, h)
-	}
-	for _, c := range []struct {
-		group string
-		want  int32
-	}{{"hello", 22}, {"polygenelubricants", 0}, {"", 0}} {
-		if got := partitionFor(c.group, 50); got != c.want {
-			t.Fatalf("partitionFor(%q, 50) = %d, want %d", c.group, got, c.want)
-		}
-	}
-	// A negative hash code is negated (Math.abs), not masked.
-	var neg string
-	var h int32
-	for i := 0; h >= 0; i++ {
-		neg = fmt.Sprintf("group-%d", i)
-		h = javaStringHashCode(neg)
-	}
-	if got := partitionFor(neg, 50); got != (-h)%50 || got == (h&0x7fffffff)%50 {
-		t.Fatalf("partitionFor(%q) = %d; want abs(%d) %% 50 = %d", neg, got, h, (-h)%50)
 	}
 }

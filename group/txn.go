@@ -99,7 +99,7 @@ func (c *Coordinator) CompleteTxn(tp partition.TopicPartition, pid int64, commit
 	c.mu.Lock()
 	var entries []*groupEntry
 	for _, e := range c.mu.groups {
-		if e.part.id == tp.Partition {
+		if e.part.ID == tp.Partition {
 			entries = append(entries, e)
 		}
 	}

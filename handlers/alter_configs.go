@@ -36,6 +36,9 @@ func (h *Handlers) alterConfigs(ctx context.Context, req *protocol.Request) (kms
 				err = fmt.Errorf("%w: null value for %s", cluster.ErrInvalidRequest, c.Name)
 				break
 			}
+			if err = checkClientConfig(c.Name, c.Value); err != nil {
+				break
+			}
 			configs[c.Name] = *c.Value
 		}
 		if err == nil {

@@ -35,7 +35,7 @@ func (h *Handlers) assignReplicasToDirs(ctx context.Context, c Controller, req *
 			}
 		}
 		err := c.AssignReplicasToDirs(ctx, r.BrokerID, d.ID, parts)
-		if code := controllerErrorCode(err); code == kerr.NotController.Code {
+		if code := errorCode(err); code == kerr.NotController.Code {
 			resp.ErrorCode = code
 			return resp, nil
 		} else if code != 0 && resp.ErrorCode == 0 {

@@ -55,7 +55,7 @@ func (h *Handlers) alterClientQuotas(ctx context.Context, req *protocol.Request)
 		re.ErrorCode = errorCode(errs[i])
 		re.ErrorMessage = errorMessage(errs[i])
 		if errs[i] != nil {
-			h.logger.Debug().Str("client", req.ClientID).Err(errs[i]).Msg("client quota change refused")
+			req.Logger().Debug().Err(errs[i]).Msg("client quota change refused")
 		}
 		resp.Entries = append(resp.Entries, re)
 	}

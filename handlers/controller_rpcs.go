@@ -37,7 +37,7 @@ func (h *Handlers) registerControllerRPCs(reg *protocol.Registry) {
 			r := req.Body.(*kmsg.AllocateProducerIDsRequest)
 			resp := r.ResponseKind().(*kmsg.AllocateProducerIDsResponse)
 			start, n, err := c.AllocateProducerIDs(ctx, r.BrokerID)
-			resp.ErrorCode = controllerErrorCode(err)
+			resp.ErrorCode = errorCode(err)
 			resp.ProducerIDStart, resp.ProducerIDLen = start, n
 			return resp, nil
 		})
@@ -55,13 +55,19 @@ func (h *Handlers) brokerRegistration(ctx context.Context, c Controller, req *pr
 		resp.ErrorCode = kerr.InvalidRequest.Code
 		return resp, nil
 	}
+	// The first listener is where the other nodes reach the broker; the
+	// others are its client listeners by name.
 	l := r.Listeners[0]
+	var eps []cluster.Endpoint
+	for _, e := range r.Listeners[1:] {
+		eps = append(eps, cluster.Endpoint{Name: e.Name, Host: e.Host, Port: int32(e.Port)})
+	}
 	err := c.RegisterBroker(ctx, cluster.BrokerInfo{
 		NodeID: r.BrokerID, Host: l.Host, Port: int32(l.Port), Rack: r.Rack,
 		Incarnation: cluster.IncarnationString(r.IncarnationID), LogDirs: dirIDs(r.LogDirs),
-		PreviousEpoch: r.PreviousBrokerEpoch,
+		PreviousEpoch: r.PreviousBrokerEpoch, Endpoints: eps,
 	})
-	resp.ErrorCode = controllerErrorCode(err)
+	resp.ErrorCode = errorCode(err)
 	if b, ok := h.meta.Image().Brokers[r.BrokerID]; err == nil && ok && b.Incarnation == cluster.IncarnationString(r.IncarnationID) {
 		resp.BrokerEpoch = b.Epoch
 	}
@@ -72,7 +78,7 @@ func (h *Handlers) brokerHeartbeat(ctx context.Context, c Controller, req *proto
 	r := req.Body.(*kmsg.BrokerHeartbeatRequest)
 	resp := r.ResponseKind().(*kmsg.BrokerHeartbeatResponse)
 	fenced, shutdown, err := c.BrokerHeartbeat(ctx, r.BrokerID, r.WantShutdown, r.OfflineLogDirs)
-	resp.ErrorCode = controllerErrorCode(err)
+	resp.ErrorCode = errorCode(err)
 	resp.IsFenced, resp.ShouldShutdown, resp.IsCaughtUp = fenced, shutdown, err == nil
 	return resp, nil
 }
@@ -111,7 +117,7 @@ func (h *Handlers) alterPartition(ctx context.Context, req *protocol.Request) (k
 					BrokerID: r.BrokerID, Topic: name, Partition: p.Partition,
 					LeaderEpoch: p.LeaderEpoch, PartitionEpoch: p.PartitionEpoch, NewISR: isr, NewISREpochs: epochs,
 				})
-				if code := cluster.AlterPartitionErrorCode(err); code == kerr.NotController.Code {
+				if code := alterPartitionErrorCode(err); code == kerr.NotController.Code {
 					// The whole request goes to the new controller.
 					resp.ErrorCode = code
 					return resp, nil
@@ -125,11 +131,4 @@ func (h *Handlers) alterPartition(ctx context.Context, req *protocol.Request) (k
 		resp.Topics = append(resp.Topics, rt)
 	}
 	return resp, nil
-}
-
-func controllerErrorCode(err error) int16 {
-	if err == nil {
-		return 0
-	}
-	return errorCode(err)
 }

@@ -67,11 +67,22 @@ func (h *Handlers) createTopics(ctx context.Context, req *protocol.Request) (kms
 				continue
 			}
 		}
+		var floorErr error
 		if len(t.Configs) > 0 {
 			spec.Configs = make(map[string]*string, len(t.Configs))
 			for _, c := range t.Configs {
 				spec.Configs[c.Name] = c.Value
+				if err := checkClientConfig(c.Name, c.Value); err != nil && floorErr == nil {
+					floorErr = err
+				}
 			}
+		}
+		if floorErr != nil {
+			resp.Topics[i].ErrorCode = errorCode(floorErr)
+			if req.Version >= 1 {
+				resp.Topics[i].ErrorMessage = errorMessage(floorErr)
+			}
+			continue
 		}
 		specs = append(specs, spec)
 		specIdx = append(specIdx, i)

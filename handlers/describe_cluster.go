@@ -35,7 +35,8 @@ func (h *Handlers) describeCluster(_ context.Context, req *protocol.Request) (km
 		if b.Fenced {
 			continue
 		}
-		resp.Brokers = append(resp.Brokers, kmsg.DescribeClusterResponseBroker{NodeID: b.NodeID, Host: b.Host, Port: b.Port, Rack: b.Rack})
+		host, port := endpoint(b, req.Conn)
+		resp.Brokers = append(resp.Brokers, kmsg.DescribeClusterResponseBroker{NodeID: b.NodeID, Host: host, Port: port, Rack: b.Rack})
 	}
 	return resp, nil
 }

@@ -5,6 +5,15 @@
 //
 // Handlers must not touch partition files or locks; they go through
 // replication (data), cluster (metadata) and, later, the coordinators.
-// Errors are sentinels inside; errorCode in errors.go is the one place that
-// maps them to Kafka codes, with UNKNOWN_SERVER_ERROR as the fallback.
+// Errors are sentinels inside, each wrapping the Kafka error it answers as
+// (internal/kafkaerr); errors.go is the one place that turns an error into a
+// Kafka code, with UNKNOWN_SERVER_ERROR as the fallback. A handler logs
+// through req.Logger(), which carries the connection's conn, remote and
+// client_id fields; log keys are snake_case (internal/logkeys checks).
+//
+// roles.go says which APIs only nodes send each other (InterBrokerAPI,
+// exposed on the inter-broker listener only) and checks that such a
+// request, or a replica fetch, comes from a node of this cluster in its
+// current run. config_floors.go holds the floors on segment settings a
+// client may set.
 package handlers

@@ -32,7 +32,7 @@ func (h *Handlers) endTxn(ctx context.Context, req *protocol.Request) (kmsg.Resp
 	err := h.txn.EndTxn(ctx, r.TransactionalID, r.ProducerID, r.ProducerEpoch, r.Commit)
 	resp.ErrorCode = txnErrorCode(err, req.Version < 2)
 	if err != nil {
-		h.logger.Debug().Err(err).Str("transactional_id", r.TransactionalID).Bool("commit", r.Commit).Msg("EndTxn failed")
+		req.Logger().Debug().Err(err).Str("transactional_id", r.TransactionalID).Bool("commit", r.Commit).Msg("EndTxn failed")
 	}
 	return resp, nil
 }

@@ -7,104 +7,111 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/gokafka/gokafka/cluster"
-	"github.com/gokafka/gokafka/group"
-	"github.com/gokafka/gokafka/idempotent"
+	"github.com/gokafka/gokafka/internal/kafkaerr"
 	"github.com/gokafka/gokafka/partition"
-	"github.com/gokafka/gokafka/replication"
-	"github.com/gokafka/gokafka/txn"
 )
 
-var errorCodes = []struct {
-	err  error
-	code *kerr.Error
-}{
-	{replication.ErrUnknownTopicOrPartition, kerr.UnknownTopicOrPartition},
-	{replication.ErrNotLeaderOrFollower, kerr.NotLeaderForPartition},
-	{replication.ErrFencedLeaderEpoch, kerr.FencedLeaderEpoch},
-	{replication.ErrUnknownLeaderEpoch, kerr.UnknownLeaderEpoch},
-	{replication.ErrNotEnoughReplicas, kerr.NotEnoughReplicas},
-	{replication.ErrNotEnoughReplicasAfterAppend, kerr.NotEnoughReplicasAfterAppend},
-	{replication.ErrRequestTimedOut, kerr.RequestTimedOut},
-	{replication.ErrStorage, kerr.KafkaStorageError},
-	{partition.ErrStorage, kerr.KafkaStorageError},
-	{idempotent.ErrOutOfOrderSequence, kerr.OutOfOrderSequenceNumber},
-	{idempotent.ErrInvalidProducerEpoch, kerr.InvalidProducerEpoch},
-	{idempotent.ErrInvalidTxnState, kerr.InvalidTxnState},
-	{idempotent.ErrCoordinatorFenced, kerr.TransactionCoordinatorFenced},
-	{partition.ErrCorruptMessage, kerr.CorruptMessage},
-	{partition.ErrInvalidRecord, kerr.InvalidRecord},
-	{partition.ErrMessageTooLarge, kerr.MessageTooLarge},
-	{partition.ErrOffsetOutOfRange, kerr.OffsetOutOfRange},
-	{partition.ErrUnsupportedMagic, kerr.UnsupportedForMessageFormat},
-	{partition.ErrUnsupportedCompression, kerr.UnsupportedCompressionType},
-	{partition.ErrRecordListTooLarge, kerr.RecordListTooLarge},
-	{partition.ErrLogClosed, kerr.NotLeaderForPartition},
-	{cluster.ErrTopicExists, kerr.TopicAlreadyExists},
-	{cluster.ErrUnknownTopic, kerr.UnknownTopicOrPartition},
-	{cluster.ErrInvalidTopic, kerr.InvalidTopicException},
-	{cluster.ErrInvalidPartitions, kerr.InvalidPartitions},
-	{cluster.ErrInvalidReplicationFactor, kerr.InvalidReplicationFactor},
-	{cluster.ErrInvalidReplicaAssignment, kerr.InvalidReplicaAssignment},
-	{cluster.ErrInvalidConfig, kerr.InvalidConfig},
-	{cluster.ErrInvalidRequest, kerr.InvalidRequest},
-	{cluster.ErrTopicDeletionDisabled, kerr.TopicDeletionDisabled},
-	{cluster.ErrNotController, kerr.NotController},
-	{group.ErrCoordinatorNotAvailable, kerr.CoordinatorNotAvailable},
-	{group.ErrNotCoordinator, kerr.NotCoordinator},
-	{group.ErrCoordinatorLoading, kerr.CoordinatorLoadInProgress},
-	{group.ErrInvalidGroupID, kerr.InvalidGroupID},
-	{group.ErrInvalidSessionTimeout, kerr.InvalidSessionTimeout},
-	{group.ErrUnknownMemberID, kerr.UnknownMemberID},
-	{group.ErrMemberIDRequired, kerr.MemberIDRequired},
-	{group.ErrIllegalGeneration, kerr.IllegalGeneration},
-	{group.ErrRebalanceInProgress, kerr.RebalanceInProgress},
-	{group.ErrInconsistentProtocol, kerr.InconsistentGroupProtocol},
-	{group.ErrFencedInstanceID, kerr.FencedInstanceID},
-	{group.ErrGroupMaxSizeReached, kerr.GroupMaxSizeReached},
-	{group.ErrGroupIDNotFound, kerr.GroupIDNotFound},
-	{group.ErrNonEmptyGroup, kerr.NonEmptyGroup},
-	{group.ErrGroupSubscribedToTopic, kerr.GroupSubscribedToTopic},
-	{group.ErrOffsetMetadataTooLarge, kerr.OffsetMetadataTooLarge},
-	{group.ErrInvalidCommitOffsetSize, kerr.InvalidCommitOffsetSize},
-	{group.ErrUnknownServer, kerr.UnknownServerError},
-	{group.ErrFencedMemberEpoch, kerr.FencedMemberEpoch},
-	{group.ErrStaleMemberEpoch, kerr.StaleMemberEpoch},
-	{group.ErrUnreleasedInstanceID, kerr.UnreleasedInstanceID},
-	{group.ErrUnsupportedAssignor, kerr.UnsupportedAssignor},
-	{group.ErrInvalidRequest, kerr.InvalidRequest},
-	{group.ErrInvalidRegularExpression, kerr.InvalidRegularExpression},
-	{group.ErrUnsupportedVersion, kerr.UnsupportedVersion},
-	{txn.ErrCoordinatorNotAvailable, kerr.CoordinatorNotAvailable},
-	{txn.ErrNotCoordinator, kerr.NotCoordinator},
-	{txn.ErrCoordinatorLoading, kerr.CoordinatorLoadInProgress},
-	{txn.ErrConcurrentTransactions, kerr.ConcurrentTransactions},
-	{txn.ErrInvalidProducerIDMapping, kerr.InvalidProducerIDMapping},
-	{txn.ErrProducerFenced, kerr.ProducerFenced},
-	{txn.ErrInvalidTxnState, kerr.InvalidTxnState},
-	{txn.ErrInvalidTxnTimeout, kerr.InvalidTransactionTimeout},
-	{txn.ErrTransactionalIDNotFound, kerr.TransactionalIDNotFound},
-	{txn.ErrInvalidRequest, kerr.InvalidRequest},
-	{txn.ErrUnknownServer, kerr.UnknownServerError},
-	{context.DeadlineExceeded, kerr.RequestTimedOut},
-	{context.Canceled, kerr.RequestTimedOut},
-}
-
-// errorCode maps an error to its Kafka code; 0 for nil, and
-// UNKNOWN_SERVER_ERROR for anything unexpected.
+// errorCode maps an error to its Kafka code; it and the functions below are
+// the only place an error becomes a code. Every sentinel wraps the Kafka
+// error it answers as (internal/kafkaerr): the first sentinel an error
+// wraps answers, then a context's end answers REQUEST_TIMED_OUT, then a
+// Kafka error returned as such (a forwarded answer, a handler's own check)
+// answers as itself; anything else is UNKNOWN_SERVER_ERROR.
 func errorCode(err error) int16 {
 	if err == nil {
 		return 0
 	}
-	for _, e := range errorCodes {
-		if errors.Is(err, e.err) {
-			return e.code.Code
+	var s *kafkaerr.Error
+	if errors.As(err, &s) {
+		switch {
+		case isAlterPartitionOutcome(s):
+			// Outside AlterPartition (a stale change to replica dirs, a
+			// producer id block computed from a stale image) these are
+			// the controller's internal conflicts.
+			return kerr.UnknownServerError.Code
+		case error(s) == partition.ErrUnsupportedMagic:
+			// Magic 0 and 1 also wrap ErrInvalidRecord, any other magic
+			// ErrCorruptMessage: that is the answer (see
+			// partition.ErrUnsupportedMagic).
+			for _, rec := range []error{partition.ErrCorruptMessage, partition.ErrInvalidRecord} {
+				if errors.Is(err, rec) {
+					return kafkaCode(rec)
+				}
+			}
 		}
+		return s.Kafka().Code
+	}
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		return kerr.RequestTimedOut.Code
 	}
 	var ke *kerr.Error
 	if errors.As(err, &ke) {
 		return ke.Code
 	}
 	return kerr.UnknownServerError.Code
+}
+
+// kafkaCode is a sentinel's code.
+func kafkaCode(sentinel error) int16 {
+	var s *kafkaerr.Error
+	errors.As(sentinel, &s)
+	return s.Kafka().Code
+}
+
+// alterPartitionOutcomes are the errors AlterPartition answers with their
+// own code; anything else it answers UNKNOWN_SERVER_ERROR.
+var alterPartitionOutcomes = []error{
+	cluster.ErrInvalidUpdateVersion,
+	cluster.ErrFencedLeaderEpoch,
+	cluster.ErrIneligibleReplica,
+	cluster.ErrNotLeader,
+	cluster.ErrUnknownTopic,
+	cluster.ErrNotController,
+}
+
+// isAlterPartitionOutcome reports whether s is one of the outcomes only
+// AlterPartition answers with their own code.
+func isAlterPartitionOutcome(s *kafkaerr.Error) bool {
+	switch error(s) {
+	case cluster.ErrInvalidUpdateVersion, cluster.ErrFencedLeaderEpoch, cluster.ErrIneligibleReplica, cluster.ErrNotLeader:
+		return true
+	}
+	return false
+}
+
+// alterPartitionErrorCode maps an AlterPartition outcome to its code.
+func alterPartitionErrorCode(err error) int16 {
+	if err == nil {
+		return 0
+	}
+	for _, o := range alterPartitionOutcomes {
+		if errors.Is(err, o) {
+			return kafkaCode(o)
+		}
+	}
+	return kerr.UnknownServerError.Code
+}
+
+// txnErrorCode maps a transaction coordinator error to its code; older
+// request versions (before KIP-588's PRODUCER_FENCED) get
+// INVALID_PRODUCER_EPOCH, as Kafka answers them.
+func txnErrorCode(err error, fencedAsEpoch bool) int16 {
+	code := errorCode(err)
+	if fencedAsEpoch && code == kerr.ProducerFenced.Code {
+		return kerr.InvalidProducerEpoch.Code
+	}
+	return code
+}
+
+// kafkaMessage is the message FindCoordinator answers: Kafka's own for a
+// Kafka error returned as such, the error's text for anything else.
+func kafkaMessage(err error) *string {
+	var ke *kerr.Error
+	var s *kafkaerr.Error
+	if errors.As(err, &ke) && !errors.As(err, &s) {
+		return strPtr(ke.Message)
+	}
+	return errorMessage(err)
 }
 
 // errorMessage returns the message for responses that carry one, nil

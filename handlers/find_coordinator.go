@@ -12,7 +12,6 @@ package handlers
 
 import (
 	"context"
-	"errors"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -41,7 +40,8 @@ func (h *Handlers) findCoordinator(ctx context.Context, req *protocol.Request) (
 		case r.CoordinatorType == 1:
 			b, ferr := h.txn.Coordinator(ctx, key)
 			if ferr == nil {
-				c.NodeID, c.Host, c.Port = b.NodeID, b.Host, b.Port
+				c.NodeID = b.NodeID
+				c.Host, c.Port = endpoint(b, req.Conn)
 			}
 			err = ferr
 		case r.CoordinatorType != 0:
@@ -51,18 +51,13 @@ func (h *Handlers) findCoordinator(ctx context.Context, req *protocol.Request) (
 		default:
 			b, ferr := h.coordinator().Coordinator(ctx, key)
 			if ferr == nil {
-				c.NodeID, c.Host, c.Port = b.NodeID, b.Host, b.Port
+				c.NodeID = b.NodeID
+				c.Host, c.Port = endpoint(b, req.Conn)
 			}
 			err = ferr
 		}
 		if err != nil {
-			c.ErrorCode = errorCode(err)
-			var ke *kerr.Error
-			if errors.As(err, &ke) {
-				c.ErrorMessage = strPtr(ke.Message)
-			} else {
-				c.ErrorMessage = errorMessage(err)
-			}
+			c.ErrorCode, c.ErrorMessage = errorCode(err), kafkaMessage(err)
 		}
 		resp.Coordinators = append(resp.Coordinators, c)
 	}

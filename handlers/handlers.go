@@ -4,7 +4,6 @@ import (
 	"context"
 
 	"github.com/rs/zerolog"
-	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/gokafka/gokafka/cluster"
 	"github.com/gokafka/gokafka/group"
@@ -53,6 +52,10 @@ type Handlers struct {
 	shareCfg   share.Config
 	// quotas enforces client quotas; nil enforces none (quotas.go).
 	quotas *quota.Quotas
+	// peerIdentity is set when a controller, which names this cluster's
+	// nodes, is wired (roles.go): broker-to-broker requests are then
+	// checked.
+	peerIdentity bool
 }
 
 // Controller is what the handlers need of the metadata controller beyond
@@ -68,6 +71,10 @@ type Controller interface {
 	AlterClientQuotas(ctx context.Context, changes []cluster.QuotaChange, validateOnly bool) []error
 	SetGroupConfigs(ctx context.Context, group string, configs map[string]string, validateOnly bool) error
 	UpdateShareState(ctx context.Context, ch cluster.ShareChange) error
+	// PeerClientID is the client id this node sends role's requests
+	// with (cluster.PeerClientID); naming peers is what lets the guard
+	// check broker-to-broker requests (roles.go).
+	PeerClientID(role string) string
 }
 
 var _ Controller = (*cluster.Controller)(nil)
@@ -104,7 +111,11 @@ func New(reg *protocol.Registry, cfg Config, d Deps, logger zerolog.Logger) *Han
 		ctrl: d.Controller, pids: d.ProducerIDs, groups: d.Groups, txn: d.Txn,
 		shareCoord: d.ShareCoord, shareMgr: d.ShareMgr, shareCfg: d.ShareCfg, quotas: d.Quotas,
 	}
-	reg.Wrap(func(fn protocol.HandlerFunc) protocol.HandlerFunc { return forwardAware(h.quotaAware(fn)) })
+	// Broker-to-broker requests are checked when the controller names
+	// this cluster's nodes (roles.go); the broker always wires one.
+	h.peerIdentity = d.Controller != nil
+	// The peer check comes first: a request refused there costs no quota.
+	reg.Wrap(func(fn protocol.HandlerFunc) protocol.HandlerFunc { return h.guard(h.quotaAware(fn)) })
 	for _, r := range []func(*protocol.Registry){
 		h.registerProduce,
 		h.registerFetch,
@@ -138,16 +149,4 @@ func New(reg *protocol.Registry, cfg Config, d Deps, logger zerolog.Logger) *Han
 		r(reg)
 	}
 	return h
-}
-
-// forwardAware marks requests forwarded by another gokafka node so that
-// the controller answers them here or refuses them, never forwarding them
-// on again.
-func forwardAware(fn protocol.HandlerFunc) protocol.HandlerFunc {
-	return func(ctx context.Context, req *protocol.Request) (kmsg.Response, error) {
-		if req.ClientID == cluster.ForwardClientID {
-			ctx = cluster.WithNoForward(ctx)
-		}
-		return fn(ctx, req)
-	}
 }

@@ -63,6 +63,9 @@ func (h *Handlers) incrementalAlter(ctx context.Context, res kmsg.IncrementalAlt
 			if c.Value == nil {
 				return fmt.Errorf("%w: null value not supported for %s", cluster.ErrInvalidRequest, c.Name)
 			}
+			if err := checkClientConfig(c.Name, c.Value); err != nil {
+				return err
+			}
 			next[c.Name] = value
 		case 1: // DELETE
 			delete(next, c.Name)

@@ -50,7 +50,7 @@ func (h *Handlers) initProducerID(ctx context.Context, req *protocol.Request) (k
 		res, err := h.txn.InitProducerID(ctx, *r.TransactionalID, r.TransactionTimeoutMillis, expPID, expEpoch)
 		if err != nil {
 			resp.ErrorCode = txnErrorCode(err, req.Version < 4)
-			h.logger.Debug().Err(err).Str("transactional_id", *r.TransactionalID).Msg("InitProducerId failed")
+			req.Logger().Debug().Err(err).Str("transactional_id", *r.TransactionalID).Msg("InitProducerId failed")
 			return resp, nil
 		}
 		resp.ProducerID, resp.ProducerEpoch = res.ProducerID, res.Epoch
@@ -58,7 +58,7 @@ func (h *Handlers) initProducerID(ctx context.Context, req *protocol.Request) (k
 	}
 	id, err := h.pids.Next(ctx)
 	if err != nil {
-		h.logger.Warn().Err(err).Msg("allocating a producer id failed")
+		req.Logger().Warn().Err(err).Msg("allocating a producer id failed")
 		resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
 		return resp, nil
 	}

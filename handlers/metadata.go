@@ -72,7 +72,7 @@ func (h *Handlers) metadata(ctx context.Context, req *protocol.Request) (kmsg.Re
 			errs := h.meta.CreateTopics(ctx, create, false)
 			for i, err := range errs {
 				if err != nil && !errors.Is(err, cluster.ErrTopicExists) {
-					h.logger.Warn().Err(err).Str("topic", create[i].Name).Msg("auto-creating topic failed")
+					req.Logger().Warn().Err(err).Str("topic", create[i].Name).Msg("auto-creating topic failed")
 				}
 			}
 			im = h.meta.Image()
@@ -84,7 +84,8 @@ func (h *Handlers) metadata(ctx context.Context, req *protocol.Request) (kmsg.Re
 		if b.Fenced {
 			continue
 		}
-		resp.Brokers = append(resp.Brokers, kmsg.MetadataResponseBroker{NodeID: b.NodeID, Host: b.Host, Port: b.Port, Rack: b.Rack})
+		host, port := endpoint(b, req.Conn)
+		resp.Brokers = append(resp.Brokers, kmsg.MetadataResponseBroker{NodeID: b.NodeID, Host: host, Port: port, Rack: b.Rack})
 	}
 	if req.Version >= 2 {
 		cid := im.ClusterID

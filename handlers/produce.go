@@ -32,6 +32,10 @@ package handlers
 // never one goroutine per entry; acks=all then waits for all of them at
 // once, under the request's one timeout, with the request parked
 // (protocol.Request.Park) rather than holding a queued.max.requests slot.
+//
+// Internal topics (__consumer_offsets, __transaction_state) are written
+// only by their coordinators: a client's produce to one is refused with
+// INVALID_TOPIC_EXCEPTION, as Kafka does.
 
 import (
 	"context"
@@ -41,6 +45,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/gokafka/gokafka/cluster"
 	"github.com/gokafka/gokafka/idempotent"
 	"github.com/gokafka/gokafka/partition"
 	"github.com/gokafka/gokafka/protocol"
@@ -84,6 +89,16 @@ func (h *Handlers) produce(ctx context.Context, req *protocol.Request) (kmsg.Res
 			switch {
 			case r.Acks != 0 && r.Acks != 1 && r.Acks != -1:
 				rp.ErrorCode = kerr.InvalidRequiredAcks.Code
+			case cluster.IsInternalTopic(t.Topic):
+				// Kafka's ReplicaManager: only the broker appends to an
+				// internal topic ("Cannot append to internal topic").
+				rp.ErrorCode = kerr.InvalidTopicException.Code
+				if req.Version >= 8 {
+					msg := "Cannot append to internal topic " + t.Topic
+					rp.ErrorMessage = &msg
+				}
+				h.logger.Warn().Uint64("conn", req.Conn.ID).Str("remote", req.Conn.RemoteAddr).Str("client_id", req.ClientID).
+					Str("topic", t.Topic).Int32("partition", p.Partition).Msg("produce to an internal topic refused")
 			default:
 				entries = append(entries, entry{topic: t.Topic, records: p.Records, rp: rp})
 			}
@@ -95,7 +110,7 @@ func (h *Handlers) produce(ctx context.Context, req *protocol.Request) (kmsg.Res
 		if req.Version >= 8 {
 			e.rp.ErrorMessage = errorMessage(err)
 		}
-		h.logger.Debug().Str("topic", e.topic).Int32("partition", e.rp.Partition).Int16("code", e.rp.ErrorCode).Err(err).Msg("produce failed")
+		req.Logger().Debug().Str("topic", e.topic).Int32("partition", e.rp.Partition).Int16("code", e.rp.ErrorCode).Err(err).Msg("produce failed")
 	}
 	appendOne := func(e *entry) {
 		tp := partition.TopicPartition{Topic: e.topic, Partition: e.rp.Partition}

@@ -35,7 +35,6 @@ import (
 	"github.com/gokafka/gokafka/protocol"
 	"github.com/gokafka/gokafka/quota"
 	"github.com/gokafka/gokafka/replication"
-	"github.com/gokafka/gokafka/txn"
 )
 
 // interBrokerKeys are the APIs only brokers and controllers send.
@@ -56,9 +55,19 @@ var interBrokerKeys = map[int16]bool{
 // not counted against request_percentage.
 var parkingKeys = map[int16]bool{11: true, 14: true, 78: true, 19: true, 20: true, 37: true}
 
-// quotaExempt reports whether req is broker-to-broker traffic.
-func quotaExempt(req *protocol.Request) bool {
-	return interBrokerKeys[req.Key] || req.ClientID == cluster.ForwardClientID || req.ClientID == txn.MarkerClientID
+// quotaExempt reports whether req is broker-to-broker traffic: an
+// inter-broker API, or a request from a node of this cluster in its
+// registered run (its peer client id checked against the metadata, so a
+// client cannot claim one to escape its quota; roles.go).
+func (h *Handlers) quotaExempt(req *protocol.Request) bool {
+	if interBrokerKeys[req.Key] {
+		return true
+	}
+	if _, ok := cluster.ParsePeerClientID(req.ClientID); !ok {
+		return false
+	}
+	_, err := cluster.CheckPeer(h.meta.Image(), req.ClientID)
+	return err == nil
 }
 
 type quotaCallKey struct{}
@@ -75,7 +84,7 @@ type quotaCall struct {
 func (h *Handlers) quotaAware(fn protocol.HandlerFunc) protocol.HandlerFunc {
 	return func(ctx context.Context, req *protocol.Request) (kmsg.Response, error) {
 		q := h.quotas
-		if q == nil || !q.Enabled() || quotaExempt(req) {
+		if q == nil || !q.Enabled() || h.quotaExempt(req) {
 			return fn(ctx, req)
 		}
 		call := &quotaCall{start: time.Now()}
@@ -122,7 +131,7 @@ func setThrottle(req *protocol.Request, resp kmsg.Response, d time.Duration) {
 // throttleProduce applies the produce byte-rate and request-time quotas
 // to a served Produce.
 func (h *Handlers) throttleProduce(ctx context.Context, req *protocol.Request, resp *kmsg.ProduceResponse, acks int16) {
-	if h.quotas == nil || quotaExempt(req) {
+	if h.quotas == nil || h.quotaExempt(req) {
 		return
 	}
 	bw := h.quotas.Produce.Record(quotaUser(req), req.ClientID, float64(req.Size), time.Now())
@@ -136,7 +145,7 @@ func (h *Handlers) throttleProduce(ctx context.Context, req *protocol.Request, r
 // fetchMaxBytes caps a consumer's MaxBytes to what its quota allows in
 // one window, as Kafka does.
 func (h *Handlers) fetchMaxBytes(req *protocol.Request, maxBytes int32) int32 {
-	if h.quotas == nil || quotaExempt(req) {
+	if h.quotas == nil || h.quotaExempt(req) {
 		return maxBytes
 	}
 	if w := h.quotas.Fetch.MaxValueInWindow(quotaUser(req), req.ClientID); w < float64(maxBytes) {
@@ -151,7 +160,7 @@ func (h *Handlers) fetchMaxBytes(req *protocol.Request, maxBytes int32) int32 {
 // closing its file regions). The bytes counted are the records the
 // response carries.
 func (h *Handlers) throttleFetch(ctx context.Context, req *protocol.Request, results []replication.FetchResult) (throttled *kmsg.FetchResponse) {
-	if h.quotas == nil || quotaExempt(req) {
+	if h.quotas == nil || h.quotaExempt(req) {
 		return nil
 	}
 	var size int64

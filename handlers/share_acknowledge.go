@@ -31,7 +31,7 @@ func (h *Handlers) shareAcknowledge(_ context.Context, req *protocol.Request) (k
 	r := req.Body.(*kmsg.ShareAcknowledgeRequest)
 	resp := r.ResponseKind().(*kmsg.ShareAcknowledgeResponse)
 	if !h.shareReady() {
-		resp.ErrorCode = shareErrorCode(share.ErrCoordinatorUnavailable)
+		resp.ErrorCode = errorCode(share.ErrCoordinatorUnavailable)
 		return resp, nil
 	}
 	groupID, memberID := shareIDs(r.GroupID, r.MemberID)
@@ -50,7 +50,7 @@ func (h *Handlers) shareAcknowledge(_ context.Context, req *protocol.Request) (k
 	}
 	results, err := h.shareMgr.Acknowledge(ar)
 	if err != nil {
-		resp.ErrorCode = shareErrorCode(err)
+		resp.ErrorCode = errorCode(err)
 		resp.ErrorMessage = errorMessage(err)
 		return resp, nil
 	}
@@ -74,7 +74,8 @@ func (h *Handlers) shareAcknowledge(_ context.Context, req *protocol.Request) (k
 	if notLeader {
 		resp.NodeEndpoints = shareNodeEndpoints(im, func(b cluster.BrokerInfo) kmsg.ShareAcknowledgeResponseNodeEndpoint {
 			ne := kmsg.NewShareAcknowledgeResponseNodeEndpoint()
-			ne.NodeID, ne.Host, ne.Port, ne.Rack = b.NodeID, b.Host, b.Port, b.Rack
+			ne.NodeID, ne.Rack = b.NodeID, b.Rack
+			ne.Host, ne.Port = endpoint(b, req.Conn)
 			return ne
 		})
 	}

@@ -50,7 +50,7 @@ func (h *Handlers) shareFetch(ctx context.Context, req *protocol.Request) (kmsg.
 	req.Park()
 	resp := r.ResponseKind().(*kmsg.ShareFetchResponse)
 	if !h.shareReady() {
-		resp.ErrorCode = shareErrorCode(share.ErrCoordinatorUnavailable)
+		resp.ErrorCode = errorCode(share.ErrCoordinatorUnavailable)
 		return resp, nil
 	}
 	groupID, memberID := shareIDs(r.GroupID, r.MemberID)
@@ -95,7 +95,7 @@ func (h *Handlers) shareFetch(ctx context.Context, req *protocol.Request) (kmsg.
 	}
 	results, err := h.shareMgr.Fetch(ctx, fr)
 	if err != nil {
-		resp.ErrorCode = shareErrorCode(err)
+		resp.ErrorCode = errorCode(err)
 		resp.ErrorMessage = errorMessage(err)
 		return resp, nil
 	}
@@ -111,7 +111,7 @@ func (h *Handlers) shareFetch(ctx context.Context, req *protocol.Request) (kmsg.
 			rp := kmsg.NewShareFetchResponseTopicPartition()
 			rp.Partition = res.TP.Partition
 			rp.ErrorCode = st.ErrorCode
-			rp.AcknowledgeErrorCode = shareErrorCode(res.AckErr)
+			rp.AcknowledgeErrorCode = errorCode(res.AckErr)
 			rp.CurrentLeader.LeaderID, rp.CurrentLeader.LeaderEpoch = st.LeaderID, st.LeaderEpoch
 			rp.Records = res.Records
 			if rp.Records == nil {
@@ -128,7 +128,8 @@ func (h *Handlers) shareFetch(ctx context.Context, req *protocol.Request) (kmsg.
 	if notLeader {
 		resp.NodeEndpoints = shareNodeEndpoints(im, func(b cluster.BrokerInfo) kmsg.ShareFetchResponseNodeEndpoint {
 			ne := kmsg.NewShareFetchResponseNodeEndpoint()
-			ne.NodeID, ne.Host, ne.Port, ne.Rack = b.NodeID, b.Host, b.Port, b.Rack
+			ne.NodeID, ne.Rack = b.NodeID, b.Rack
+			ne.Host, ne.Port = endpoint(b, req.Conn)
 			return ne
 		})
 	}

@@ -30,13 +30,13 @@ func (h *Handlers) shareGroupDescribe(_ context.Context, req *protocol.Request) 
 		rg.GroupID = id
 		rg.AuthorizedOperations = groupAuthorizedOperations(r.IncludeAuthorizedOperations)
 		if !h.shareReady() {
-			rg.ErrorCode = shareErrorCode(share.ErrCoordinatorUnavailable)
+			rg.ErrorCode = errorCode(share.ErrCoordinatorUnavailable)
 			resp.Groups = append(resp.Groups, rg)
 			continue
 		}
 		d, err := h.shareCoord.Describe(id)
 		if err != nil {
-			rg.ErrorCode = shareErrorCode(err)
+			rg.ErrorCode = errorCode(err)
 			rg.ErrorMessage = errorMessage(err)
 			resp.Groups = append(resp.Groups, rg)
 			continue

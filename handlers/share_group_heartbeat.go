@@ -29,7 +29,7 @@ func (h *Handlers) shareGroupHeartbeat(_ context.Context, req *protocol.Request)
 	r := req.Body.(*kmsg.ShareGroupHeartbeatRequest)
 	resp := r.ResponseKind().(*kmsg.ShareGroupHeartbeatResponse)
 	if !h.shareReady() {
-		resp.ErrorCode = shareErrorCode(share.ErrCoordinatorUnavailable)
+		resp.ErrorCode = errorCode(share.ErrCoordinatorUnavailable)
 		return resp, nil
 	}
 	if r.MemberEpoch == 0 && h.isClassicGroup(r.GroupID) {
@@ -49,7 +49,7 @@ func (h *Handlers) shareGroupHeartbeat(_ context.Context, req *protocol.Request)
 	})
 	resp.HeartbeatIntervalMillis = interval
 	if res.Err != nil {
-		resp.ErrorCode = shareErrorCode(res.Err)
+		resp.ErrorCode = errorCode(res.Err)
 		resp.ErrorMessage = errorMessage(res.Err)
 		return resp, nil
 	}

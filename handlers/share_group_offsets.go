@@ -42,7 +42,7 @@ func (h *Handlers) describeShareGroupOffsets(_ context.Context, req *protocol.Re
 		rg := kmsg.NewDescribeShareGroupOffsetsResponseGroup()
 		rg.GroupID = g.GroupID
 		if err := h.shareOffsetsGroupErr(g.GroupID, false); err != nil {
-			rg.ErrorCode, rg.ErrorMessage = shareErrorCode(err), errorMessage(err)
+			rg.ErrorCode, rg.ErrorMessage = errorCode(err), errorMessage(err)
 			resp.Groups = append(resp.Groups, rg)
 			continue
 		}
@@ -80,7 +80,7 @@ func (h *Handlers) alterShareGroupOffsets(ctx context.Context, req *protocol.Req
 	r := req.Body.(*kmsg.AlterShareGroupOffsetsRequest)
 	resp := r.ResponseKind().(*kmsg.AlterShareGroupOffsetsResponse)
 	if err := h.shareOffsetsGroupErr(r.GroupID, true); err != nil {
-		resp.ErrorCode, resp.ErrorMessage = shareErrorCode(err), errorMessage(err)
+		resp.ErrorCode, resp.ErrorMessage = errorCode(err), errorMessage(err)
 		return resp, nil
 	}
 	im := h.meta.Image()
@@ -116,7 +116,7 @@ func (h *Handlers) alterShareGroupOffsets(ctx context.Context, req *protocol.Req
 			if e == nil {
 				e = werr
 			}
-			rp.ErrorCode, rp.ErrorMessage = shareErrorCode(e), errorMessage(e)
+			rp.ErrorCode, rp.ErrorMessage = errorCode(e), errorMessage(e)
 			rt.Partitions = append(rt.Partitions, rp)
 		}
 		resp.Topics = append(resp.Topics, rt)
@@ -128,7 +128,7 @@ func (h *Handlers) deleteShareGroupOffsets(ctx context.Context, req *protocol.Re
 	r := req.Body.(*kmsg.DeleteShareGroupOffsetsRequest)
 	resp := r.ResponseKind().(*kmsg.DeleteShareGroupOffsetsResponse)
 	if err := h.shareOffsetsGroupErr(r.GroupID, true); err != nil {
-		resp.ErrorCode, resp.ErrorMessage = shareErrorCode(err), errorMessage(err)
+		resp.ErrorCode, resp.ErrorMessage = errorCode(err), errorMessage(err)
 		return resp, nil
 	}
 	im := h.meta.Image()
@@ -151,7 +151,7 @@ func (h *Handlers) deleteShareGroupOffsets(ctx context.Context, req *protocol.Re
 		} else {
 			e = kerr.UnknownTopicOrPartition
 		}
-		rt.ErrorCode, rt.ErrorMessage = shareErrorCode(e), errorMessage(e)
+		rt.ErrorCode, rt.ErrorMessage = errorCode(e), errorMessage(e)
 		resp.Topics = append(resp.Topics, rt)
 	}
 	return resp, nil

@@ -13,7 +13,6 @@ package handlers
 
 import (
 	"context"
-	"errors"
 	"slices"
 	"strconv"
 	"strings"
@@ -38,39 +37,6 @@ func (h *Handlers) registerShare(reg *protocol.Registry) {
 	} {
 		r(reg)
 	}
-}
-
-var shareErrors = []struct {
-	err  error
-	code *kerr.Error
-}{
-	{share.ErrNotCoordinator, kerr.NotCoordinator},
-	{share.ErrCoordinatorUnavailable, kerr.CoordinatorNotAvailable},
-	{share.ErrUnknownMember, kerr.UnknownMemberID},
-	{share.ErrFencedMemberEpoch, kerr.FencedMemberEpoch},
-	{share.ErrGroupNotFound, kerr.GroupIDNotFound},
-	{share.ErrNonEmptyGroup, kerr.NonEmptyGroup},
-	{share.ErrInvalidRequest, kerr.InvalidRequest},
-	{share.ErrInvalidRecordState, kerr.InvalidRecordState},
-	{share.ErrSessionNotFound, kerr.ShareSessionNotFound},
-	{share.ErrInvalidSessionEpoch, kerr.InvalidShareSessionEpoch},
-	{share.ErrNotLeader, kerr.NotLeaderForPartition},
-	{share.ErrUnknownTopic, kerr.UnknownTopicOrPartition},
-	{share.ErrGroupMaxSize, kerr.GroupMaxSizeReached},
-}
-
-// shareErrorCode maps share's sentinels, then everything else as
-// errorCode does.
-func shareErrorCode(err error) int16 {
-	if err == nil {
-		return 0
-	}
-	for _, e := range shareErrors {
-		if errors.Is(err, e.err) {
-			return e.code.Code
-		}
-	}
-	return errorCode(err)
 }
 
 // shareReady reports whether the share side is wired.
@@ -122,7 +88,7 @@ func shareResponseTopics[T any](
 			topics = append(topics, newTopic(res.TP.ID))
 		}
 		err := errOf(res)
-		st := sharePartitionStatus{ErrorCode: shareErrorCode(err), LeaderID: -1, LeaderEpoch: -1}
+		st := sharePartitionStatus{ErrorCode: errorCode(err), LeaderID: -1, LeaderEpoch: -1}
 		if err != nil || res.AckErr != nil {
 			if name, ok := im.IDs[res.TP.ID]; ok {
 				if pi := im.Partition(name, res.TP.Partition); pi != nil {

@@ -26,7 +26,7 @@ func (h *Handlers) registerShareState(reg *protocol.Registry) {
 
 func (h *Handlers) applyShareChange(ctx context.Context, req *protocol.Request, ch cluster.ShareChange) error {
 	w := h.ctrl
-	if w == nil || req.ClientID != cluster.ForwardClientID {
+	if w == nil || !cluster.IsForwarded(req.ClientID) {
 		return kerr.InvalidRequest
 	}
 	return w.UpdateShareState(ctx, ch)

@@ -7,14 +7,18 @@ import (
 	"hash/crc32"
 	"math"
 	"sort"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/gokafka/gokafka/internal/kafkaerr"
 )
 
-// Errors of Check; handlers map them to Kafka codes.
+// Errors of Check; each wraps the Kafka error it answers as.
 var (
-	ErrOutOfOrderSequence   = errors.New("out of order sequence number")
-	ErrInvalidProducerEpoch = errors.New("invalid producer epoch")
-	ErrInvalidTxnState      = errors.New("invalid transaction state")
-	ErrCoordinatorFenced    = errors.New("transaction coordinator fenced")
+	ErrOutOfOrderSequence   = kafkaerr.New(kerr.OutOfOrderSequenceNumber, "out of order sequence number")
+	ErrInvalidProducerEpoch = kafkaerr.New(kerr.InvalidProducerEpoch, "invalid producer epoch")
+	ErrInvalidTxnState      = kafkaerr.New(kerr.InvalidTxnState, "invalid transaction state")
+	ErrCoordinatorFenced    = kafkaerr.New(kerr.TransactionCoordinatorFenced, "transaction coordinator fenced")
 	ErrCorruptSnapshot      = errors.New("corrupt producer state snapshot")
 )
 

@@ -10,6 +10,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -448,31 +449,46 @@ type seqProducer struct {
 // startSeqProducer starts writing with cl, about perTick records every
 // 10 ms. cl must use kgo.ManualPartitioner.
 func startSeqProducer(t testing.TB, cl *kgo.Client, topic string, partitions int32, perTick int) *seqProducer {
+	return startSeqProducerFrom(t, cl, topic, partitions, perTick, 0)
+}
+
+// startSeqProducerFrom is startSeqProducer counting from sequence number
+// first; perTick 0 produces flat out, as fast as the buffer drains.
+func startSeqProducerFrom(t testing.TB, cl *kgo.Client, topic string, partitions int32, perTick int, first uint64) *seqProducer {
 	ctx, cancel := context.WithCancel(context.Background())
 	p := &seqProducer{
 		t: t, cl: cl, topic: topic, partitions: partitions,
 		cancel: cancel, loopDone: make(chan struct{}),
-		acked: map[uint64]seqAck{}, failed: map[uint64]error{},
+		acked: map[uint64]seqAck{}, failed: map[uint64]error{}, produced: first,
 	}
-	go p.loop(ctx, perTick)
+	go p.loop(ctx, perTick, first)
 	// On an early exit the loop may be blocked in Produce on a full
 	// buffer; closing the client fails what is buffered and unblocks it.
 	t.Cleanup(func() { p.cancel(); cl.Close(); <-p.loopDone })
 	return p
 }
 
-func (p *seqProducer) loop(ctx context.Context, perTick int) {
+func (p *seqProducer) loop(ctx context.Context, perTick int, first uint64) {
 	defer close(p.loopDone)
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	var seq uint64
+	var tick <-chan time.Time
+	if perTick > 0 {
+		ticker := time.NewTicker(10 * time.Millisecond)
+		defer ticker.Stop()
+		tick = ticker.C
+	}
+	seq := first
 	for {
-		select {
-		case <-ctx.Done():
+		if tick == nil && ctx.Err() != nil {
 			return
-		case <-tick.C:
 		}
-		for range perTick {
+		if tick != nil {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick:
+			}
+		}
+		for range max(perTick, 1) {
 			s := seq
 			r := &kgo.Record{Topic: p.topic, Partition: int32(s % uint64(p.partitions)), Value: seqValue(s)}
 			p.callbacks.Add(1)
@@ -537,6 +553,37 @@ func (p *seqProducer) stop(t testing.TB) {
 	case <-time.After(30 * time.Second):
 		t.Fatalf("produce callbacks still outstanding 30s after the flush")
 	}
+}
+
+// abandon ends the loop and closes the client, which fails whatever is
+// still buffered or in flight (the broker may be dead), and waits until
+// every callback has run.
+func (p *seqProducer) abandon(t testing.TB) {
+	t.Helper()
+	p.cancel()
+	p.cl.Close()
+	<-p.loopDone
+	waited := make(chan struct{})
+	go func() { p.callbacks.Wait(); close(waited) }()
+	select {
+	case <-waited:
+	case <-time.After(time.Minute):
+		t.Fatal("produce callbacks still outstanding a minute after closing the producer")
+	}
+}
+
+// next returns the first sequence number not handed to Produce.
+func (p *seqProducer) next() uint64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.produced
+}
+
+// ackedCopy returns the acknowledgements so far.
+func (p *seqProducer) ackedCopy() map[uint64]seqAck {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return maps.Clone(p.acked)
 }
 
 func (p *seqProducer) failureSummary() string {
@@ -613,14 +660,19 @@ func seqRecords(t testing.TB, got []rec, partitions int32) []seqRecord {
 // was acknowledged with.
 func checkAckedPresent(t testing.TB, p *seqProducer, got []seqRecord) {
 	t.Helper()
+	checkAcked(t, p.ackedCopy(), got)
+}
+
+// checkAcked requires every record in acked at the offset it was
+// acknowledged with.
+func checkAcked(t testing.TB, acked map[uint64]seqAck, got []seqRecord) {
+	t.Helper()
 	at := map[uint64]seqAck{}
 	for _, r := range got {
 		at[r.seq] = seqAck{r.partition, r.offset}
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
 	var lost []uint64
-	for s, a := range p.acked {
+	for s, a := range acked {
 		f, ok := at[s]
 		if !ok {
 			lost = append(lost, s)
@@ -633,7 +685,7 @@ func checkAckedPresent(t testing.TB, p *seqProducer, got []seqRecord) {
 	if len(lost) > 0 {
 		slices.Sort(lost)
 		t.Errorf("%d of %d acknowledged records lost; first seqs %v (first acknowledged at p%d@%d)",
-			len(lost), len(p.acked), lost[:min(10, len(lost))], p.acked[lost[0]].partition, p.acked[lost[0]].offset)
+			len(lost), len(acked), lost[:min(10, len(lost))], acked[lost[0]].partition, acked[lost[0]].offset)
 	}
 }
 

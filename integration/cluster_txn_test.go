@@ -88,13 +88,7 @@ func TestClusterTxnCoordinatorKilledMidTransaction(t *testing.T) {
 	}
 
 	// The same producer runs a second transaction to completion.
-	var second error
-	for range 20 {
-		if second = prod.BeginTransaction(); second == nil {
-			break
-		}
-		time.Sleep(500 * time.Millisecond)
-	}
+	second := poll(10*time.Second, prod.BeginTransaction)
 	if second != nil {
 		t.Fatalf("BeginTransaction after the kill: %v", second)
 	}

@@ -9,6 +9,10 @@
 //	GOKAFKA_TEST_LOG_LEVEL=debug       the brokers' log.level (default info)
 //	GOKAFKA_TEST_CLIENT_LOGS=debug     franz-go client logs on stderr (debug, info, warn)
 //	GOKAFKA_TEST_REPORT=/path/file     append the kgo suite's counts and the client table there
+//	GOKAFKA_TEST_KEEP_LOGS=/path/dir   network-fault tests: copy each node's log there, with goroutine dumps on a stall
+//
+// TestSoak takes -soak=5m (how long it injects faults; 60 s by default) and
+// -soak.seed=N (replay a schedule whose seed a run printed).
 //
 // GOKAFKA_* variables of the calling shell are not passed to the brokers.
 package integration
@@ -33,6 +37,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/gokafka/gokafka/internal/testkit"
 )
 
 // gokafkaBin is the broker binary built by TestMain.
@@ -81,26 +87,12 @@ func runTests(m *testing.M) int {
 // test with fn's last error. Only call it from the test's own goroutine.
 func eventually(t testing.TB, timeout time.Duration, fn func() error) {
 	t.Helper()
-	if err := poll(timeout, fn); err != nil {
-		t.Fatalf("condition not met within %v: %v", timeout, err)
-	}
+	testkit.Eventually(t, timeout, fn)
 }
 
 // poll is eventually without the test: it returns fn's last error if the
 // deadline passed first.
-func poll(timeout time.Duration, fn func() error) error {
-	deadline := time.Now().Add(timeout)
-	for {
-		err := fn()
-		if err == nil {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return err
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
+func poll(timeout time.Duration, fn func() error) error { return testkit.Poll(timeout, fn) }
 
 // ---------------------------------------------------------------------------
 // Ports.

@@ -33,12 +33,13 @@ func countLogSegments(dir string) (int, error) {
 // and a consumer starting at the beginning (or at a deleted offset) begins at
 // the new log start offset.
 func TestRetentionDeletesOldSegments(t *testing.T) {
-	b := startBroker(t, brokerOpts{Env: map[string]string{"GOKAFKA_LOG_RETENTION_CHECK_INTERVAL_MS": "200"}})
+	// Small segments are the operator's setting: clients may not set
+	// segment.bytes below 1 MiB (KIP-1030).
+	b := startBroker(t, brokerOpts{Env: map[string]string{"GOKAFKA_LOG_RETENTION_CHECK_INTERVAL_MS": "200", "GOKAFKA_LOG_SEGMENT_BYTES": "16384"}})
 	adm := b.admin(t)
 	topic := "retention"
 	createTopic(t, adm, topic, 1, map[string]*string{
-		"segment.bytes": strp("16384"),
-		"retention.ms":  strp("1000"),
+		"retention.ms": strp("1000"),
 	})
 
 	// Small synchronous batches (4 x 1 KB) so segments roll at many

@@ -5,6 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/gokafka/gokafka/internal/kafkaerr"
 )
 
 // Record batch v2 layout (KIP-98), byte offsets within a batch.
@@ -46,35 +50,35 @@ const (
 	CompressionZstd   int8 = 4
 )
 
-// Sentinel errors. Errors returned by this package wrap them; handlers map
-// them to Kafka error codes with errors.Is.
+// Sentinel errors. Errors returned by this package wrap them; each wraps
+// the Kafka error it answers as.
 var (
 	// ErrCorruptMessage: CORRUPT_MESSAGE (2). Bad CRC, bad length, torn data.
-	ErrCorruptMessage = errors.New("corrupt message")
+	ErrCorruptMessage = kafkaerr.New(kerr.CorruptMessage, "corrupt message")
 	// ErrInvalidRecord: INVALID_RECORD (87). Structurally sound but
 	// inconsistent (record count vs offset delta, sequence without producer).
-	ErrInvalidRecord = errors.New("invalid record")
+	ErrInvalidRecord = kafkaerr.New(kerr.InvalidRecord, "invalid record")
 	// ErrMessageTooLarge: MESSAGE_TOO_LARGE (10). A batch exceeds max.message.bytes.
-	ErrMessageTooLarge = errors.New("message too large")
+	ErrMessageTooLarge = kafkaerr.New(kerr.MessageTooLarge, "message too large")
 	// ErrRecordListTooLarge: RECORD_LIST_TOO_LARGE (18). An append larger
 	// than segment.bytes can never fit in a segment.
-	ErrRecordListTooLarge = errors.New("record list too large")
+	ErrRecordListTooLarge = kafkaerr.New(kerr.RecordListTooLarge, "record list too large")
 	// ErrOffsetOutOfRange: OFFSET_OUT_OF_RANGE (1).
-	ErrOffsetOutOfRange = errors.New("offset out of range")
+	ErrOffsetOutOfRange = kafkaerr.New(kerr.OffsetOutOfRange, "offset out of range")
 	// ErrUnsupportedMagic is returned for batches whose magic is not 2. Kafka
 	// (ProduceRequest.validateRecords, produce v3+) answers INVALID_RECORD
 	// for magic 0 and 1, so those errors also wrap ErrInvalidRecord; a magic
 	// above 2 is unparseable and also wraps ErrCorruptMessage. Handlers
 	// should test ErrCorruptMessage/ErrInvalidRecord before this one.
-	ErrUnsupportedMagic = errors.New("unsupported record batch magic")
+	ErrUnsupportedMagic = kafkaerr.New(kerr.UnsupportedForMessageFormat, "unsupported record batch magic")
 	// ErrUnsupportedCompression: UNSUPPORTED_COMPRESSION_TYPE (76), codec ids 5-7.
-	ErrUnsupportedCompression = errors.New("unsupported compression type")
+	ErrUnsupportedCompression = kafkaerr.New(kerr.UnsupportedCompressionType, "unsupported compression type")
 	// ErrOffsetsOutOfOrder is returned by AppendAsFollower when the batches
 	// are not strictly increasing or start below the log end offset.
 	// Kafka's follower path treats this as a fatal replica error.
 	ErrOffsetsOutOfOrder = errors.New("offsets out of order")
 	// ErrLogClosed is returned by operations on a closed log.
-	ErrLogClosed = errors.New("log closed")
+	ErrLogClosed = kafkaerr.New(kerr.NotLeaderForPartition, "log closed")
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)

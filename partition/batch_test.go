@@ -6,10 +6,12 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/gokafka/gokafka/internal/testkit"
 )
 
 func TestValidateBatches(t *testing.T) {
-	good := simpleBatch(t, 3, 100, 10)
+	good := testkit.SimpleBatch(3, 100, 10)
 	mod := func(f func(b []byte) []byte) []byte { return f(append([]byte(nil), good...)) }
 	recrc := func(b []byte) []byte {
 		binary.BigEndian.PutUint32(b[offCRC:], batchCRC(b))
@@ -76,8 +78,8 @@ func TestValidateBatches(t *testing.T) {
 // accepted input is whole batches that ParseBatchHeader agrees with, and
 // that the lookup path (record walking, decompression) survives them too.
 func FuzzValidateBatches(f *testing.F) {
-	f.Add(simpleBatch(f, 3, 100, 10))
-	f.Add(makeBatch(f, testBatch{firstTs: 1, tsDeltas: []int64{0, 5}, valueLen: 3, codec: CompressionGzip}))
+	f.Add(testkit.SimpleBatch(3, 100, 10))
+	f.Add(testkit.Batch{FirstTimestamp: 1, TimestampDeltas: []int64{0, 5}, ValueLen: 3, Codec: CompressionGzip}.Encode(f))
 	f.Add([]byte{})
 	f.Add([]byte{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 49, 0, 0, 0, 0, 2})
 	f.Fuzz(func(t *testing.T, b []byte) {
@@ -106,12 +108,12 @@ func TestWriteFuzzSeeds(t *testing.T) {
 	if os.Getenv("GOKAFKA_WRITE_SEEDS") == "" {
 		t.Skip("set GOKAFKA_WRITE_SEEDS=1 to rewrite testdata/fuzz seeds")
 	}
-	good := simpleBatch(t, 3, 100, 10)
+	good := testkit.SimpleBatch(3, 100, 10)
 	bad := append([]byte(nil), good...)
 	bad[len(bad)-1] ^= 1
 	seeds := map[string][]byte{
 		"valid_uncompressed": good,
-		"valid_zstd":         makeBatch(t, testBatch{firstTs: 7, tsDeltas: []int64{0, 1, 2}, valueLen: 5, codec: CompressionZstd}),
+		"valid_zstd":         testkit.Batch{FirstTimestamp: 7, TimestampDeltas: []int64{0, 1, 2}, ValueLen: 5, Codec: CompressionZstd}.Encode(t),
 		"valid_two_batches":  append(append([]byte(nil), good...), good...),
 		"bad_crc":            bad,
 		"torn":               good[:40],

@@ -3,12 +3,14 @@ package partition
 import (
 	"math/rand"
 	"testing"
+
+	"github.com/gokafka/gokafka/internal/testkit"
 )
 
 // bench16K is a 16 KiB batch of 16 records of 1 KiB (minus framing).
 func bench16K(b *testing.B) []byte {
 	d := make([]int64, 16)
-	return makeBatch(b, testBatch{firstTs: 1_700_000_000_000, tsDeltas: d, valueLen: 1000})
+	return testkit.Batch{FirstTimestamp: 1_700_000_000_000, TimestampDeltas: d, ValueLen: 1000}.Encode(b)
 }
 
 func benchLog(b *testing.B) *Log {

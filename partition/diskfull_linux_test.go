@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"syscall"
 	"testing"
+
+	"github.com/gokafka/gokafka/internal/testkit"
 )
 
 // readRaw returns the bytes of every batch from offset 0 to the LEO.
@@ -82,7 +84,7 @@ func TestDiskFullAppendFailsAndKeepsAcknowledged(t *testing.T) {
 		logs[i] = &state{l: l, tp: tp}
 	}
 	appendOne := func(s *state, ts int64) error {
-		b := simpleBatch(t, 1, ts, 20)
+		b := testkit.SimpleBatch(1, ts, 20)
 		info, err := s.l.Append(b, 0)
 		if err != nil {
 			if s.l.LogEndOffset() != s.leo {

@@ -29,11 +29,19 @@
 // does not cover; with message.timestamp.type=LogAppendTime they also set
 // the timestamp-type bit and MaxTimestamp and recompute the CRC, exactly as
 // Kafka's DefaultRecordBatch.setMaxTimestamp does. Nothing is decompressed
-// on the produce or fetch path; only ListOffsets-by-timestamp looks inside
-// a batch, through RecordIter (records.go), which streams the records
+// on the produce or fetch path; only ListOffsets-by-timestamp and the
+// coordinators loading their internal topics look inside a batch, through
+// RecordIter (records.go), which streams the records
 // through the decoder and refuses a batch that expands past its declared
 // record count times max.message.bytes (at most 256 MiB) as
 // CORRUPT_MESSAGE, so a decompression bomb costs bounded memory and CPU.
+//
+// The v2 batch format is written here too: BatchBuilder (builder.go)
+// encodes records (key, value, headers, timestamp deltas, producer id,
+// epoch and sequence, the transactional and control flags, the CRC) for
+// every writer that builds batches itself (the group and transaction
+// coordinators, transaction markers: ControlBatch), and ReadControlMarker
+// reads a marker back.
 //
 // Index entries point at batch starts: the offset index maps a batch's
 // base offset to its position, one entry once index.interval.bytes have

@@ -139,22 +139,60 @@ func (l *Log) closeFiles() {
 	l.mu.segs = nil
 }
 
+// load opens the log's directory: it removes leftovers, opens the
+// segments, recovers those an unclean shutdown may have left torn, settles
+// the offsets and the leader-epoch cache, and makes what recovery changed
+// durable. It runs before the log is shared, so it holds no lock.
 func (l *Log) load(opts OpenOptions) error {
-	exists, _, err := l.fs.Stat(l.dir)
+	bases, err := l.scanDir()
 	if err != nil {
 		return err
 	}
+	epochsOK, err := l.readEpochCheckpoint()
+	if err != nil {
+		return err
+	}
+	now := l.now()
+	if err := l.openSegments(bases, now); err != nil {
+		return err
+	}
+	recoverFrom := recoveryStart(l.mu.segs, opts)
+	if err := l.recoverSegments(recoverFrom); err != nil {
+		return err
+	}
+	if err := l.settleOffsets(opts, now); err != nil {
+		return err
+	}
+	if err := l.settleEpochs(epochsOK, recoverFrom); err != nil {
+		return err
+	}
+	if err := l.persistRecovery(opts, recoverFrom); err != nil {
+		return err
+	}
+	l.logger.Debug().Int64("log_start_offset", l.mu.logStart).Int64("log_end_offset", l.mu.leo).
+		Int64("recovery_point", l.mu.recoveryPoint).Int("segments", len(l.mu.segs)).Bool("clean", opts.CleanShutdown).Msg("log loaded")
+	return nil
+}
+
+// scanDir creates the log's directory if missing, removes leftovers of
+// interrupted writes and indexes without a segment, and returns the
+// segments' base offsets in order.
+func (l *Log) scanDir() ([]int64, error) {
+	exists, _, err := l.fs.Stat(l.dir)
+	if err != nil {
+		return nil, err
+	}
 	if !exists {
 		if err := l.fs.MkdirAll(l.dir, 0o755); err != nil {
-			return err
+			return nil, err
 		}
 		if err := l.fs.SyncDir(l.parent); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	names, err := l.fs.ReadDir(l.dir)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	logs := map[int64]bool{}
 	var bases []int64
@@ -172,37 +210,45 @@ func (l *Log) load(opts OpenOptions) error {
 			// Leftovers of an interrupted checkpoint write or of Kafka's own
 			// segment replacement; never live data.
 			if err := l.fs.Remove(p); err != nil {
-				return err
+				return nil, err
 			}
 		case strings.HasSuffix(n, indexSuffix) || strings.HasSuffix(n, timeIndexSuffix):
 			b, ok := parseSegmentName(n, filepath.Ext(n))
 			if ok && !logs[b] {
 				l.logger.Warn().Str("file", n).Msg("removing index without a log segment")
 				if err := l.fs.Remove(p); err != nil {
-					return err
+					return nil, err
 				}
 			}
 		}
 	}
 	sort.Slice(bases, func(i, j int) bool { return bases[i] < bases[j] })
+	return bases, nil
+}
 
-	// Leader-epoch cache from its checkpoint; rebuilt below if unusable.
-	epochsOK := true
-	if data, ok, err := readWholeFile(l.fs, filepath.Join(l.dir, leaderEpochCheckpointFile)); err != nil {
-		return err
-	} else if ok {
-		if entries, err := decodeEpochCheckpoint(data); err != nil {
-			l.logger.Warn().Err(err).Msg("leader-epoch-checkpoint unreadable; rebuilding from batches")
-			epochsOK = false
-		} else {
-			l.mu.epochs.entries = entries
-		}
-	} else {
-		epochsOK = false
+// readEpochCheckpoint loads the leader-epoch cache from its checkpoint. It
+// returns false when there is none or it is unreadable: the cache is then
+// rebuilt from the batches (settleEpochs).
+func (l *Log) readEpochCheckpoint() (bool, error) {
+	data, ok, err := readWholeFile(l.fs, filepath.Join(l.dir, leaderEpochCheckpointFile))
+	if err != nil {
+		return false, err
 	}
+	if !ok {
+		return false, nil
+	}
+	entries, err := decodeEpochCheckpoint(data)
+	if err != nil {
+		l.logger.Warn().Err(err).Msg("leader-epoch-checkpoint unreadable; rebuilding from batches")
+		return false, nil
+	}
+	l.mu.epochs.entries = entries
+	return true, nil
+}
 
-	now := l.now()
-	cfg := l.mu.cfg
+// openSegments opens the segment files with these bases, closing them all
+// again if one fails.
+func (l *Log) openSegments(bases []int64, now time.Time) error {
 	segs := make([]*segment, 0, len(bases))
 	for _, b := range bases {
 		s, err := openSegment(l.fs, l.dir, b, now)
@@ -215,24 +261,39 @@ func (l *Log) load(opts OpenOptions) error {
 		segs = append(segs, s)
 	}
 	l.mu.segs = segs
+	return nil
+}
 
-	// Which segments must be re-validated: after an unclean shutdown, the
-	// one holding recoveryPoint-1 and everything after it (the segment the
-	// recovery point ends may have an unsynced index, see Flush).
-	recoverFrom := len(segs)
-	if !opts.CleanShutdown {
-		recoverFrom = 0
-		for i, s := range segs {
-			if s.base <= opts.RecoveryPoint-1 {
-				recoverFrom = i
-			}
+// recoveryStart returns the index of the first segment to re-validate:
+// none after a clean shutdown; otherwise the one holding recoveryPoint-1
+// and everything after it (the segment the recovery point ends may have an
+// unsynced index, see Flush).
+func recoveryStart(segs []*segment, opts OpenOptions) int {
+	if opts.CleanShutdown {
+		return len(segs)
+	}
+	from := 0
+	for i, s := range segs {
+		if s.base <= opts.RecoveryPoint-1 {
+			from = i
 		}
 	}
-	assignEpoch := func(h BatchHeader) {
-		if h.PartitionLeaderEpoch >= 0 && h.PartitionLeaderEpoch > l.mu.epochs.latestEpoch() {
-			l.mu.epochs.assign(h.PartitionLeaderEpoch, h.BaseOffset)
-		}
+	return from
+}
+
+// assignEpochLocked feeds a recovered batch to the leader-epoch cache.
+func (l *Log) assignEpochLocked(h BatchHeader) {
+	if h.PartitionLeaderEpoch >= 0 && h.PartitionLeaderEpoch > l.mu.epochs.latestEpoch() {
+		l.mu.epochs.assign(h.PartitionLeaderEpoch, h.BaseOffset)
 	}
+}
+
+// recoverSegments sanity-checks the segments before recoverFrom (recovering
+// one that fails) and recovers those from it on. A segment truncated by
+// recovery, or ending short of its successor, lost unsynced data: every
+// later segment is deleted, as in Kafka.
+func (l *Log) recoverSegments(recoverFrom int) error {
+	cfg := l.mu.cfg
 	for i := 0; i < len(l.mu.segs); i++ {
 		s := l.mu.segs[i]
 		if i < recoverFrom {
@@ -250,7 +311,7 @@ func (l *Log) load(opts OpenOptions) error {
 				l.logger.Warn().Err(err).Int64("segment", s.base).Msg("segment failed its sanity check; recovering it")
 			}
 		}
-		res, err := s.recoverLocked(cfg, assignEpoch)
+		res, err := s.recoverLocked(cfg, l.assignEpochLocked)
 		if err != nil {
 			return err
 		}
@@ -259,7 +320,7 @@ func (l *Log) load(opts OpenOptions) error {
 			// A recovered segment that ends short of its successor lost
 			// unsynced data (its successor's name was made durable by a
 			// directory sync first); everything after it is unflushed.
-			ev := l.logger.Warn().Int64("segment", s.base).Int64("truncatedBytes", res.truncatedBytes).Int64("validBytes", s.size).Int64("nextOffset", s.next)
+			ev := l.logger.Warn().Int64("segment", s.base).Int64("truncated_bytes", res.truncatedBytes).Int64("valid_bytes", s.size).Int64("next_offset", s.next)
 			if res.reason != nil {
 				ev = ev.AnErr("reason", res.reason)
 			}
@@ -283,7 +344,14 @@ func (l *Log) load(opts OpenOptions) error {
 	for i := 0; i+1 < len(l.mu.segs); i++ {
 		l.mu.segs[i].next = max(l.mu.segs[i].next, l.mu.segs[i+1].base)
 	}
+	return nil
+}
 
+// settleOffsets sets the log end, log start, high watermark and recovery
+// point from the recovered segments and the checkpoints in opts, starting
+// a segment if there is none and removing producer snapshots above the
+// log end.
+func (l *Log) settleOffsets(opts OpenOptions, now time.Time) error {
 	// An empty trailing segment left after recovery stays: it is simply the
 	// active segment. No segment at all: start one at the log start.
 	if len(l.mu.segs) == 0 {
@@ -299,7 +367,7 @@ func (l *Log) load(opts OpenOptions) error {
 	if l.mu.logStart > l.mu.leo {
 		// Data below the checkpointed log start was lost (or deleted): the
 		// log is logically empty and must continue at the log start.
-		l.logger.Warn().Int64("logStart", l.mu.logStart).Int64("logEndOffset", l.mu.leo).Msg("log end below log start; starting empty at log start")
+		l.logger.Warn().Int64("log_start_offset", l.mu.logStart).Int64("log_end_offset", l.mu.leo).Msg("log end below log start; starting empty at log start")
 		if err := l.truncateFullyLocked(l.mu.logStart); err != nil {
 			return err
 		}
@@ -315,13 +383,19 @@ func (l *Log) load(opts OpenOptions) error {
 	} else {
 		l.mu.recoveryPoint = min(max(opts.RecoveryPoint, 0), l.mu.leo)
 	}
+	return nil
+}
 
+// settleEpochs rebuilds the leader-epoch cache from every segment when its
+// checkpoint was unusable and some segments were not recovered (and so did
+// not feed it), then cuts it to the log's offsets.
+func (l *Log) settleEpochs(epochsOK bool, recoverFrom int) error {
 	if !epochsOK && l.mu.leo > l.mu.logStart && recoverFrom > 0 {
 		// The segments that were not recovered did not feed the cache.
 		l.mu.epochs.entries = nil
 		for _, s := range l.mu.segs {
 			if _, err := scanHeaders(s.log, 0, s.size, func(h BatchHeader, _ int64) bool {
-				assignEpoch(h)
+				l.assignEpochLocked(h)
 				return true
 			}); err != nil {
 				return err
@@ -333,7 +407,13 @@ func (l *Log) load(opts OpenOptions) error {
 	if l.mu.epochs.dirty || !epochsOK {
 		l.mu.epochs.dirty = true
 	}
+	return nil
+}
 
+// persistRecovery makes what loading changed durable: recovered segments
+// and rebuilt indexes after an unclean shutdown, a changed leader-epoch
+// checkpoint, removed snapshots or a fresh start at the log start.
+func (l *Log) persistRecovery(opts OpenOptions, recoverFrom int) error {
 	if !opts.CleanShutdown {
 		// Make the recovered state durable (truncations, rebuilt indexes)
 		// so the recovery point can cover it.
@@ -356,8 +436,6 @@ func (l *Log) load(opts OpenOptions) error {
 		}
 		l.mu.truncPending, l.mu.newSegments, l.mu.cut = false, false, nil
 	}
-	l.logger.Debug().Int64("logStartOffset", l.mu.logStart).Int64("logEndOffset", l.mu.leo).
-		Int64("recoveryPoint", l.mu.recoveryPoint).Int("segments", len(l.mu.segs)).Bool("clean", opts.CleanShutdown).Msg("log loaded")
 	return nil
 }
 
@@ -1047,7 +1125,7 @@ func (l *Log) truncateToLocked(offset int64) error {
 	if offset < l.mu.segs[0].base {
 		return l.truncateFullyLocked(offset)
 	}
-	l.logger.Info().Int64("offset", offset).Int64("logEndOffset", l.mu.leo).Msg("truncating log")
+	l.logger.Info().Int64("offset", offset).Int64("log_end_offset", l.mu.leo).Msg("truncating log")
 	// From here on the files change: whatever happens, the directory and
 	// the cut segment must be synced before the truncation counts as done.
 	l.mu.truncPending = true

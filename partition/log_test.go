@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/gokafka/gokafka/internal/testkit"
 )
 
 func smallConfig() Config {
@@ -22,7 +24,7 @@ func TestAppendAndRead(t *testing.T) {
 	defer l.Close()
 	var sizes []int
 	for i := 0; i < 10; i++ {
-		b := simpleBatch(t, 3, 1000+int64(i)*10, 20)
+		b := testkit.SimpleBatch(3, 1000+int64(i)*10, 20)
 		sizes = append(sizes, len(b))
 		info := mustAppend(t, l, b, 0)
 		if info.FirstOffset != int64(i*3) || info.LastOffset != int64(i*3+2) || info.NumRecords != 3 {
@@ -89,11 +91,11 @@ func TestAppendAndRead(t *testing.T) {
 func TestRollBySegmentBytes(t *testing.T) {
 	fs := NewMemFS()
 	cfg := smallConfig()
-	b := simpleBatch(t, 2, 1000, 100)
+	b := testkit.SimpleBatch(2, 1000, 100)
 	cfg.SegmentBytes = int64(len(b))*3 + 1 // three batches per segment
 	l := openTestLog(t, fs, cfg, OpenOptions{CleanShutdown: true})
 	for i := 0; i < 10; i++ {
-		mustAppend(t, l, simpleBatch(t, 2, 1000, 100), 0)
+		mustAppend(t, l, testkit.SimpleBatch(2, 1000, 100), 0)
 	}
 	if n := l.NumSegments(); n != 4 {
 		t.Fatalf("segments %d, want 4", n)
@@ -116,7 +118,7 @@ func TestRollBySegmentBytes(t *testing.T) {
 		t.Fatalf("read %d batches across segments", len(hs))
 	}
 	// Too large for any segment.
-	big := simpleBatch(t, 1, 1, int(cfg.SegmentBytes))
+	big := testkit.SimpleBatch(1, 1, int(cfg.SegmentBytes))
 	if _, err := l.Append(big, 0); !errors.Is(err, ErrRecordListTooLarge) {
 		t.Fatalf("oversized append: %v", err)
 	}
@@ -130,12 +132,12 @@ func TestRollBySegmentMs(t *testing.T) {
 	cfg.SegmentMs = 1000
 	l := openTestLog(t, fs, cfg, OpenOptions{CleanShutdown: true, Now: clk.Now})
 	defer l.Close()
-	mustAppend(t, l, simpleBatch(t, 1, 10_000, 10), 0)
-	mustAppend(t, l, simpleBatch(t, 1, 10_900, 10), 0) // 900ms after the first: same segment
+	mustAppend(t, l, testkit.SimpleBatch(1, 10_000, 10), 0)
+	mustAppend(t, l, testkit.SimpleBatch(1, 10_900, 10), 0) // 900ms after the first: same segment
 	if n := l.NumSegments(); n != 1 {
 		t.Fatalf("segments %d", n)
 	}
-	mustAppend(t, l, simpleBatch(t, 1, 11_001, 10), 0) // > segment.ms after the first batch
+	mustAppend(t, l, testkit.SimpleBatch(1, 11_001, 10), 0) // > segment.ms after the first batch
 	if n := l.NumSegments(); n != 2 {
 		t.Fatalf("segments %d after segment.ms", n)
 	}
@@ -145,7 +147,7 @@ func TestRetention(t *testing.T) {
 	fs := NewMemFS()
 	clk := newClock()
 	cfg := smallConfig()
-	one := simpleBatch(t, 2, 0, 100)
+	one := testkit.SimpleBatch(2, 0, 100)
 	cfg.SegmentBytes = int64(len(one)) * 2 // two batches per segment
 	cfg.RetentionMs = 1000
 	l := openTestLog(t, fs, cfg, OpenOptions{CleanShutdown: true, Now: clk.Now})
@@ -154,7 +156,7 @@ func TestRetention(t *testing.T) {
 	// Segments: [0,4) old, [4,8) old, [8,12) new, [12,14) active.
 	for i, ts := range []int64{now - 5000, now - 5000, now - 4000, now - 4000, now, now, now, now} {
 		_ = i
-		mustAppend(t, l, simpleBatch(t, 2, ts, 100), 0)
+		mustAppend(t, l, testkit.SimpleBatch(2, ts, 100), 0)
 	}
 	if l.NumSegments() != 4 {
 		t.Fatalf("segments %d", l.NumSegments())
@@ -189,7 +191,7 @@ func TestRetention(t *testing.T) {
 	cfg.RetentionBytes = int64(len(one)) * 3
 	l.UpdateConfig(cfg)
 	for i := 0; i < 8; i++ {
-		mustAppend(t, l, simpleBatch(t, 2, now, 100), 0)
+		mustAppend(t, l, testkit.SimpleBatch(2, now, 100), 0)
 	}
 	l.SetHighWatermark(l.LogEndOffset())
 	if _, err := l.ApplyRetention(clk.Now()); err != nil {
@@ -212,12 +214,12 @@ func TestRetention(t *testing.T) {
 func TestDeleteRecordsBefore(t *testing.T) {
 	fs := NewMemFS()
 	cfg := smallConfig()
-	one := simpleBatch(t, 2, 0, 100)
+	one := testkit.SimpleBatch(2, 0, 100)
 	cfg.SegmentBytes = int64(len(one)) * 2
 	l := openTestLog(t, fs, cfg, OpenOptions{CleanShutdown: true})
 	defer l.Close()
 	for i := 0; i < 6; i++ {
-		mustAppend(t, l, simpleBatch(t, 2, 1, 100), int32(i))
+		mustAppend(t, l, testkit.SimpleBatch(2, 1, 100), int32(i))
 	}
 	// Segments [0,4) [4,8) [8,12); HW 9.
 	l.SetHighWatermark(9)
@@ -253,11 +255,11 @@ func TestDeleteRecordsBefore(t *testing.T) {
 func TestTruncateToThenAppend(t *testing.T) {
 	fs := NewMemFS()
 	cfg := smallConfig()
-	one := simpleBatch(t, 3, 0, 50)
+	one := testkit.SimpleBatch(3, 0, 50)
 	cfg.SegmentBytes = int64(len(one)) * 4
 	l := openTestLog(t, fs, cfg, OpenOptions{CleanShutdown: true})
 	for i := 0; i < 10; i++ {
-		mustAppend(t, l, simpleBatch(t, 3, int64(100+i), 50), int32(i/4))
+		mustAppend(t, l, testkit.SimpleBatch(3, int64(100+i), 50), int32(i/4))
 	}
 	// 30 offsets, epochs: 0@0, 1@12, 2@24. Segments of 4 batches: 0,12,24.
 	l.SetHighWatermark(30)
@@ -274,7 +276,7 @@ func TestTruncateToThenAppend(t *testing.T) {
 		t.Fatalf("end for epoch 0: %d %d", ep, end)
 	}
 	for i := 0; i < 5; i++ {
-		info := mustAppend(t, l, simpleBatch(t, 3, int64(200+i), 50), 5)
+		info := mustAppend(t, l, testkit.SimpleBatch(3, int64(200+i), 50), 5)
 		if info.FirstOffset != int64(12+3*i) {
 			t.Fatalf("append after truncate at %d", info.FirstOffset)
 		}
@@ -321,7 +323,7 @@ func TestTruncateToThenAppend(t *testing.T) {
 	if l.LogStartOffset() != 100 || l.LogEndOffset() != 100 || l.LatestEpoch() != -1 {
 		t.Fatal("truncate fully")
 	}
-	if info := mustAppend(t, l, simpleBatch(t, 1, 1, 1), 7); info.FirstOffset != 100 {
+	if info := mustAppend(t, l, testkit.SimpleBatch(1, 1, 1), 7); info.FirstOffset != 100 {
 		t.Fatalf("append after full truncation at %d", info.FirstOffset)
 	}
 }
@@ -374,9 +376,9 @@ func TestEpochCache(t *testing.T) {
 	// Through the log, persisted in Kafka's format.
 	fs := NewMemFS()
 	l := openTestLog(t, fs, smallConfig(), OpenOptions{CleanShutdown: true})
-	mustAppend(t, l, simpleBatch(t, 2, 1, 1), 0)
-	mustAppend(t, l, simpleBatch(t, 2, 1, 1), 0)
-	mustAppend(t, l, simpleBatch(t, 2, 1, 1), 3)
+	mustAppend(t, l, testkit.SimpleBatch(2, 1, 1), 0)
+	mustAppend(t, l, testkit.SimpleBatch(2, 1, 1), 0)
+	mustAppend(t, l, testkit.SimpleBatch(2, 1, 1), 3)
 	if ep, end := l.EndOffsetForEpoch(0); ep != 0 || end != 4 {
 		t.Fatalf("%d %d", ep, end)
 	}
@@ -395,9 +397,9 @@ func TestEpochCache(t *testing.T) {
 	fs2 := NewMemFS()
 	f := openTestLog(t, fs2, smallConfig(), OpenOptions{CleanShutdown: true})
 	defer f.Close()
-	b := simpleBatch(t, 2, 1, 1)
+	b := testkit.SimpleBatch(2, 1, 1)
 	setBaseOffsetAndEpoch(b, 0, 4)
-	b2 := simpleBatch(t, 2, 1, 1)
+	b2 := testkit.SimpleBatch(2, 1, 1)
 	setBaseOffsetAndEpoch(b2, 2, 6)
 	if _, err := f.AppendAsFollower(append(b, b2...)); err != nil {
 		t.Fatal(err)
@@ -417,7 +419,7 @@ func TestLogAppendTime(t *testing.T) {
 	cfg.LogAppendTime = true
 	l := openTestLog(t, fs, cfg, OpenOptions{CleanShutdown: true, Now: clk.Now})
 	defer l.Close()
-	b := makeBatch(t, testBatch{firstTs: 5, tsDeltas: []int64{0, 1, 2}, valueLen: 10, codec: CompressionGzip})
+	b := testkit.Batch{FirstTimestamp: 5, TimestampDeltas: []int64{0, 1, 2}, ValueLen: 10, Codec: CompressionGzip}.Encode(t)
 	orig, _ := ParseBatchHeader(b)
 	info := mustAppend(t, l, b, 0)
 	now := clk.Now().UnixMilli()
@@ -451,7 +453,7 @@ func TestConcurrentAppendReadFlush(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := 0; i < 50; i++ {
-				b := simpleBatch(t, 4, 1, 100)
+				b := testkit.SimpleBatch(4, 1, 100)
 				info, err := l.Append(b, 0)
 				if err != nil {
 					t.Error(err)
@@ -506,7 +508,7 @@ func TestConcurrentAppendReadFlush(t *testing.T) {
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := l.Append(simpleBatch(t, 1, 1, 1), 0); !errors.Is(err, ErrLogClosed) {
+	if _, err := l.Append(testkit.SimpleBatch(1, 1, 1), 0); !errors.Is(err, ErrLogClosed) {
 		t.Fatalf("append after close: %v", err)
 	}
 }
@@ -518,7 +520,7 @@ func TestFlushIfDue(t *testing.T) {
 	cfg.FlushMs = 1000
 	l := openTestLog(t, fs, cfg, OpenOptions{CleanShutdown: true, Now: clk.Now})
 	defer l.Close()
-	mustAppend(t, l, simpleBatch(t, 2, 1, 1), 0)
+	mustAppend(t, l, testkit.SimpleBatch(2, 1, 1), 0)
 	if err := l.FlushIfDue(clk.Now()); err != nil || l.RecoveryPoint() != 0 {
 		t.Fatalf("flushed early: rp %d %v", l.RecoveryPoint(), err)
 	}
@@ -535,7 +537,7 @@ func TestOSFSLog(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := 0; i < 5; i++ {
-		mustAppend(t, l, simpleBatch(t, 2, 10, 30), 1)
+		mustAppend(t, l, testkit.SimpleBatch(2, 10, 30), 1)
 	}
 	if err := l.Close(); err != nil {
 		t.Fatal(err)

@@ -39,12 +39,16 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/gokafka/gokafka/internal/kafkaerr"
 )
 
 // ErrStorage is the error of every operation on a log dir that is
 // offline, and wraps the I/O error that took it offline (Kafka's
 // KAFKA_STORAGE_ERROR).
-var ErrStorage = errors.New("kafka storage error")
+var ErrStorage = kafkaerr.New(kerr.KafkaStorageError, "kafka storage error")
 
 // logDir is one entry of log.dirs.
 type logDir struct {

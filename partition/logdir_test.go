@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/gokafka/gokafka/internal/testkit"
 )
 
 // failingDirs is an ErrorFS whose faults and operation counts are per log
@@ -102,8 +104,8 @@ func TestFailedFsyncTakesLogDirOfflineAndIsNeverRetried(t *testing.T) {
 	faults, efs := newFailingDirs(NewMemFS())
 	m, a, b := twoDirManager(t, efs)
 	w := watchFailures(m)
-	mustAppend(t, a, simpleBatch(t, 2, 1, 10), 0)
-	mustAppend(t, b, simpleBatch(t, 2, 1, 10), 0)
+	mustAppend(t, a, testkit.SimpleBatch(2, 1, 10), 0)
+	mustAppend(t, b, testkit.SimpleBatch(2, 1, 10), 0)
 
 	faults.set("/d1", "sync", syscall.EIO)
 	err := a.Flush()
@@ -121,7 +123,7 @@ func TestFailedFsyncTakesLogDirOfflineAndIsNeverRetried(t *testing.T) {
 	if err := a.Flush(); !errors.Is(err, ErrStorage) && !errors.Is(err, ErrLogClosed) {
 		t.Fatalf("second flush: %v", err)
 	}
-	if _, err := a.Append(simpleBatch(t, 1, 1, 10), 0); err == nil {
+	if _, err := a.Append(testkit.SimpleBatch(1, 1, 10), 0); err == nil {
 		t.Fatal("append to a log in an offline dir succeeded")
 	}
 	if _, err := m.GetOrCreate(TopicPartition{"a", 0}); !errors.Is(err, ErrStorage) {
@@ -135,7 +137,7 @@ func TestFailedFsyncTakesLogDirOfflineAndIsNeverRetried(t *testing.T) {
 	}
 
 	// The other dir serves as before, and new partitions go there.
-	mustAppend(t, b, simpleBatch(t, 2, 1, 10), 0)
+	mustAppend(t, b, testkit.SimpleBatch(2, 1, 10), 0)
 	if err := b.Flush(); err != nil {
 		t.Fatal(err)
 	}
@@ -172,26 +174,26 @@ func TestDiskFullOnAppendIsStorageErrorAndRestartServesAcknowledged(t *testing.T
 	w := watchFailures(m)
 	var acked []AppendInfo
 	for i := 0; i < 5; i++ {
-		acked = append(acked, mustAppend(t, a, simpleBatch(t, 3, 1, 10), 0))
+		acked = append(acked, mustAppend(t, a, testkit.SimpleBatch(3, 1, 10), 0))
 	}
 	if err := a.Flush(); err != nil {
 		t.Fatal(err)
 	}
 
 	faults.set("/d1", "write", syscall.ENOSPC)
-	_, err := a.Append(simpleBatch(t, 3, 1, 10), 0)
+	_, err := a.Append(testkit.SimpleBatch(3, 1, 10), 0)
 	if !errors.Is(err, ErrStorage) || !errors.Is(err, syscall.ENOSPC) {
 		t.Fatalf("append on a full disk: %v, want a storage error wrapping ENOSPC", err)
 	}
 	w.await(t)
 	writes := faults.count("/d1", "write")
-	if _, err := a.Append(simpleBatch(t, 3, 1, 10), 0); err == nil {
+	if _, err := a.Append(testkit.SimpleBatch(3, 1, 10), 0); err == nil {
 		t.Fatal("append after the dir went offline succeeded")
 	}
 	if faults.count("/d1", "write") != writes {
 		t.Fatal("append after the dir went offline reached the disk")
 	}
-	mustAppend(t, b, simpleBatch(t, 3, 1, 10), 0)
+	mustAppend(t, b, testkit.SimpleBatch(3, 1, 10), 0)
 	if err := m.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -222,8 +224,8 @@ func TestReadErrorTakesLogDirOffline(t *testing.T) {
 	m, a, b := twoDirManager(t, efs)
 	defer m.Close()
 	w := watchFailures(m)
-	mustAppend(t, a, simpleBatch(t, 2, 1, 10), 0)
-	mustAppend(t, b, simpleBatch(t, 2, 1, 10), 0)
+	mustAppend(t, a, testkit.SimpleBatch(2, 1, 10), 0)
+	mustAppend(t, b, testkit.SimpleBatch(2, 1, 10), 0)
 	faults.set("/d2", "read", syscall.EIO)
 	if _, err := b.Read(0, 1<<20, 2, true); !errors.Is(err, ErrStorage) {
 		t.Fatalf("read: %v, want ErrStorage", err)
@@ -240,7 +242,7 @@ func TestFailedRenameTakesLogDirOffline(t *testing.T) {
 	faults, efs := newFailingDirs(NewMemFS())
 	m, _, b := twoDirManager(t, efs)
 	w := watchFailures(m)
-	mustAppend(t, b, simpleBatch(t, 2, 1, 10), 0)
+	mustAppend(t, b, testkit.SimpleBatch(2, 1, 10), 0)
 	faults.set("/d1", "rename", syscall.EIO)
 	if err := m.WriteCheckpoints(); !errors.Is(err, ErrStorage) {
 		t.Fatalf("checkpoints: %v, want ErrStorage", err)
@@ -294,25 +296,25 @@ func TestFailingFSHookFailsOnlyItsDirOnceTriggered(t *testing.T) {
 	var failed atomic.Value
 	done := make(chan struct{})
 	m.OnLogDirFailure(func(dir string, err error) { failed.Store(dir); close(done) })
-	mustAppend(t, a, simpleBatch(t, 1, 1, 10), 0)
+	mustAppend(t, a, testkit.SimpleBatch(1, 1, 10), 0)
 	if err := os.WriteFile(trigger, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.Append(simpleBatch(t, 1, 1, 10), 0); !errors.Is(err, ErrStorage) {
+	if _, err := a.Append(testkit.SimpleBatch(1, 1, 10), 0); !errors.Is(err, ErrStorage) {
 		t.Fatalf("append once triggered: %v", err)
 	}
 	<-done
 	if failed.Load() != "/d1" {
 		t.Fatalf("failed %v", failed.Load())
 	}
-	mustAppend(t, b, simpleBatch(t, 1, 1, 10), 0)
+	mustAppend(t, b, testkit.SimpleBatch(1, 1, 10), 0)
 }
 
 func TestLogDirFailingWhileOpeningStopsTheStart(t *testing.T) {
 	mem := NewMemFS()
 	m, a, b := twoDirManager(t, mem)
-	mustAppend(t, a, simpleBatch(t, 2, 1, 10), 0)
-	mustAppend(t, b, simpleBatch(t, 2, 1, 10), 0)
+	mustAppend(t, a, testkit.SimpleBatch(2, 1, 10), 0)
+	mustAppend(t, b, testkit.SimpleBatch(2, 1, 10), 0)
 	if err := m.Close(); err != nil {
 		t.Fatal(err)
 	}

@@ -75,6 +75,49 @@ func OpenManager(fs FS, cfg ManagerConfig, configFor func(topic string) Config, 
 	if len(cfg.Dirs) == 0 {
 		return nil, errors.New("no log dirs")
 	}
+	cfg, configFor = managerDefaults(cfg, configFor)
+	now := cfg.Now
+	if now == nil {
+		now = time.Now
+	}
+	m := &Manager{fs: fs, cfg: cfg, configFor: configFor, logger: logger, now: now, stop: make(chan struct{})}
+	m.rpOnDisk = map[string]map[TopicPartition]int64{}
+	m.mu.logs = map[TopicPartition]*Log{}
+	m.mu.dirs = map[TopicPartition]string{}
+	m.mu.creating = map[TopicPartition]*sync.WaitGroup{}
+	m.initLogDirs()
+
+	var jobs []openJob
+	var markers, staleDirs []string
+	for _, dir := range cfg.Dirs {
+		dirJobs, marker, stale, err := m.scanLogDir(dir)
+		if err != nil {
+			return nil, err
+		}
+		jobs = append(jobs, dirJobs...)
+		if marker != "" {
+			markers = append(markers, marker)
+		}
+		if stale {
+			staleDirs = append(staleDirs, dir)
+		}
+	}
+
+	start := time.Now()
+	if err := m.openLogs(jobs); err != nil {
+		return nil, err
+	}
+	if err := m.finishOpen(staleDirs, markers); err != nil {
+		return nil, err
+	}
+	logger.Info().Int("partitions", len(jobs)).Bool("clean", len(markers) == len(cfg.Dirs)).
+		Dur("took", time.Since(start)).Msg("logs loaded")
+	return m, nil
+}
+
+// managerDefaults fills in the intervals and topic configs cfg and
+// configFor leave unset.
+func managerDefaults(cfg ManagerConfig, configFor func(topic string) Config) (ManagerConfig, func(topic string) Config) {
 	if cfg.RetentionCheckInterval <= 0 {
 		cfg.RetentionCheckInterval = 300 * time.Second
 	}
@@ -91,108 +134,108 @@ func OpenManager(fs FS, cfg ManagerConfig, configFor func(topic string) Config, 
 		def := cfg.Defaults
 		configFor = func(string) Config { return def }
 	}
-	now := cfg.Now
-	if now == nil {
-		now = time.Now
-	}
-	m := &Manager{fs: fs, cfg: cfg, configFor: configFor, logger: logger, now: now, stop: make(chan struct{})}
-	m.rpOnDisk = map[string]map[TopicPartition]int64{}
-	m.mu.logs = map[TopicPartition]*Log{}
-	m.mu.dirs = map[TopicPartition]string{}
-	m.mu.creating = map[TopicPartition]*sync.WaitGroup{}
-	m.initLogDirs()
+	return cfg, configFor
+}
 
-	type job struct {
-		dir  string
-		tp   TopicPartition
-		opts OpenOptions
-	}
-	var jobs []job
-	var markers, staleDirs []string
-	for _, dir := range cfg.Dirs {
-		fs := m.fsFor(dir)
-		existed, _, err := fs.Stat(dir)
-		if err != nil {
-			return nil, err
-		}
-		if err := fs.MkdirAll(dir, 0o755); err != nil {
-			return nil, err
-		}
-		if !existed {
-			if err := fs.SyncDir(filepath.Dir(dir)); err != nil {
-				return nil, err
-			}
-		}
-		if err := m.checkMeta(dir); err != nil {
-			return nil, err
-		}
-		if err := m.loadDirID(dir); err != nil {
-			return nil, err
-		}
-		marker := filepath.Join(dir, cleanShutdownFile)
-		clean, _, err := fs.Stat(marker)
-		if err != nil {
-			return nil, err
-		}
-		if clean {
-			markers = append(markers, marker)
-		}
-		rp := m.readCheckpoint(dir, recoveryPointCheckpointFile)
-		hw := m.readCheckpoint(dir, replicationCheckpointFile)
-		ls := m.readCheckpoint(dir, logStartCheckpointFile)
-		names, err := fs.ReadDir(dir)
-		if err != nil {
-			return nil, err
-		}
-		if hasStaleEntries(names, rp, hw, ls) {
-			staleDirs = append(staleDirs, dir)
-		}
-		for _, n := range names {
-			p := filepath.Join(dir, n)
-			_, isDir, err := fs.Stat(p)
-			if err != nil {
-				return nil, err
-			}
-			if !isDir {
-				if strings.HasSuffix(n, tmpSuffix) {
-					_ = fs.Remove(p)
-				}
-				continue
-			}
-			if strings.HasSuffix(n, deleteDirSuffix) {
-				logger.Info().Str("dir", p).Msg("removing deleted partition directory")
-				if err := fs.RemoveAll(p); err != nil {
-					return nil, err
-				}
-				continue
-			}
-			tp, ok := parsePartitionDir(n)
-			if !ok || tp.Topic == MetadataTopic {
-				continue
-			}
-			// Under mu: a dir failing meanwhile is handled concurrently.
-			m.mu.Lock()
-			other, dup := m.mu.dirs[tp]
-			if !dup {
-				m.mu.dirs[tp] = dir
-			}
-			m.mu.Unlock()
-			if dup {
-				return nil, fmt.Errorf("partition %s found in both %s and %s", tp, other, dir)
-			}
-			jobs = append(jobs, job{dir: dir, tp: tp, opts: OpenOptions{
-				RecoveryPoint: rp[tp], LogStartOffset: ls[tp], HighWatermark: hw[tp], CleanShutdown: clean, Now: cfg.Now,
-			}})
-		}
-	}
+// openJob is one partition directory to open.
+type openJob struct {
+	dir  string
+	tp   TopicPartition
+	opts OpenOptions
+}
 
-	// Open in parallel: recovery is CPU (CRC) and I/O bound per log.
+// scanLogDir prepares one log dir for opening: it creates the dir if
+// missing, checks meta.properties and the dir id, reads the root
+// checkpoints, removes temporary files and "-delete" directories, and
+// records which dir holds each partition. It returns the partitions to
+// open, the clean-shutdown marker's path ("" if there is none: the last
+// shutdown was unclean) and whether a checkpoint names partitions whose
+// directory is gone.
+func (m *Manager) scanLogDir(dir string) (jobs []openJob, marker string, stale bool, err error) {
+	fs := m.fsFor(dir)
+	existed, _, err := fs.Stat(dir)
+	if err != nil {
+		return nil, "", false, err
+	}
+	if err := fs.MkdirAll(dir, 0o755); err != nil {
+		return nil, "", false, err
+	}
+	if !existed {
+		if err := fs.SyncDir(filepath.Dir(dir)); err != nil {
+			return nil, "", false, err
+		}
+	}
+	if err := m.checkMeta(dir); err != nil {
+		return nil, "", false, err
+	}
+	if err := m.loadDirID(dir); err != nil {
+		return nil, "", false, err
+	}
+	mk := filepath.Join(dir, cleanShutdownFile)
+	clean, _, err := fs.Stat(mk)
+	if err != nil {
+		return nil, "", false, err
+	}
+	if clean {
+		marker = mk
+	}
+	rp := m.readCheckpoint(dir, recoveryPointCheckpointFile)
+	hw := m.readCheckpoint(dir, replicationCheckpointFile)
+	ls := m.readCheckpoint(dir, logStartCheckpointFile)
+	names, err := fs.ReadDir(dir)
+	if err != nil {
+		return nil, "", false, err
+	}
+	stale = hasStaleEntries(names, rp, hw, ls)
+	for _, n := range names {
+		p := filepath.Join(dir, n)
+		_, isDir, err := fs.Stat(p)
+		if err != nil {
+			return nil, "", false, err
+		}
+		if !isDir {
+			if strings.HasSuffix(n, tmpSuffix) {
+				_ = fs.Remove(p)
+			}
+			continue
+		}
+		if strings.HasSuffix(n, deleteDirSuffix) {
+			m.logger.Info().Str("dir", p).Msg("removing deleted partition directory")
+			if err := fs.RemoveAll(p); err != nil {
+				return nil, "", false, err
+			}
+			continue
+		}
+		tp, ok := parsePartitionDir(n)
+		if !ok || tp.Topic == MetadataTopic {
+			continue
+		}
+		// Under mu: a dir failing meanwhile is handled concurrently.
+		m.mu.Lock()
+		other, dup := m.mu.dirs[tp]
+		if !dup {
+			m.mu.dirs[tp] = dir
+		}
+		m.mu.Unlock()
+		if dup {
+			return nil, "", false, fmt.Errorf("partition %s found in both %s and %s", tp, other, dir)
+		}
+		jobs = append(jobs, openJob{dir: dir, tp: tp, opts: OpenOptions{
+			RecoveryPoint: rp[tp], LogStartOffset: ls[tp], HighWatermark: hw[tp], CleanShutdown: clean, Now: m.cfg.Now,
+		}})
+	}
+	return jobs, marker, stale, nil
+}
+
+// openLogs opens the logs in parallel (recovery is CPU (CRC) and I/O bound
+// per log), at most GOMAXPROCS at once. On any failure it closes those it
+// opened.
+func (m *Manager) openLogs(jobs []openJob) error {
 	var (
-		wg    sync.WaitGroup
-		lmu   sync.Mutex
-		errs  []error
-		sem   = make(chan struct{}, max(runtime.GOMAXPROCS(0), 1))
-		start = time.Now()
+		wg   sync.WaitGroup
+		lmu  sync.Mutex
+		errs []error
+		sem  = make(chan struct{}, max(runtime.GOMAXPROCS(0), 1))
 	)
 	for _, j := range jobs {
 		wg.Add(1)
@@ -200,7 +243,7 @@ func OpenManager(fs FS, cfg ManagerConfig, configFor func(topic string) Config, 
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			l, err := Open(m.fsFor(j.dir), j.dir, j.tp, configFor(j.tp.Topic), logger, j.opts)
+			l, err := Open(m.fsFor(j.dir), j.dir, j.tp, m.configFor(j.tp.Topic), m.logger, j.opts)
 			lmu.Lock()
 			defer lmu.Unlock()
 			if err != nil {
@@ -218,8 +261,14 @@ func OpenManager(fs FS, cfg ManagerConfig, configFor func(topic string) Config, 
 		for _, e := range m.snapshot() {
 			_ = e.l.Close()
 		}
-		return nil, err
+		return err
 	}
+	return nil
+}
+
+// finishOpen rewrites the checkpoints of staleDirs and then removes the
+// clean-shutdown markers.
+func (m *Manager) finishOpen(staleDirs, markers []string) error {
 	// Entries of partitions whose directory is gone (deleted just before a
 	// crash) go before any log is created: a new log of the same name must
 	// not inherit them after the next crash.
@@ -228,7 +277,7 @@ func OpenManager(fs FS, cfg ManagerConfig, configFor func(topic string) Config, 
 			for _, l := range m.mu.logs {
 				_ = l.Close()
 			}
-			return nil, err
+			return err
 		}
 	}
 	// The marker goes only once every log is loaded; from here on the logs
@@ -236,15 +285,13 @@ func OpenManager(fs FS, cfg ManagerConfig, configFor func(topic string) Config, 
 	for _, mk := range markers {
 		fs := m.fsFor(filepath.Dir(mk))
 		if err := fs.Remove(mk); err != nil {
-			return nil, err
+			return err
 		}
 		if err := fs.SyncDir(filepath.Dir(mk)); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	logger.Info().Int("partitions", len(jobs)).Bool("clean", len(markers) == len(cfg.Dirs)).
-		Dur("took", time.Since(start)).Msg("logs loaded")
-	return m, nil
+	return nil
 }
 
 // hasStaleEntries reports whether a root checkpoint of a log dir names a

@@ -4,6 +4,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/gokafka/gokafka/internal/testkit"
 )
 
 func TestManagerOpenCloseReopen(t *testing.T) {
@@ -20,7 +22,7 @@ func TestManagerOpenCloseReopen(t *testing.T) {
 			t.Fatal(err)
 		}
 		for j := 0; j <= i; j++ {
-			mustAppend(t, l, simpleBatch(t, 2, 1, 10), 0)
+			mustAppend(t, l, testkit.SimpleBatch(2, 1, 10), 0)
 		}
 		l.SetHighWatermark(int64(2 * i))
 	}
@@ -86,7 +88,7 @@ func TestManagerOpenCloseReopen(t *testing.T) {
 	}
 	// Crash (no Close): the next open is unclean and recovers.
 	l := m.Get(tps[3])
-	mustAppend(t, l, simpleBatch(t, 2, 1, 10), 0)
+	mustAppend(t, l, testkit.SimpleBatch(2, 1, 10), 0)
 	if err := l.Flush(); err != nil {
 		t.Fatal(err)
 	}

@@ -347,3 +347,104 @@ func findInBatch(batch []byte, h BatchHeader, target int64, exact bool) (off, ts
 	})
 	return off, ts, ok, err
 }
+
+// Record parses the current record of an iterator made withBody: its key,
+// value (nil when null) and headers, copied out of Body. TimestampDelta
+// is left 0; the record's timestamp is Timestamp.
+func (it *RecordIter) Record() (Record, error) {
+	var r Record
+	if !it.withBody {
+		return r, fmt.Errorf("%w: record bodies were not read", ErrCorruptMessage)
+	}
+	rd := varintReader{b: it.Body, ok: true}
+	rd.byte()   // attributes
+	rd.varint() // timestamp delta
+	rd.varint() // offset delta
+	r.Key = rd.bytes()
+	r.Value = rd.bytes()
+	if n := rd.varint(); n > 0 && n <= int64(len(rd.b)) {
+		r.Headers = make([]RecordHeader, 0, n)
+		for i := int64(0); i < n && rd.ok; i++ {
+			k := rd.bytes()
+			r.Headers = append(r.Headers, RecordHeader{Key: string(k), Value: rd.bytes()})
+		}
+	} else if n != 0 {
+		rd.ok = false
+	}
+	if !rd.ok {
+		return Record{}, fmt.Errorf("%w: record at offset %d is truncated", ErrCorruptMessage, it.Offset)
+	}
+	return r, nil
+}
+
+// varintReader reads a record's fields; ok turns false, for good, on the
+// first field that does not fit.
+type varintReader struct {
+	b  []byte
+	ok bool
+}
+
+func (r *varintReader) byte() {
+	if len(r.b) < 1 {
+		r.b, r.ok = nil, false
+		return
+	}
+	r.b = r.b[1:]
+}
+
+func (r *varintReader) varint() int64 {
+	v, n := binary.Varint(r.b)
+	if n <= 0 {
+		r.b, r.ok = nil, false
+		return 0
+	}
+	r.b = r.b[n:]
+	return v
+}
+
+// bytes reads a varint-length-prefixed field, copied; nil for length -1.
+func (r *varintReader) bytes() []byte {
+	n := r.varint()
+	switch {
+	case !r.ok || n < -1 || n > int64(len(r.b)):
+		r.b, r.ok = nil, false
+		return nil
+	case n == -1:
+		return nil
+	}
+	v := append(make([]byte, 0, n), r.b[:n]...)
+	r.b = r.b[n:]
+	return v
+}
+
+// ControlMarker is what a transaction marker says.
+type ControlMarker struct {
+	// Commit is the outcome; a marker whose type cannot be read is an
+	// abort, the outcome that exposes nothing.
+	Commit bool
+	// CoordinatorEpoch is the epoch of the coordinator that wrote it, 0
+	// if unreadable.
+	CoordinatorEpoch int32
+}
+
+// ReadControlMarker reads the marker in control batch batch (its first
+// record, never compressed); ok is false if any of it was unreadable.
+func ReadControlMarker(batch []byte) (m ControlMarker, ok bool) {
+	if len(batch) <= BatchHeaderSize {
+		return m, false
+	}
+	r := varintReader{b: batch[BatchHeaderSize:], ok: true}
+	r.varint() // length
+	r.byte()   // attributes
+	r.varint() // timestamp delta
+	r.varint() // offset delta
+	key := r.bytes()
+	typeOK := r.ok && len(key) >= 4
+	m.Commit = typeOK && int16(binary.BigEndian.Uint16(key[2:])) == controlCommit
+	val := r.bytes()
+	epochOK := r.ok && len(val) >= 6
+	if epochOK {
+		m.CoordinatorEpoch = int32(binary.BigEndian.Uint32(val[2:]))
+	}
+	return m, typeOK && epochOK
+}

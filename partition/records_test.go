@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/klauspost/compress/zstd"
+
+	"github.com/gokafka/gokafka/internal/testkit"
 )
 
 // bombBatch is a zstd batch declaring n records whose records section
@@ -99,7 +101,7 @@ func TestOffsetForTimestampBoundsDecompressionBomb(t *testing.T) {
 // record beyond the record bound is corrupt.
 func TestRecordIterStreamsEachCodec(t *testing.T) {
 	for _, codec := range []int8{CompressionNone, CompressionGzip, CompressionZstd} {
-		b := makeBatch(t, testBatch{firstTs: 500, tsDeltas: []int64{0, 7, 3}, valueLen: 100, codec: codec})
+		b := testkit.Batch{FirstTimestamp: 500, TimestampDeltas: []int64{0, 7, 3}, ValueLen: 100, Codec: codec}.Encode(t)
 		h, err := ParseBatchHeader(b)
 		if err != nil {
 			t.Fatal(err)

@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/gokafka/gokafka/internal/testkit"
 )
 
 // appendGarbage writes raw bytes at the end of the active segment file
@@ -28,7 +30,7 @@ func appendGarbage(t *testing.T, fs FS, l *Log, garbage []byte) {
 }
 
 func TestRecoveryTornTail(t *testing.T) {
-	good := simpleBatch(t, 3, 100, 40)
+	good := testkit.SimpleBatch(3, 100, 40)
 	cases := map[string][]byte{
 		"partial batch":  good[:len(good)-7],
 		"partial header": good[:20],
@@ -47,7 +49,7 @@ func TestRecoveryTornTail(t *testing.T) {
 			fs := NewMemFS()
 			l := openTestLog(t, fs, smallConfig(), OpenOptions{CleanShutdown: true})
 			for i := 0; i < 3; i++ {
-				mustAppend(t, l, simpleBatch(t, 3, 100, 40), 0)
+				mustAppend(t, l, testkit.SimpleBatch(3, 100, 40), 0)
 			}
 			rp := l.RecoveryPoint()
 			appendGarbage(t, fs, l, garbage)
@@ -61,7 +63,7 @@ func TestRecoveryTornTail(t *testing.T) {
 			if hs := readAll(t, l2, 0, 9); len(hs) != 3 {
 				t.Fatalf("%d batches", len(hs))
 			}
-			if info := mustAppend(t, l2, simpleBatch(t, 1, 1, 1), 0); info.FirstOffset != 9 {
+			if info := mustAppend(t, l2, testkit.SimpleBatch(1, 1, 1), 0); info.FirstOffset != 9 {
 				t.Fatalf("append after recovery at %d", info.FirstOffset)
 			}
 			l2.SetHighWatermark(10)
@@ -79,7 +81,7 @@ func TestRecoveryMidLogCorruption(t *testing.T) {
 	fs := NewMemFS()
 	l := openTestLog(t, fs, smallConfig(), OpenOptions{CleanShutdown: true})
 	for i := 0; i < 5; i++ {
-		mustAppend(t, l, simpleBatch(t, 2, 100, 40), 0)
+		mustAppend(t, l, testkit.SimpleBatch(2, 100, 40), 0)
 	}
 	path := filepath.Join(l.Dir(), segmentName(0)+".log")
 	l.Close()
@@ -118,7 +120,7 @@ func TestCrashKeepsFlushedPrefix(t *testing.T) {
 		steps := 5 + rng.Intn(60)
 		crashAt := rng.Intn(steps)
 		for s := 0; s < steps; s++ {
-			b := simpleBatch(t, 1+rng.Intn(4), int64(s), rng.Intn(300))
+			b := testkit.SimpleBatch(1+rng.Intn(4), int64(s), rng.Intn(300))
 			mustAppend(t, l, b, int32(s/20))
 			appended = append(appended, append([]byte(nil), b...))
 			if rng.Intn(4) == 0 {
@@ -167,7 +169,7 @@ func TestCrashKeepsFlushedPrefix(t *testing.T) {
 			names, _ := crash.ReadDir("/data/t-0")
 			t.Fatalf("iter %d: LEO %d does not follow last batch %+v; files %v flushed %d rp %d", iter, leo, got[len(got)-1], names, flushedLEO, checkpointRP)
 		}
-		if info, err := l2.Append(simpleBatch(t, 1, 1, 1), 9); err != nil || info.FirstOffset != leo {
+		if info, err := l2.Append(testkit.SimpleBatch(1, 1, 1), 9); err != nil || info.FirstOffset != leo {
 			t.Fatalf("iter %d: append after recovery: %v %+v", iter, err, info)
 		}
 		if err := l2.Close(); err != nil {

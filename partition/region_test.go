@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"math"
 	"testing"
+
+	"github.com/gokafka/gokafka/internal/testkit"
 )
 
 // ReadRegion must return exactly the batches Read returns, for every
@@ -21,7 +23,7 @@ func TestReadRegionMatchesRead(t *testing.T) {
 	// small again: ranges cross the window in every way.
 	sizes := []int{1, 3, 40, 60, 2, 90, 1, 1, 70, 5}
 	for i, n := range sizes {
-		mustAppend(t, l, simpleBatch(t, n, int64(i), 1000), 1)
+		mustAppend(t, l, testkit.SimpleBatch(n, int64(i), 1000), 1)
 	}
 	leo := l.LogEndOffset()
 	l.SetHighWatermark(leo)
@@ -66,7 +68,7 @@ func TestRegionOutlivesSegment(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := simpleBatch(t, 100, 1, 1000)
+	b := testkit.SimpleBatch(100, 1, 1000)
 	mustAppend(t, l, b, 1)
 	l.SetHighWatermark(l.LogEndOffset())
 	ri, err := l.ReadRegion(0, 1<<20, math.MaxInt64, true)

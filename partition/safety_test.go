@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/gokafka/gokafka/internal/testkit"
 )
 
 // Tests of the storage-fault guarantees: whatever the disk does, an
@@ -37,7 +39,7 @@ func writeSnapshotFile(t *testing.T, fs FS, l *Log, end int64) {
 func appendRecords(t *testing.T, l *Log, batches, perBatch int) {
 	t.Helper()
 	for i := 0; i < batches; i++ {
-		mustAppend(t, l, simpleBatch(t, perBatch, 1000, 10), 0)
+		mustAppend(t, l, testkit.SimpleBatch(perBatch, 1000, 10), 0)
 	}
 }
 
@@ -156,17 +158,17 @@ func TestAppendIsAllOrNothingWhenIndexWriteFails(t *testing.T) {
 			fail.Store(true)
 			// Batches with rising timestamps, so that the time index is
 			// written too.
-			if _, err := l.Append(simpleBatch(t, 5, 5000, 10), 0); !errors.Is(err, syscall.ENOSPC) {
+			if _, err := l.Append(testkit.SimpleBatch(5, 5000, 10), 0); !errors.Is(err, syscall.ENOSPC) {
 				t.Fatalf("append with a failing %s: %v", suffix, err)
 			}
 			if l.Size() != size || l.LogEndOffset() != leo {
 				t.Fatalf("failed append left size %d (was %d), LEO %d (was %d)", l.Size(), size, l.LogEndOffset(), leo)
 			}
 			fail.Store(false)
-			if info := mustAppend(t, l, simpleBatch(t, 5, 5000, 10), 0); info.FirstOffset != leo {
+			if info := mustAppend(t, l, testkit.SimpleBatch(5, 5000, 10), 0); info.FirstOffset != leo {
 				t.Fatalf("retry appended at %d, want %d", info.FirstOffset, leo)
 			}
-			mustAppend(t, l, simpleBatch(t, 5, 6000, 10), 0)
+			mustAppend(t, l, testkit.SimpleBatch(5, 6000, 10), 0)
 			checkBatches(t, l, 5, 5)
 			if err := l.Flush(); err != nil {
 				t.Fatal(err)
@@ -333,7 +335,7 @@ func TestRollFailureNeverLeavesLogWithoutSegment(t *testing.T) {
 	defer l.Close()
 	// A follower's first fetch starts at 100: the empty segment at 0 is
 	// replaced by one at 100, whose files cannot be opened.
-	b := simpleBatch(t, 5, 1000, 10)
+	b := testkit.SimpleBatch(5, 1000, 10)
 	setBaseOffsetAndEpoch(b, 100, 3)
 	fail.Store(true)
 	if _, err := l.AppendAsFollower(append([]byte(nil), b...)); !errors.Is(err, syscall.EMFILE) {
@@ -357,7 +359,7 @@ func TestRollFailureNeverLeavesLogWithoutSegment(t *testing.T) {
 	cfg := smallConfig()
 	cfg.SegmentBytes = int64(len(b)) * 2
 	l.UpdateConfig(cfg)
-	mustAppend(t, l, simpleBatch(t, 5, 1000, 10), 3)
+	mustAppend(t, l, testkit.SimpleBatch(5, 1000, 10), 3)
 	fail.Store(true)
 	efs.Inject = func(op, name string) error {
 		if op == "open" && strings.Contains(name, segmentName(110)) {
@@ -365,11 +367,11 @@ func TestRollFailureNeverLeavesLogWithoutSegment(t *testing.T) {
 		}
 		return nil
 	}
-	if _, err := l.Append(simpleBatch(t, 5, 1000, 10), 3); !errors.Is(err, syscall.ENOSPC) {
+	if _, err := l.Append(testkit.SimpleBatch(5, 1000, 10), 3); !errors.Is(err, syscall.ENOSPC) {
 		t.Fatalf("append with ENOSPC on roll: %v", err)
 	}
 	efs.Inject = nil
-	if info := mustAppend(t, l, simpleBatch(t, 5, 1000, 10), 3); info.FirstOffset != 110 {
+	if info := mustAppend(t, l, testkit.SimpleBatch(5, 1000, 10), 3); info.FirstOffset != 110 {
 		t.Fatalf("append after failed roll at %d", info.FirstOffset)
 	}
 }
@@ -384,7 +386,7 @@ func TestRollKeepsEmptySegmentItCannotRemove(t *testing.T) {
 		return nil
 	}}
 	l := openTestLog(t, efs, smallConfig(), OpenOptions{CleanShutdown: true})
-	b := simpleBatch(t, 5, 1000, 10)
+	b := testkit.SimpleBatch(5, 1000, 10)
 	setBaseOffsetAndEpoch(b, 100, 3)
 	fail.Store(true)
 	if _, err := l.AppendAsFollower(append([]byte(nil), b...)); err == nil {
@@ -427,7 +429,7 @@ func TestTruncateFullyFailureNeverLeavesLogWithoutSegment(t *testing.T) {
 		t.Fatal("no segment left")
 	}
 	// The log is unchanged and usable.
-	mustAppend(t, l, simpleBatch(t, 5, 1000, 10), 0)
+	mustAppend(t, l, testkit.SimpleBatch(5, 1000, 10), 0)
 	checkBatches(t, l, 5, 5)
 	fail.Store(false)
 	if err := l.TruncateFullyAndStartAt(500); err != nil {
@@ -436,7 +438,7 @@ func TestTruncateFullyFailureNeverLeavesLogWithoutSegment(t *testing.T) {
 	if l.LogEndOffset() != 500 || l.LogStartOffset() != 500 || l.NumSegments() != 1 {
 		t.Fatalf("after full truncation: start %d end %d segments %d", l.LogStartOffset(), l.LogEndOffset(), l.NumSegments())
 	}
-	if info := mustAppend(t, l, simpleBatch(t, 5, 1000, 10), 0); info.FirstOffset != 500 {
+	if info := mustAppend(t, l, testkit.SimpleBatch(5, 1000, 10), 0); info.FirstOffset != 500 {
 		t.Fatalf("append at %d", info.FirstOffset)
 	}
 }
@@ -553,7 +555,7 @@ func testTruncationFailureTakesDirOffline(t *testing.T, mcfg ManagerConfig, fail
 		t.Fatal("truncation reported durable though the disk failed")
 	}
 	reached := afterFailure.Load()
-	b := simpleBatch(t, 5, 1000, 10)
+	b := testkit.SimpleBatch(5, 1000, 10)
 	setBaseOffsetAndEpoch(b, 40, 1)
 	if _, err := l.AppendAsFollower(b); !errors.Is(err, ErrStorage) {
 		t.Fatalf("append past a failed truncation: %v, want the storage error", err)
@@ -625,16 +627,15 @@ func TestShutdownWaitsForLogCreatedDuringIt(t *testing.T) {
 	go func() { closed <- m.Close() }()
 	// Once Close has begun, give it the chance to run ahead of the
 	// creation (it must not), then let the creation finish.
-	for {
+	testkit.Eventually(t, 10*time.Second, func() error {
 		m.mu.Lock()
-		c := m.mu.closed
-		m.mu.Unlock()
-		if c {
-			break
+		defer m.mu.Unlock()
+		if !m.mu.closed {
+			return errors.New("Close has not begun")
 		}
-		time.Sleep(time.Millisecond)
-	}
-	time.Sleep(20 * time.Millisecond)
+		return nil
+	})
+	time.Sleep(20 * time.Millisecond) // the chance to run ahead; passing does not depend on it
 	releaseOne.Do(func() { close(release) })
 	if err := <-done; err != nil {
 		t.Fatal(err)
@@ -645,7 +646,7 @@ func TestShutdownWaitsForLogCreatedDuringIt(t *testing.T) {
 	if violation.Load() {
 		t.Fatal("shutdown wrote its checkpoints and clean-shutdown marker while a log was being created")
 	}
-	if _, err := lateLog.Append(simpleBatch(t, 1, 1, 1), 0); !errors.Is(err, ErrLogClosed) {
+	if _, err := lateLog.Append(testkit.SimpleBatch(1, 1, 1), 0); !errors.Is(err, ErrLogClosed) {
 		t.Fatalf("log created during shutdown still open after it: %v", err)
 	}
 }

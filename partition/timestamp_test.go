@@ -1,6 +1,10 @@
 package partition
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/gokafka/gokafka/internal/testkit"
+)
 
 func TestOffsetForTimestamp(t *testing.T) {
 	for _, codec := range []int8{CompressionNone, CompressionGzip, CompressionZstd} {
@@ -21,7 +25,7 @@ func TestOffsetForTimestamp(t *testing.T) {
 				if i == 5 {
 					d = []int64{0, 8999, 5, 8999}
 				}
-				mustAppend(t, l, makeBatch(t, testBatch{firstTs: base, tsDeltas: d, valueLen: 30, codec: codec}), int32(i))
+				mustAppend(t, l, testkit.Batch{FirstTimestamp: base, TimestampDeltas: d, ValueLen: 30, Codec: codec}.Encode(t), int32(i))
 			}
 			if l.NumSegments() < 2 {
 				t.Fatalf("want several segments, have %d", l.NumSegments())

@@ -48,6 +48,9 @@ func NewClient(addr, clientID string, timeout time.Duration) *Client {
 	return &Client{addr: addr, clientID: clientID, timeout: timeout}
 }
 
+// ClientID returns the client id the client sends.
+func (c *Client) ClientID() string { return c.clientID }
+
 // Addr returns the address the client talks to.
 func (c *Client) Addr() string { return c.addr }
 
@@ -76,7 +79,7 @@ func (c *Client) Request(ctx context.Context, req kmsg.Request) (kmsg.Response, 
 func (c *Client) roundTrip(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
 	if c.conn == nil {
 		d := net.Dialer{Timeout: c.timeout}
-		conn, err := d.DialContext(ctx, "tcp", c.addr)
+		conn, err := d.DialContext(ctx, "tcp", PeerDialAddr(c.addr))
 		if err != nil {
 			return nil, err
 		}

@@ -21,4 +21,9 @@
 // request bytes across connections (queued.max.requests,
 // queued.max.request.bytes), and a response that cannot be written
 // (connections.max.idle.ms is also the write deadline).
+//
+// A listener may expose only some APIs (ServeListener, ListenerConfig), as
+// Kafka's listeners do: a request for another API closes the connection
+// with a log line naming the client, and ApiVersions on that listener does
+// not list it.
 package protocol

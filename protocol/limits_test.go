@@ -3,6 +3,7 @@ package protocol
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"net"
 	"runtime"
 	"strings"
@@ -13,6 +14,8 @@ import (
 
 	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/gokafka/gokafka/internal/testkit"
 )
 
 // serveReg starts a server with reg on a loopback listener named name and
@@ -25,7 +28,7 @@ func serveReg(t *testing.T, cfg Config, reg *Registry, name string) (*Server, st
 		t.Fatal(err)
 	}
 	done := make(chan error, 1)
-	go func() { done <- srv.ServeListener(ln, name) }()
+	go func() { done <- srv.ServeListener(ln, ListenerConfig{Name: name}) }()
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
@@ -46,12 +49,16 @@ func apiVersionsReg() *Registry {
 // eventually polls cond until it holds or the test's deadline passes.
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
+	// Every 5 ms: some states (responses queued before a write deadline
+	// closes the connection) last only a few hundred milliseconds.
+	err := testkit.PollEvery(5*time.Millisecond, 20*time.Second, func() error {
+		if !cond() {
+			return errors.New("not yet")
 		}
-		time.Sleep(5 * time.Millisecond)
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("timed out waiting for %s", what)
 	}
 }
 
@@ -373,7 +380,7 @@ func TestMaxConnectionsLetsInterBrokerListenerIn(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		go srv.ServeListener(ln, name)
+		go srv.ServeListener(ln, ListenerConfig{Name: name})
 		addrs = append(addrs, ln.Addr().String())
 	}
 	t.Cleanup(func() {

@@ -5,6 +5,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -29,6 +30,20 @@ type Request struct {
 
 	// park gives back the request's queued.max.requests slot (Park).
 	park func()
+	// logger is the connection's logger with the request's client id.
+	logger *zerolog.Logger
+}
+
+var nopLogger = zerolog.Nop()
+
+// Logger is the logger handlers log through: the connection's, with its
+// conn, remote and client_id fields (and principal once connections
+// authenticate). A Request made outside a connection logs nowhere.
+func (r *Request) Logger() *zerolog.Logger {
+	if r.logger == nil {
+		return &nopLogger
+	}
+	return r.logger
 }
 
 // ConnInfo identifies a client connection.
@@ -39,6 +54,15 @@ type ConnInfo struct {
 	// ZeroCopy is set for a plain TCP connection, which responses can
 	// reach with sendfile (see SplicedResponse).
 	ZeroCopy bool
+	// Listener is the name of the listener the connection arrived on
+	// (empty for a server started with Serve).
+	Listener string
+	exposes  func(key int16) bool
+}
+
+// Exposes reports whether the connection's listener serves key.
+func (ci *ConnInfo) Exposes(key int16) bool {
+	return ci == nil || ci.exposes == nil || ci.exposes(key)
 }
 
 // HandlerFunc serves one request. A nil response with a nil error means no
@@ -121,5 +145,19 @@ func (r *Registry) ApiVersionsResponse(version int16, errCode int16) *kmsg.ApiVe
 	resp.SetVersion(version)
 	resp.ErrorCode = errCode
 	resp.ApiKeys = r.Versions()
+	return resp
+}
+
+// ApiVersionsResponseOn is ApiVersionsResponse for a connection: it lists
+// only the APIs the connection's listener exposes.
+func (r *Registry) ApiVersionsResponseOn(ci *ConnInfo, version int16, errCode int16) *kmsg.ApiVersionsResponse {
+	resp := r.ApiVersionsResponse(version, errCode)
+	keys := resp.ApiKeys[:0]
+	for _, k := range resp.ApiKeys {
+		if ci.Exposes(k.ApiKey) {
+			keys = append(keys, k)
+		}
+	}
+	resp.ApiKeys = keys
 	return resp
 }

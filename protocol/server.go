@@ -77,6 +77,7 @@ const (
 	CloseHandlerError                          // the handler asked for the connection to close
 	CloseShutdown                              // the server is shutting down
 	CloseTooManyFromIP                         // max.connections.per.ip reached for the address
+	CloseNotExposed                            // the API is not exposed on this listener
 )
 
 var closeReasonNames = [...]string{
@@ -84,6 +85,7 @@ var closeReasonNames = [...]string{
 	"request_too_large", "malformed_header", "unknown_api_key", "unsupported_version",
 	"malformed_request", "handler_panic", "handler_error", "server_shutdown",
 	"too_many_connections_from_ip",
+	"api_not_exposed",
 }
 
 func (r CloseReason) String() string {
@@ -145,13 +147,28 @@ func NewServer(cfg Config, reg *Registry, logger zerolog.Logger) *Server {
 	return s
 }
 
-// Serve accepts connections on ln until Shutdown. It returns nil after a
-// shutdown and the accept error otherwise.
-func (s *Server) Serve(ln net.Listener) error { return s.ServeListener(ln, "") }
+// Serve accepts connections on ln until Shutdown, exposing every
+// registered API. It returns nil after a shutdown and the accept error
+// otherwise.
+func (s *Server) Serve(ln net.Listener) error {
+	return s.ServeListener(ln, ListenerConfig{})
+}
 
-// ServeListener is Serve for the listener named name, whose connections
-// count against listener.name.<name>.max.connections.
-func (s *Server) ServeListener(ln net.Listener, name string) error {
+// ListenerConfig names a listener and the APIs it exposes, as Kafka's
+// listeners do: a request for an API the listener does not expose closes
+// the connection, and ApiVersions on it does not list that API.
+type ListenerConfig struct {
+	// Name is the listener name (PLAINTEXT, CONTROLLER, ...); its
+	// connections count against listener.name.<name>.max.connections.
+	Name string
+	// Exposes reports whether the listener serves an API key; nil exposes
+	// every registered API.
+	Exposes func(key int16) bool
+}
+
+// ServeListener is Serve for a named listener exposing only the APIs
+// lc.Exposes allows.
+func (s *Server) ServeListener(ln net.Listener, lc ListenerConfig) error {
 	s.mu.Lock()
 	if s.mu.closing {
 		s.mu.Unlock()
@@ -163,7 +180,7 @@ func (s *Server) ServeListener(ln net.Listener, name string) error {
 
 	var backoff time.Duration
 	for {
-		if !s.acceptSlot(name, false) {
+		if !s.acceptSlot(lc.Name, false) {
 			return nil
 		}
 		nc, err := ln.Accept()
@@ -186,11 +203,11 @@ func (s *Server) ServeListener(ln net.Listener, name string) error {
 			return err
 		}
 		backoff = 0
-		if !s.acceptSlot(name, true) {
+		if !s.acceptSlot(lc.Name, true) {
 			nc.Close()
 			return nil
 		}
-		s.startConn(nc, name)
+		s.startConn(nc, lc)
 	}
 }
 
@@ -199,32 +216,37 @@ func isTemporary(err error) bool {
 	return errors.As(err, &t) && t.Temporary()
 }
 
-func (s *Server) startConn(nc net.Conn, listener string) {
+func (s *Server) startConn(nc net.Conn, lc ListenerConfig) {
 	id := s.nextID.Add(1)
 	c := &conn{
-		srv:  s,
-		nc:   nc,
-		info: &ConnInfo{ID: id, RemoteAddr: nc.RemoteAddr().String(), LocalAddr: nc.LocalAddr().String(), ZeroCopy: isTCP(nc)},
-		out:  make(chan frame, s.cfg.MaxQueuedResponses),
+		srv: s,
+		nc:  nc,
+		info: &ConnInfo{ID: id, RemoteAddr: nc.RemoteAddr().String(), LocalAddr: nc.LocalAddr().String(), ZeroCopy: isTCP(nc),
+			Listener: lc.Name, exposes: lc.Exposes},
+		out: make(chan frame, s.cfg.MaxQueuedResponses),
 	}
-	c.listener, c.ip = listener, hostOf(nc.RemoteAddr().String())
+	c.listener, c.ip = lc.Name, hostOf(nc.RemoteAddr().String())
 	c.outBytes = newBudget(s.cfg.MaxQueuedResponseBytes)
-	c.logger = s.logger.With().Uint64("conn", id).Str("remote", c.info.RemoteAddr).Logger()
+	lg := s.logger.With().Uint64("conn", id).Str("remote", c.info.RemoteAddr)
+	if lc.Name != "" {
+		lg = lg.Str("listener", lc.Name)
+	}
+	c.logger = lg.Logger()
 	c.ctx, c.cancel = context.WithCancel(s.baseCtx)
 
 	s.mu.Lock()
 	if s.mu.closing {
-		s.releaseSlotLocked(listener)
+		s.releaseSlotLocked(lc.Name)
 		s.mu.Unlock()
 		nc.Close()
 		return
 	}
 	if lim := s.ipLimit(c.ip); lim > 0 && s.mu.perIP[c.ip] >= lim {
 		// Kafka's ConnectionQuotas: accepted, then closed with a log line.
-		s.releaseSlotLocked(listener)
+		s.releaseSlotLocked(lc.Name)
 		s.mu.Unlock()
 		nc.Close()
-		c.logger.Warn().Str("reason", CloseTooManyFromIP.String()).Str("listener", listener).Int("max_connections_per_ip", lim).
+		c.logger.Warn().Str("reason", CloseTooManyFromIP.String()).Str("listener", lc.Name).Int("max_connections_per_ip", lim).
 			Msgf("rejected connection from %s: the address already has the configured maximum of %d connections", c.ip, lim)
 		return
 	}
@@ -278,6 +300,11 @@ type conn struct {
 	logger zerolog.Logger
 	ctx    context.Context
 	cancel context.CancelFunc
+
+	// reqLogger is logger with the client id of reqLoggerClient, built
+	// again only when a request brings another client id.
+	reqLogger       *zerolog.Logger
+	reqLoggerClient string
 
 	// listener and ip are what the connection counts against
 	// (limits.go).
@@ -470,7 +497,7 @@ func (c *conn) serve(in []byte) (out frame, ok bool) {
 			// can retry at a version we list; the body is not parsed as
 			// its layout at this version is unknown.
 			c.logger.Debug().Int16("version", h.version).Msg("ApiVersions at unsupported version")
-			resp := c.srv.reg.ApiVersionsResponse(0, 35)
+			resp := c.srv.reg.ApiVersionsResponseOn(c.info, 0, 35)
 			return frame{b: encodeResponse(h, resp)}, true
 		}
 		c.setReason(CloseUnsupportedVersion, fmt.Errorf("api %s (%d) version %d", kmsg.NameForKey(h.key), h.key, h.version))
@@ -483,6 +510,14 @@ func (c *conn) serve(in []byte) (out frame, ok bool) {
 		c.setReason(CloseMalformedHeader, err)
 		return frame{}, false
 	}
+	if !c.info.Exposes(h.key) {
+		// Kafka closes the connection for an API its listener does not
+		// expose; the client is named so an operator can find it.
+		c.logger.Warn().Str("client_id", h.clientID).Str("api", kmsg.NameForKey(h.key)).Int16("version", h.version).
+			Msg("request for an API this listener does not expose; closing the connection")
+		c.setReason(CloseNotExposed, fmt.Errorf("api %s (%d) is not exposed on listener %q", kmsg.NameForKey(h.key), h.key, c.info.Listener))
+		return frame{}, false
+	}
 	if err := req.ReadFrom(body); err != nil {
 		c.setReason(CloseMalformedRequest, fmt.Errorf("api %s v%d: %w", kmsg.NameForKey(h.key), h.version, err))
 		return frame{}, false
@@ -491,6 +526,7 @@ func (c *conn) serve(in []byte) (out frame, ok bool) {
 	preq := &Request{
 		Key: h.key, Version: h.version, CorrelationID: h.correlationID,
 		ClientID: h.clientID, Body: req, Conn: c.info, Size: len(in), park: c.park,
+		logger: c.requestLogger(h.clientID),
 	}
 	resp, err, panicked := c.callHandler(entry.fn, preq)
 	c.throttle, c.throttleAfter = preq.Throttle, throttleAfterResponse(resp, h.version)
@@ -540,10 +576,20 @@ func throttleAfterResponse(resp kmsg.Response, version int16) bool {
 	return true
 }
 
+// requestLogger is the connection's logger with clientID; serve runs on
+// the reader alone, so the cache needs no lock.
+func (c *conn) requestLogger(clientID string) *zerolog.Logger {
+	if c.reqLogger == nil || c.reqLoggerClient != clientID {
+		l := c.logger.With().Str("client_id", clientID).Logger()
+		c.reqLogger, c.reqLoggerClient = &l, clientID
+	}
+	return c.reqLogger
+}
+
 func (c *conn) callHandler(fn HandlerFunc, req *Request) (resp kmsg.Response, err error, panicked bool) {
 	defer func() {
 		if r := recover(); r != nil {
-			c.logger.Error().Str("api", kmsg.NameForKey(req.Key)).Int16("version", req.Version).
+			req.Logger().Error().Str("api", kmsg.NameForKey(req.Key)).Int16("version", req.Version).
 				Interface("panic", r).Str("stack", string(debug.Stack())).Msg("handler panicked")
 			resp, err, panicked = nil, fmt.Errorf("panic: %v", r), true
 		}

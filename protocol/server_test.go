@@ -215,8 +215,9 @@ func TestIdleConnectionClosed(t *testing.T) {
 
 func TestShutdownFinishesInFlightAndClosesIdle(t *testing.T) {
 	reg := NewRegistry()
-	release := make(chan struct{})
+	entered, release := make(chan struct{}), make(chan struct{})
 	reg.Register(18, 0, 4, func(ctx context.Context, req *Request) (kmsg.Response, error) {
+		close(entered)
 		<-release
 		return reg.ApiVersionsResponse(req.Version, 0), nil
 	})
@@ -230,8 +231,7 @@ func TestShutdownFinishesInFlightAndClosesIdle(t *testing.T) {
 	idle := dial(t, ln.Addr().String())
 	req := kmsg.NewPtrApiVersionsRequest()
 	send(t, busy, req, 42)
-	// Let the request reach the handler before shutting down.
-	time.Sleep(50 * time.Millisecond)
+	<-entered // the request is in flight when the shutdown begins
 	done := make(chan error, 1)
 	go func() { done <- srv.Shutdown(context.Background()) }()
 	expectClosed(t, idle)

@@ -24,6 +24,7 @@ import (
 	"net"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -43,6 +44,9 @@ type simCluster struct {
 	// ctrl holds the metadata, over the in-memory log mlog.
 	ctrl *cluster.Controller
 	mlog *cluster.MemLog
+	// sessionsAhead is how far ahead of the wall clock the controller
+	// measures broker sessions (see register).
+	sessionsAhead atomic.Int64
 
 	cfg   replication.Config
 	nodes map[int32]*simNode
@@ -95,14 +99,16 @@ func (m simMeta) AlterPartition(ctx context.Context, req cluster.AlterPartitionR
 // over an in-memory log.
 func newSimCluster(t *testing.T, cfg replication.Config, ids ...int32) *simCluster {
 	t.Helper()
+	c := &simCluster{t: t, cfg: cfg, nodes: map[int32]*simNode{}}
+	now := func() time.Time { return time.Now().Add(time.Duration(c.sessionsAhead.Load())) }
 	ctrl, mlog, err := cluster.OpenInMemory(context.Background(), cluster.Config{
-		NodeID: ids[0], ClusterID: "sim", NumPartitions: 1, DefaultReplicationFactor: 1,
+		NodeID: ids[0], ClusterID: "sim", NumPartitions: 1, DefaultReplicationFactor: 1, Now: now,
 	}, zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ctrl.Close() })
-	c := &simCluster{t: t, cfg: cfg, ctrl: ctrl, mlog: mlog, nodes: map[int32]*simNode{}}
+	c.ctrl, c.mlog = ctrl, mlog
 	for _, id := range ids {
 		n := &simNode{c: c, id: id, fs: partition.NewMemFS(), cleanEpoch: -1}
 		c.nodes[id] = n
@@ -243,10 +249,17 @@ func (n *simNode) start() {
 }
 
 // register records the broker at port as a new incarnation, which its
-// first heartbeat unfences, as a restarted broker registers.
+// first heartbeat unfences, as a restarted broker registers. The
+// controller refuses a new incarnation while the previous one's session
+// is alive (DUPLICATE_BROKER_REGISTRATION), and a restarted broker retries
+// until it expires; here the controller's clock moves past the session
+// instead, which nothing else in an in-memory controller measures.
 func (n *simNode) register(port int32) {
 	t := n.c.t
 	t.Helper()
+	if b, ok := n.c.image().Brokers[n.id]; ok && !b.Fenced {
+		n.c.sessionsAhead.Add(int64(time.Minute))
+	}
 	inc := make([]byte, 16)
 	rand.Read(inc)
 	info := cluster.BrokerInfo{NodeID: n.id, Host: "127.0.0.1", Port: port, Incarnation: hex.EncodeToString(inc), PreviousEpoch: n.cleanEpoch}

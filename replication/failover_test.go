@@ -13,6 +13,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/gokafka/gokafka/cluster"
+	"github.com/gokafka/gokafka/internal/testkit"
+	"github.com/gokafka/gokafka/internal/testkit/fake"
 	"github.com/gokafka/gokafka/partition"
 	"github.com/gokafka/gokafka/replication"
 )
@@ -34,7 +36,7 @@ func TestListOffsetLatestIsNotAvailableUntilHWReachesEpochStart(t *testing.T) {
 	meta, rm := newFakeStack(t, imageWith(1, 0, 1, 2))
 	p := tp("t", 0)
 	for i := range 3 {
-		if _, err := rm.Produce(context.Background(), p, makeBatch(1, int64(1000+i), 1), 1, 0); err != nil {
+		if _, err := rm.Produce(context.Background(), p, testkit.SimpleBatch(1, int64(1000+i), 1), 1, 0); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -46,7 +48,7 @@ func TestListOffsetLatestIsNotAvailableUntilHWReachesEpochStart(t *testing.T) {
 	}
 
 	// Leader again at epoch 1, its epoch starting at its LEO 3, its HW 1.
-	meta.publish(imageWith(1, 1, 1, 2))
+	meta.Publish(imageWith(1, 1, 1, 2))
 	for _, c := range []struct {
 		name string
 		ts   int64
@@ -84,7 +86,7 @@ func TestFollowerFetchPositionRecordedWhenResponseBudgetIsSpent(t *testing.T) {
 	img.Topics["t"] = &top
 	_, rm := newFakeStack(t, img)
 	for _, p := range []int32{0, 1} {
-		if _, err := rm.Produce(context.Background(), tp("t", p), makeBatch(1, 1000, 100), 1, 0); err != nil {
+		if _, err := rm.Produce(context.Background(), tp("t", p), testkit.SimpleBatch(1, 1000, 100), 1, 0); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -112,9 +114,9 @@ func TestAlterPartitionNotControllerIsResentAndHoldsTheHW(t *testing.T) {
 	img.Topics["t"].Partitions[0].ISR = []int32{1}
 	calls := make(chan cluster.AlterPartitionRequest, 10)
 	answer := make(chan struct{})
-	meta := &fakeMeta{img: img}
+	meta := fake.NewMeta(nodeID, img)
 	var n atomic.Int32
-	meta.alter = func(req cluster.AlterPartitionRequest) (cluster.PartitionInfo, error) {
+	meta.Alter = func(req cluster.AlterPartitionRequest) (cluster.PartitionInfo, error) {
 		calls <- req
 		if n.Add(1) == 1 {
 			return cluster.PartitionInfo{}, fmt.Errorf("proposing: %w", cluster.ErrNotController)
@@ -143,7 +145,7 @@ func TestAlterPartitionNotControllerIsResentAndHoldsTheHW(t *testing.T) {
 		}
 	})
 	p := tp("t", 0)
-	if _, err := rm.Produce(context.Background(), p, makeBatch(1, 1000, 1), 1, 0); err != nil {
+	if _, err := rm.Produce(context.Background(), p, testkit.SimpleBatch(1, 1000, 1), 1, 0); err != nil {
 		t.Fatal(err)
 	}
 	if r := followerFetch(rm, 2, 0, 1); r.Err != nil { // 2 caught up: expand to {1,2}
@@ -165,7 +167,7 @@ func TestAlterPartitionNotControllerIsResentAndHoldsTheHW(t *testing.T) {
 		t.Fatalf("resent %+v after NOT_CONTROLLER, want the same change as %+v", second, first)
 	}
 	// The second send is in flight: 2 has not fetched what comes now.
-	if _, err := rm.Produce(context.Background(), p, makeBatch(1, 1001, 1), 1, 0); err != nil {
+	if _, err := rm.Produce(context.Background(), p, testkit.SimpleBatch(1, 1001, 1), 1, 0); err != nil {
 		t.Fatal(err)
 	}
 	if hw := rm.Get(p).Log().HighWatermark(); hw != 1 {
@@ -191,8 +193,8 @@ func TestPanicInAlterPartitionDoesNotTakeTheBrokerDown(t *testing.T) {
 	img := imageWith(1, 0, 1, 2)
 	img.Topics["t"].Partitions[0].ISR = []int32{1}
 	called := make(chan struct{}, 1)
-	meta := &fakeMeta{img: img}
-	meta.alter = func(cluster.AlterPartitionRequest) (cluster.PartitionInfo, error) {
+	meta := fake.NewMeta(nodeID, img)
+	meta.Alter = func(cluster.AlterPartitionRequest) (cluster.PartitionInfo, error) {
 		called <- struct{}{}
 		panic("controller client bug")
 	}
@@ -200,12 +202,12 @@ func TestPanicInAlterPartitionDoesNotTakeTheBrokerDown(t *testing.T) {
 	t.Cleanup(func() { logs.Close() })
 	rm := newManager(t, logs, meta)
 	p := tp("t", 0)
-	mustProduce(t, rm, p, makeBatch(1, 1000, 1))
+	mustProduce(t, rm, p, testkit.SimpleBatch(1, 1000, 1))
 	if r := followerFetch(rm, 2, 0, 1); r.Err != nil {
 		t.Fatal(r.Err)
 	}
 	<-called
-	if _, err := rm.Produce(context.Background(), p, makeBatch(1, 1001, 1), 1, 0); err != nil {
+	if _, err := rm.Produce(context.Background(), p, testkit.SimpleBatch(1, 1001, 1), 1, 0); err != nil {
 		t.Fatalf("produce after the panic: %v", err)
 	}
 }

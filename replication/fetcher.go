@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/gokafka/gokafka/cluster"
 	"github.com/gokafka/gokafka/partition"
 	"github.com/gokafka/gokafka/protocol"
 )
@@ -161,9 +162,15 @@ type fetcher struct {
 }
 
 func newFetcher(m *Manager, leader int32, addr string) *fetcher {
+	clientID := fmt.Sprintf("gokafka-replica-fetcher-%d-%d", m.nodeID, leader)
+	if p, ok := m.meta.(interface{ PeerClientID(string) string }); ok {
+		// Leaders serve replica fetches only to a node of the cluster
+		// that names itself (cluster.PeerClientID).
+		clientID = p.PeerClientID(cluster.PeerRoleFetcher)
+	}
 	f := &fetcher{
 		m: m, leader: leader, addr: addr,
-		client: protocol.NewClient(addr, fmt.Sprintf("gokafka-replica-fetcher-%d-%d", m.nodeID, leader), m.cfg.ReplicaSocketTimeout+m.cfg.ReplicaFetchWaitMax),
+		client: protocol.NewClient(addr, clientID, m.cfg.ReplicaSocketTimeout+m.cfg.ReplicaFetchWaitMax),
 		logger: m.logger.With().Int32("leader", leader).Str("leader_addr", addr).Logger(),
 		wake:   make(chan struct{}, 1),
 		done:   make(chan struct{}),
@@ -432,13 +439,13 @@ func (f *fetcher) truncate(states []*fetchState) {
 func (f *fetcher) truncateTo(s *fetchState, off int64) error {
 	lg := s.p.log
 	if leo := lg.LogEndOffset(); off < leo {
-		f.logger.Info().Str("topic", s.p.TP.Topic).Int32("partition", s.p.TP.Partition).
+		s.p.logger.Info().Int32("leader", f.leader).
 			Int64("offset", off).Int64("log_end_offset", leo).Msg("truncating follower log by leader epoch")
 		s.p.producersTruncated()
 		err := lg.TruncateTo(off)
 		s.p.producersTruncated()
 		if err != nil {
-			f.logger.Warn().Err(err).Str("topic", s.p.TP.Topic).Int32("partition", s.p.TP.Partition).Msg("truncation failed")
+			s.p.logger.Warn().Err(err).Int32("leader", f.leader).Msg("truncation failed")
 			return err
 		}
 		// Rebuild what the truncation dropped, in the background.
@@ -644,7 +651,7 @@ func (f *fetcher) applyPartition(s *fetchState, offset int64, rp *kmsg.FetchResp
 		if _, err := lg.AppendAsFollower(rp.RecordBatches); err != nil {
 			// The batches do not continue our log: it diverged in a way the
 			// epochs did not reveal yet. Truncate again by epoch.
-			f.logger.Warn().Err(err).Str("topic", s.p.TP.Topic).Int32("partition", s.p.TP.Partition).Msg("appending replicated batches failed")
+			s.p.logger.Warn().Err(err).Int32("leader", f.leader).Msg("appending replicated batches failed")
 			return applyRetruncate
 		}
 		s.p.producersAppended(rp.RecordBatches)
@@ -654,7 +661,7 @@ func (f *fetcher) applyPartition(s *fetchState, offset int64, rp *kmsg.FetchResp
 	}
 	if rp.LogStartOffset > lg.LogStartOffset() {
 		if _, err := lg.DeleteRecordsBefore(min(rp.LogStartOffset, lg.HighWatermark())); err != nil && !errors.Is(err, partition.ErrOffsetOutOfRange) {
-			f.logger.Warn().Err(err).Str("topic", s.p.TP.Topic).Int32("partition", s.p.TP.Partition).Msg("following the leader's log start offset")
+			s.p.logger.Warn().Err(err).Int32("leader", f.leader).Msg("following the leader's log start offset")
 		}
 	}
 	s.p.mu.Lock()
@@ -698,7 +705,7 @@ func (f *fetcher) handleOutOfRange(s *fetchState) {
 		if leaderStart <= lg.LogEndOffset() {
 			return
 		}
-		f.logger.Info().Str("topic", s.p.TP.Topic).Int32("partition", s.p.TP.Partition).Int64("leader_log_start", leaderStart).
+		s.p.logger.Info().Int32("leader", f.leader).Int64("leader_log_start", leaderStart).
 			Int64("log_end_offset", lg.LogEndOffset()).Msg("follower log is behind the leader's log start; restarting it there")
 		s.p.producersTruncated()
 		err = lg.TruncateFullyAndStartAt(leaderStart)

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/gokafka/gokafka/cluster"
+	"github.com/gokafka/gokafka/internal/testkit/fake"
 	"github.com/gokafka/gokafka/partition"
 	"github.com/gokafka/gokafka/replication"
 )
@@ -32,7 +33,7 @@ func TestNoFsyncUnderProducerStateLock(t *testing.T) {
 			d := newSlowDiskFor(t, partition.NewMemFS(), c.match)
 			img := imageWith(1, 0, 1)
 			img.Topics["t"].Configs = c.configs
-			meta := &fakeMeta{img: img}
+			meta := fake.NewMeta(nodeID, img)
 			logs := openLogs(t, d.fs, "/logs", meta)
 			t.Cleanup(func() { logs.Close() })
 			rm := newManager(t, logs, meta)

@@ -1,15 +1,10 @@
 package replication_test
 
 import (
-	"bytes"
 	"context"
-	"encoding/binary"
 	"errors"
-	"hash/crc32"
 	"os"
 	"path/filepath"
-	"slices"
-	"sync"
 	"testing"
 	"time"
 
@@ -115,51 +110,6 @@ func tp(topic string, p int32) partition.TopicPartition {
 	return partition.TopicPartition{Topic: topic, Partition: p}
 }
 
-// makeBatch encodes a v2 record batch of n records as a producer sends it:
-// base offset 0, leader epoch -1, timestamps firstTs, firstTs+1, ..., each
-// record's value valueLen bytes, no producer id.
-func makeBatch(n int, firstTs int64, valueLen int) []byte {
-	return makeBatchAttrs(n, firstTs, valueLen, 0)
-}
-
-func makeBatchAttrs(n int, firstTs int64, valueLen int, attrs uint16) []byte {
-	var recs []byte
-	val := bytes.Repeat([]byte{'v'}, valueLen)
-	for i := 0; i < n; i++ {
-		var body []byte
-		body = append(body, 0)                            // attributes
-		body = binary.AppendVarint(body, int64(i))        // timestamp delta
-		body = binary.AppendVarint(body, int64(i))        // offset delta
-		body = binary.AppendVarint(body, -1)              // null key
-		body = binary.AppendVarint(body, int64(len(val))) // value length
-		body = append(body, val...)
-		body = binary.AppendVarint(body, 0) // no headers
-		recs = binary.AppendVarint(recs, int64(len(body)))
-		recs = append(recs, body...)
-	}
-	b := make([]byte, partition.BatchHeaderSize, partition.BatchHeaderSize+len(recs))
-	b = append(b, recs...)
-	binary.BigEndian.PutUint64(b[0:], 0)                           // base offset
-	binary.BigEndian.PutUint32(b[8:], uint32(len(b)-12))           // batch length
-	binary.BigEndian.PutUint32(b[12:], 0xffffffff)                 // partition leader epoch
-	b[16] = 2                                                      // magic
-	binary.BigEndian.PutUint16(b[21:], attrs)                      // attributes
-	binary.BigEndian.PutUint32(b[23:], uint32(n-1))                // last offset delta
-	binary.BigEndian.PutUint64(b[27:], uint64(firstTs))            // first timestamp
-	binary.BigEndian.PutUint64(b[35:], uint64(firstTs+int64(n-1))) // max timestamp
-	binary.BigEndian.PutUint64(b[43:], 0xffffffffffffffff)         // producer id -1
-	binary.BigEndian.PutUint16(b[51:], 0xffff)                     // producer epoch -1
-	binary.BigEndian.PutUint32(b[53:], 0xffffffff)                 // base sequence -1
-	binary.BigEndian.PutUint32(b[57:], uint32(n))                  // record count
-	fixCRC(b)
-	return b
-}
-
-// fixCRC recomputes the CRC-32C over attributes..end.
-func fixCRC(b []byte) {
-	binary.BigEndian.PutUint32(b[17:], crc32.Checksum(b[21:], crc32.MakeTable(crc32.Castagnoli)))
-}
-
 func mustProduce(t *testing.T, rm *replication.Manager, p partition.TopicPartition, batch []byte) partition.AppendInfo {
 	t.Helper()
 	info, err := rm.Produce(context.Background(), p, batch, -1, 5*time.Second)
@@ -202,63 +152,6 @@ func exists(t *testing.T, path string) bool {
 	}
 	return false
 }
-
-// fakeMeta is a Metadata whose images the test publishes itself, for
-// changes the controller has no API for yet (leader epochs, other leaders).
-type fakeMeta struct {
-	mu      sync.Mutex
-	img     *cluster.Image
-	watches []func(prev, next *cluster.Image)
-	// alter, if set, answers AlterPartition.
-	alter func(cluster.AlterPartitionRequest) (cluster.PartitionInfo, error)
-}
-
-var errFake = errors.New("not supported by fakeMeta")
-
-func (f *fakeMeta) Image() *cluster.Image {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.img
-}
-
-func (f *fakeMeta) Watch(fn func(prev, next *cluster.Image)) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.watches = append(f.watches, fn)
-}
-
-func (f *fakeMeta) publish(next *cluster.Image) {
-	f.mu.Lock()
-	prev := f.img
-	f.img = next
-	ws := slices.Clone(f.watches)
-	f.mu.Unlock()
-	for _, fn := range ws {
-		fn(prev, next)
-	}
-}
-
-func (f *fakeMeta) CreateTopics(context.Context, []cluster.TopicSpec, bool) []error {
-	return []error{errFake}
-}
-func (f *fakeMeta) DeleteTopics(context.Context, []string) []error { return []error{errFake} }
-func (f *fakeMeta) CreatePartitions(context.Context, string, int32, [][]int32, bool) error {
-	return errFake
-}
-func (f *fakeMeta) SetTopicConfigs(context.Context, string, map[string]string, bool) error {
-	return errFake
-}
-func (f *fakeMeta) SetBrokerConfigs(context.Context, string, map[string]string, bool) error {
-	return errFake
-}
-func (f *fakeMeta) AlterPartition(_ context.Context, req cluster.AlterPartitionRequest) (cluster.PartitionInfo, error) {
-	if f.alter != nil {
-		return f.alter(req)
-	}
-	return cluster.PartitionInfo{}, errFake
-}
-func (f *fakeMeta) NodeID() int32                          { return nodeID }
-func (f *fakeMeta) BrokerDefaults() cluster.BrokerDefaults { return cluster.BrokerDefaults{} }
 
 // emptyImage has the brokers of imageWith and no topics.
 func emptyImage() *cluster.Image {

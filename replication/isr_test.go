@@ -14,7 +14,8 @@ import (
 
 // Tests of the leader's ISR/HW state machine (isr.go), named after the
 // DESIGN section 2 rule they check. Time is a number the test sets; no
-// test waits.
+// test waits. Most rules are scripts in testdata/isr (isr_script_test.go);
+// the tests here are the ones a script does not express well.
 
 const testLagMs = 100
 
@@ -93,31 +94,8 @@ func (h *isrHarness) accept() Effects {
 	}))
 }
 
-func sameSet(a, b []int32) bool {
-	a, b = slices.Clone(a), slices.Clone(b)
-	slices.Sort(a)
-	slices.Sort(b)
-	return slices.Equal(a, b)
-}
-
 // Rule 3: a follower leaves the ISR once it has not caught up for more than
 // replica.lag.time.max.ms — not one millisecond earlier.
-func TestRule3_ShrinkExactlyAfterLagTime(t *testing.T) {
-	h := newISR(t, []int32{1, 2, 3}, 0, 0, 1)
-	h.append(10)
-	h.fetch(2, 10)
-	h.fetch(3, 10) // both caught up at t=0
-	h.at(1).append(20)
-	h.at(50).fetch(3, 20) // 3 keeps up, 2 stops
-	h.at(testLagMs).tick()
-	h.wantProposals(0)
-	h.at(testLagMs + 1).tick()
-	h.wantProposals(1)
-	if p := h.lastProposal(); !sameSet(p.NewISR, []int32{1, 3}) || p.LeaderEpoch != 5 || p.PartitionEpoch != 7 {
-		t.Fatalf("proposal %+v, want ISR [1 3] at leader epoch 5, partition epoch 7", p)
-	}
-}
-
 // Rule 3: under steady load a follower's fetch offset is always behind the
 // leader's current LEO, yet it reaches the LEO the leader had at its
 // previous fetch; Kafka counts that as caught up at the previous fetch, so
@@ -139,280 +117,42 @@ func TestRule3_NoShrinkWhileFollowerKeepsCatchingUpUnderSteadyLoad(t *testing.T)
 
 // Rule 3: a follower outside the ISR is added back once its LEO reaches
 // the HW (and the current epoch); not before.
-func TestRule3_ExpandWhenFollowerReachesHWAndCurrentEpoch(t *testing.T) {
-	h := newISR(t, []int32{1, 2}, 0, 0, 1)
-	h.append(10)
-	h.fetch(2, 10)
-	h.wantHW(10)
-	h.append(15)
-	h.fetch(3, 9)
-	h.wantProposals(0)
-	h.fetch(3, 10)
-	h.wantProposals(1)
-	if p := h.lastProposal(); !sameSet(p.NewISR, []int32{1, 2, 3}) {
-		t.Fatalf("proposal %v, want ISR [1 2 3]", p.NewISR)
-	}
-	h.accept()
-	if !sameSet(h.s.ISR(), []int32{1, 2, 3}) {
-		t.Fatalf("ISR %v after the controller accepted, want [1 2 3]", h.s.ISR())
-	}
-}
-
 // Rule 3 (KIP-101): a follower that has reached the HW but not the offset
 // where this leader's epoch starts may still hold records of an older epoch
 // this leader does not have; it joins only once it passed that offset.
-func TestRule3_NoExpandBeforeCurrentLeaderEpoch(t *testing.T) {
-	// Leader of epoch 5 since offset 10; its HW (learnt as a follower) is 5.
-	h := newISR(t, []int32{1}, 10, 5, 1)
-	h.fetch(3, 7)
-	h.wantProposals(0)
-	h.fetch(3, 10)
-	h.wantProposals(1)
-}
-
 // Rule 5: HW = min LEO over the ISR (the leader included); replicas
 // outside the ISR do not hold it back.
-func TestRule5_HWIsMinLEOOverISR(t *testing.T) {
-	h := newISR(t, []int32{1, 2}, 0, 0, 1)
-	h.append(10)
-	h.wantHW(0) // follower 2 has not fetched
-	h.fetch(2, 6)
-	h.wantHW(6)
-	h.fetch(3, 0) // not in the ISR
-	h.wantHW(6)
-	h.fetch(2, 10)
-	h.wantHW(10)
-	h.append(12)
-	h.wantHW(10)
-}
-
 // Rule 5: the HW only ratchets up, even when the minimum over the ISR goes
 // down (a new leader epoch forgets follower positions; an ISR member's
 // fetch offset drops after its own truncation).
-func TestRule5_HWNeverMovesBackward(t *testing.T) {
-	h := newISR(t, []int32{1, 2}, 0, 0, 1)
-	h.append(10)
-	h.fetch(2, 8)
-	h.wantHW(8)
-	h.fetch(2, 3)
-	h.wantHW(8)
-	h.collect(h.s.UpdateLeaderAndISR(LeaderAndISR{LeaderEpoch: 6, PartitionEpoch: 8, Replicas: []int32{1, 2, 3}, ISR: []int32{1, 2}, MinISR: 1}, h.now))
-	h.wantHW(8)
-	h.fetch(2, 9)
-	h.wantHW(9)
-}
-
 // Rule 1: an acks=all produce is answered once the HW passes its last
 // offset, not before.
-func TestRule1_AcksAllWaiterReleasedWhenHWPasses(t *testing.T) {
-	h := newISR(t, []int32{1, 2, 3}, 0, 0, 2)
-	h.append(10) // batch 0..9
-	h.collect(h.s.AddWaiter(1, 10))
-	h.fetch(2, 10)
-	h.fetch(3, 9)
-	if _, ok := h.done[1]; ok {
-		t.Fatal("waiter released at HW 9, below the batch's last offset + 1")
-	}
-	h.fetch(3, 10)
-	if err, ok := h.done[1]; !ok || err != nil {
-		t.Fatalf("waiter: done %v err %v, want released without error at HW 10", ok, err)
-	}
-}
-
 // Rule 4: a produce parked with ISR >= min.insync.replicas whose ISR shrank
 // below it by the time the HW passed it fails with
 // NOT_ENOUGH_REPLICAS_AFTER_APPEND (it is in the log nonetheless).
-func TestRule4_NotEnoughReplicasAfterAppendWhenISRShrinks(t *testing.T) {
-	h := newISR(t, []int32{1, 2}, 0, 0, 2)
-	h.append(10)
-	h.collect(h.s.AddWaiter(1, 10))
-	h.at(testLagMs + 1).tick()
-	h.wantProposals(1)
-	if _, ok := h.done[1]; ok {
-		t.Fatal("waiter released while the shrink was not yet accepted")
-	}
-	h.accept()
-	if err := h.done[1]; !errors.Is(err, ErrNotEnoughReplicasAfterAppend) {
-		t.Fatalf("waiter error %v, want ErrNotEnoughReplicasAfterAppend", err)
-	}
-	// Below min.insync.replicas the HW stays where it was (KIP-966).
-	h.wantHW(0)
-}
-
 // While an expansion is in flight the HW is computed over the ISR with the
 // new member (Kafka's maximal ISR): if the controller accepts, that member
 // counts as in sync at once, so the HW must not already have passed what
 // it holds. And nothing else is proposed until the answer comes.
-func TestMaximalISRDuringPendingExpansion(t *testing.T) {
-	h := newISR(t, []int32{1, 2}, 0, 0, 1)
-	h.append(10)
-	h.fetch(2, 10)
-	h.wantHW(10)
-	h.fetch(3, 10) // reaches the HW: expansion proposed
-	h.wantProposals(1)
-	h.append(20)
-	h.fetch(2, 20)
-	h.wantHW(10) // held by 3, pending member of the maximal ISR
-	h.at(testLagMs + 1).tick()
-	h.wantProposals(1) // no shrink while the expansion is pending
-	h.fetch(3, 15)
-	h.wantHW(15)
-	h.accept()
-	h.fetch(3, 20)
-	h.wantHW(20)
-}
-
 // A pending shrink does not let the HW advance past the follower being
 // removed: until the controller accepts, that follower may still be
 // counted in the ISR (and be elected).
-func TestMaximalISRDuringPendingShrink(t *testing.T) {
-	h := newISR(t, []int32{1, 2, 3}, 0, 0, 1)
-	h.append(10)
-	h.fetch(2, 10)
-	h.fetch(3, 4)
-	h.wantHW(4)
-	h.at(testLagMs + 1).tick()
-	h.wantProposals(1)
-	h.wantHW(4)
-	h.accept()
-	h.wantHW(10)
-}
-
 // A stale-epoch answer (FENCED_LEADER_EPOCH / INVALID_UPDATE_VERSION)
 // keeps the proposal pending until metadata replaces the state; a rejected
 // one restores the committed ISR so the next event proposes again.
-func TestAlterPartitionOutcomes(t *testing.T) {
-	h := newISR(t, []int32{1, 2}, 0, 0, 1)
-	h.append(10)
-	h.fetch(2, 10)
-	h.fetch(3, 10)
-	h.wantProposals(1)
-	h.collect(h.s.AlterPartitionDone(h.lastProposal().Seq, AlterWaitForMetadata, LeaderAndISR{}))
-	h.fetch(3, 10)
-	h.wantProposals(1)
-	// Metadata arrives with a newer partition epoch: the proposal is gone.
-	h.collect(h.s.UpdateLeaderAndISR(LeaderAndISR{LeaderEpoch: 5, PartitionEpoch: 8, Replicas: []int32{1, 2, 3}, ISR: []int32{1, 2}, MinISR: 1}, h.now))
-	if h.s.Inflight() {
-		t.Fatal("proposal still in flight after newer metadata")
-	}
-	h.fetch(3, 10)
-	h.wantProposals(2)
-	if p := h.lastProposal(); p.PartitionEpoch != 8 {
-		t.Fatalf("re-proposal at partition epoch %d, want 8", p.PartitionEpoch)
-	}
-	h.collect(h.s.AlterPartitionDone(h.lastProposal().Seq, AlterRejected, LeaderAndISR{}))
-	h.fetch(3, 10)
-	h.wantProposals(3)
-	// An answer for an older proposal is ignored.
-	h.collect(h.s.AlterPartitionDone(h.props[1].Seq, AlterOK, LeaderAndISR{LeaderEpoch: 5, PartitionEpoch: 9, ISR: []int32{1, 2, 3}}))
-	if !h.s.Inflight() || !sameSet(h.s.ISR(), []int32{1, 2}) {
-		t.Fatalf("stale answer applied: ISR %v inflight %v", h.s.ISR(), h.s.Inflight())
-	}
-}
-
 // A new leader epoch forgets where followers were: the HW waits until each
 // ISR member fetched under it, and ISR members get a full lag period.
-func TestNewLeaderEpochWaitsForISRToFetch(t *testing.T) {
-	h := newISR(t, []int32{1, 2}, 0, 0, 1)
-	h.append(10)
-	h.fetch(2, 10)
-	h.wantHW(10)
-	h.at(1000).collect(h.s.UpdateLeaderAndISR(LeaderAndISR{LeaderEpoch: 6, PartitionEpoch: 8, Replicas: []int32{1, 2, 3}, ISR: []int32{1, 2}, MinISR: 1}, h.now))
-	h.append(12)
-	h.wantHW(10)
-	h.at(1000 + testLagMs).tick()
-	h.wantProposals(0)
-	h.fetch(2, 12)
-	h.wantHW(12)
-}
-
 // Losing leadership answers every parked produce with NOT_LEADER_OR_FOLLOWER.
-func TestResignFailsParkedProduces(t *testing.T) {
-	h := newISR(t, []int32{1, 2}, 0, 0, 1)
-	h.append(10)
-	h.collect(h.s.AddWaiter(1, 10))
-	h.collect(Effects{Done: h.s.Resign()})
-	if err := h.done[1]; !errors.Is(err, ErrNotLeaderOrFollower) {
-		t.Fatalf("waiter error %v, want ErrNotLeaderOrFollower", err)
-	}
-}
-
 // A sole replica's HW follows its LEO at once.
-func TestSoleReplicaHWFollowsLEO(t *testing.T) {
-	h := newISR(t, []int32{1}, 0, 0, 1)
-	h.append(3)
-	h.wantHW(3)
-}
-
 // Issue 11 item 1 (Kafka's Partition.handleAlterPartitionError): an
 // expansion whose AlterPartition outcome is unknown (timed out, the
 // controller lost leadership, NOT_CONTROLLER) may have been committed, so
 // the leader keeps the maximal ISR and sends the very same change again.
 // Forgetting it would let the HW pass records the added replica lacks
 // although the controller may count it in the ISR and later elect it.
-func TestAlterPartitionUnknownOutcomeKeepsPendingExpansionAndResends(t *testing.T) {
-	h := newISR(t, []int32{1, 2}, 0, 0, 1)
-	h.append(10)
-	h.fetch(2, 10)
-	h.fetch(3, 10) // 3 reaches the HW: {1,2,3} proposed
-	h.wantProposals(1)
-	first := h.lastProposal()
-
-	h.collect(h.s.AlterPartitionDone(first.Seq, AlterRetry, LeaderAndISR{}))
-	if !h.s.Inflight() {
-		t.Fatal("pending expansion dropped after an AlterPartition with an unknown outcome")
-	}
-	h.wantProposals(2)
-	if p := h.lastProposal(); !sameSet(p.NewISR, first.NewISR) || p.LeaderEpoch != first.LeaderEpoch || p.PartitionEpoch != first.PartitionEpoch {
-		t.Fatalf("resent %+v, want the same change %+v", p, first)
-	}
-
-	// Writes go on while the controller is unreachable: 3 stops fetching
-	// (it is on the other side of the split), 2 keeps up.
-	h.at(1).append(20)
-	h.fetch(2, 20)
-	h.wantHW(10) // still held by 3, a member of the maximal ISR
-	h.at(testLagMs + 1).tick()
-	h.wantProposals(2) // no shrink proposed from state the controller may not hold
-
-	h.collect(h.s.AlterPartitionDone(h.lastProposal().Seq, AlterRetry, LeaderAndISR{}))
-	h.wantProposals(3)
-	h.wantHW(10)
-
-	// The controller finally answers: it had committed the expansion.
-	h.accept()
-	if !sameSet(h.s.ISR(), []int32{1, 2, 3}) {
-		t.Fatalf("ISR %v, want [1 2 3]", h.s.ISR())
-	}
-	h.fetch(3, 20)
-	h.wantHW(20)
-}
-
 // Only a definitive refusal (INELIGIBLE_REPLICA, OPERATION_NOT_ATTEMPTED)
 // or a newer partition epoch from metadata ends a pending change whose
 // send failed before.
-func TestAlterPartitionPendingChangeEndsOnlyOnRefusalOrNewerMetadata(t *testing.T) {
-	h := newISR(t, []int32{1, 2}, 0, 0, 1)
-	h.append(10)
-	h.fetch(2, 10)
-	h.fetch(3, 10)
-	h.collect(h.s.AlterPartitionDone(h.lastProposal().Seq, AlterRetry, LeaderAndISR{}))
-	h.collect(h.s.AlterPartitionDone(h.lastProposal().Seq, AlterRejected, LeaderAndISR{}))
-	if h.s.Inflight() {
-		t.Fatal("a refused change is still pending")
-	}
-	h.append(12)
-	h.fetch(2, 12)
-	h.wantHW(12) // 3 is not in the ISR: it no longer holds the HW
-
-	h.fetch(3, 12)
-	h.collect(h.s.AlterPartitionDone(h.lastProposal().Seq, AlterRetry, LeaderAndISR{}))
-	h.collect(h.s.UpdateLeaderAndISR(LeaderAndISR{LeaderEpoch: 5, PartitionEpoch: 8, Replicas: []int32{1, 2, 3}, ISR: []int32{1, 2, 3}, MinISR: 1}, h.now))
-	if h.s.Inflight() {
-		t.Fatal("pending change kept after metadata at a newer partition epoch")
-	}
-}
-
 // The errors an AlterPartition can end with, classified as Kafka's
 // Partition.handleAlterPartitionError does: only INELIGIBLE_REPLICA and
 // OPERATION_NOT_ATTEMPTED say "not applied"; stale-state answers wait for
@@ -502,4 +242,11 @@ func TestEpochStartIsTheLEOAtTheNewEpoch(t *testing.T) {
 	if got := h.s.EpochStart(); got != 12 {
 		t.Fatalf("epoch start %d after epoch 6 began at LEO 12, want 12", got)
 	}
+}
+
+func sameSet(a, b []int32) bool {
+	a, b = slices.Clone(a), slices.Clone(b)
+	slices.Sort(a)
+	slices.Sort(b)
+	return slices.Equal(a, b)
 }

@@ -53,7 +53,7 @@ func (m *Manager) HandleLogDirFailure(dir string) []partition.TopicPartition {
 		p.mu.Unlock()
 		p.roleMu.Unlock()
 		tps = append(tps, p.TP)
-		m.logger.Warn().Str("topic", p.TP.Topic).Int32("partition", p.TP.Partition).Str("log_dir", dir).Msg("partition offline: its log dir failed")
+		p.logger.Warn().Str("log_dir", dir).Msg("partition offline: its log dir failed")
 	}
 	return tps
 }

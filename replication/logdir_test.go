@@ -12,6 +12,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/gokafka/gokafka/internal/testkit"
 	"github.com/gokafka/gokafka/partition"
 	"github.com/gokafka/gokafka/replication"
 )
@@ -55,11 +56,11 @@ func TestFailedLogDirPartitionsAnswerStorageErrorOthersKeepServing(t *testing.T)
 	if d, _ := logs.DirOf(inD1); d != "/d1" {
 		inD1, inD2 = inD2, inD1
 	}
-	mustProduce(t, rm, inD1, makeBatch(2, 1, 10))
-	mustProduce(t, rm, inD2, makeBatch(2, 1, 10))
+	mustProduce(t, rm, inD1, testkit.SimpleBatch(2, 1, 10))
+	mustProduce(t, rm, inD2, testkit.SimpleBatch(2, 1, 10))
 
 	failD1.Store(true)
-	_, err = rm.Produce(context.Background(), inD1, makeBatch(1, 1, 10), -1, time.Second)
+	_, err = rm.Produce(context.Background(), inD1, testkit.SimpleBatch(1, 1, 10), -1, time.Second)
 	if !errors.Is(err, partition.ErrStorage) && !errors.Is(err, replication.ErrStorage) {
 		t.Fatalf("produce to a full log dir: %v, want a storage error", err)
 	}
@@ -68,7 +69,7 @@ func TestFailedLogDirPartitionsAnswerStorageErrorOthersKeepServing(t *testing.T)
 	case <-time.After(10 * time.Second):
 		t.Fatal("log dir failure not handled")
 	}
-	if _, err := rm.Produce(context.Background(), inD1, makeBatch(1, 1, 10), -1, time.Second); !errors.Is(err, replication.ErrStorage) {
+	if _, err := rm.Produce(context.Background(), inD1, testkit.SimpleBatch(1, 1, 10), -1, time.Second); !errors.Is(err, replication.ErrStorage) {
 		t.Fatalf("produce to a partition in the offline dir: %v, want ErrStorage", err)
 	}
 	res := rm.Fetch(context.Background(), replication.FetchParams{MaxBytes: 1 << 20,
@@ -86,12 +87,12 @@ func TestFailedLogDirPartitionsAnswerStorageErrorOthersKeepServing(t *testing.T)
 	if d, _ := logs.DirOf(tp("u", 0)); d != "/d2" {
 		t.Fatalf("new partition placed in %s, want the online dir /d2", d)
 	}
-	if _, err := rm.Produce(context.Background(), inD1, makeBatch(1, 1, 10), -1, time.Second); !errors.Is(err, replication.ErrStorage) {
+	if _, err := rm.Produce(context.Background(), inD1, testkit.SimpleBatch(1, 1, 10), -1, time.Second); !errors.Is(err, replication.ErrStorage) {
 		t.Fatalf("produce after more metadata: %v, want ErrStorage", err)
 	}
 	if d, _ := logs.DirOf(inD1); d != "/d1" || logs.Get(inD1) != nil {
 		t.Fatalf("offline partition moved to %s", d)
 	}
-	mustProduce(t, rm, inD2, makeBatch(2, 1, 10))
-	mustProduce(t, rm, tp("u", 0), makeBatch(2, 1, 10))
+	mustProduce(t, rm, inD2, testkit.SimpleBatch(2, 1, 10))
+	mustProduce(t, rm, tp("u", 0), testkit.SimpleBatch(2, 1, 10))
 }

@@ -15,19 +15,20 @@ import (
 
 	"github.com/gokafka/gokafka/cluster"
 	"github.com/gokafka/gokafka/idempotent"
+	"github.com/gokafka/gokafka/internal/kafkaerr"
 	"github.com/gokafka/gokafka/partition"
 )
 
-// Errors the handlers map to Kafka codes.
+// Errors the handlers answer with; each wraps its Kafka error.
 var (
-	ErrUnknownTopicOrPartition      = errors.New("unknown topic or partition")
-	ErrNotLeaderOrFollower          = errors.New("not leader or follower")
-	ErrFencedLeaderEpoch            = errors.New("fenced leader epoch")
-	ErrUnknownLeaderEpoch           = errors.New("unknown leader epoch")
-	ErrNotEnoughReplicas            = errors.New("not enough replicas")
-	ErrNotEnoughReplicasAfterAppend = errors.New("not enough replicas after append")
-	ErrRequestTimedOut              = errors.New("request timed out")
-	ErrStorage                      = errors.New("kafka storage error")
+	ErrUnknownTopicOrPartition      = kafkaerr.New(kerr.UnknownTopicOrPartition, "unknown topic or partition")
+	ErrNotLeaderOrFollower          = kafkaerr.New(kerr.NotLeaderForPartition, "not leader or follower")
+	ErrFencedLeaderEpoch            = kafkaerr.New(kerr.FencedLeaderEpoch, "fenced leader epoch")
+	ErrUnknownLeaderEpoch           = kafkaerr.New(kerr.UnknownLeaderEpoch, "unknown leader epoch")
+	ErrNotEnoughReplicas            = kafkaerr.New(kerr.NotEnoughReplicas, "not enough replicas")
+	ErrNotEnoughReplicasAfterAppend = kafkaerr.New(kerr.NotEnoughReplicasAfterAppend, "not enough replicas after append")
+	ErrRequestTimedOut              = kafkaerr.New(kerr.RequestTimedOut, "request timed out")
+	ErrStorage                      = kafkaerr.New(kerr.KafkaStorageError, "kafka storage error")
 	// ErrOffsetNotAvailable (OFFSET_NOT_AVAILABLE, retriable): a new
 	// leader's HW has not yet reached the start of its epoch, so "latest"
 	// would be below what the previous leader already reported (KIP-207).
@@ -41,6 +42,8 @@ type Partition struct {
 	log *partition.Log
 	// now is the manager's clock.
 	now func() time.Time
+	// logger carries the partition's topic and partition fields.
+	logger zerolog.Logger
 
 	// roleMu is held shared across a leader append (from the leadership
 	// check to the end of the write) and exclusively by role changes, so
@@ -370,7 +373,7 @@ func (m *Manager) Close() {
 	// final: snapshot it so the next start reads only the log past it.
 	for _, p := range parts {
 		if err := p.snapshotProducers(); err != nil {
-			m.logger.Warn().Err(err).Str("topic", p.TP.Topic).Int32("partition", p.TP.Partition).Msg("producer state snapshot failed")
+			p.logger.Warn().Err(err).Msg("producer state snapshot failed")
 		}
 	}
 }
@@ -451,7 +454,7 @@ func (m *Manager) afterUnlock(p *Partition, st *leaderState, prop *ISRProposal) 
 	if prop == nil {
 		return
 	}
-	m.logger.Info().Str("topic", p.TP.Topic).Int32("partition", p.TP.Partition).Ints32("isr", prop.NewISR).
+	p.logger.Info().Ints32("isr", prop.NewISR).
 		Int32("leader_epoch", prop.LeaderEpoch).Int32("partition_epoch", prop.PartitionEpoch).Msg("proposing ISR change")
 	// After Close nothing is sent; the proposal stays pending, as its
 	// outcome would be unknown anyway.
@@ -483,7 +486,7 @@ func (m *Manager) alterPartition(p *Partition, st *leaderState, prop ISRProposal
 	cancel()
 	outcome := alterOutcome(err)
 	if err != nil {
-		m.logger.Info().Err(err).Str("topic", p.TP.Topic).Int32("partition", p.TP.Partition).Msg("ISR change not accepted")
+		p.logger.Info().Err(err).Msg("ISR change not accepted")
 	}
 	if outcome == AlterRetry {
 		// Do not hammer a controller that is down: the state machine
@@ -599,7 +602,7 @@ func (m *Manager) reconcile(prev, next *cluster.Image) error {
 		if err := m.logs.Delete(p.TP); err != nil && firstErr == nil {
 			firstErr = err
 		}
-		m.logger.Info().Str("topic", p.TP.Topic).Int32("partition", p.TP.Partition).Msg("partition removed")
+		p.logger.Info().Msg("partition removed")
 	}
 	return firstErr
 }
@@ -647,7 +650,7 @@ func (m *Manager) ensure(tp partition.TopicPartition, pi *cluster.PartitionInfo,
 		if err != nil {
 			return fmt.Errorf("open log %s: %w", tp, err)
 		}
-		p = &Partition{TP: tp, log: lg, now: m.now}
+		p = &Partition{TP: tp, log: lg, now: m.now, logger: partitionLogger(m.logger, tp)}
 		p.prod.expiry = m.cfg.ProducerIDExpiration
 		p.prod.spawn = m.spawnProducerLoad
 		p.mu.hwMoved = make(chan struct{})
@@ -699,7 +702,7 @@ func (m *Manager) makeLeader(p *Partition, pi *cluster.PartitionInfo, minISR int
 		eff.merge(st.UpdateLeaderAndISR(li, now))
 	}
 	if newEpoch {
-		m.logger.Info().Str("topic", p.TP.Topic).Int32("partition", p.TP.Partition).Int32("leader_epoch", pi.LeaderEpoch).
+		p.logger.Info().Int32("leader_epoch", pi.LeaderEpoch).
 			Int64("epoch_start_offset", st.EpochStart()).Int64("high_watermark", st.HW()).Ints32("isr", st.ISR()).Msg("became leader")
 	}
 	p.mu.isLeader = true
@@ -734,7 +737,7 @@ func (m *Manager) makeFollower(p *Partition, pi *cluster.PartitionInfo, im *clus
 	if st := p.mu.st; st != nil {
 		p.applyLocked(Effects{Done: st.Resign()})
 		p.mu.st = nil
-		m.logger.Info().Str("topic", p.TP.Topic).Int32("partition", p.TP.Partition).Int32("leader_epoch", pi.LeaderEpoch).
+		p.logger.Info().Int32("leader_epoch", pi.LeaderEpoch).
 			Int32("leader", pi.Leader).Msg("became follower")
 	}
 	p.mu.isLeader = false
@@ -1316,4 +1319,9 @@ func (m *Manager) OffsetForLeaderEpoch(tp partition.TopicPartition, currentEpoch
 	defer p.mu.Unlock()
 	e, off := p.endOffsetForEpochLocked(leaderEpoch)
 	return e, off, nil
+}
+
+// partitionLogger is a partition's child of the manager's logger.
+func partitionLogger(l zerolog.Logger, tp partition.TopicPartition) zerolog.Logger {
+	return l.With().Str("topic", tp.Topic).Int32("partition", tp.Partition).Logger()
 }

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/gokafka/gokafka/cluster"
+	"github.com/gokafka/gokafka/internal/testkit"
+	"github.com/gokafka/gokafka/internal/testkit/fake"
 	"github.com/gokafka/gokafka/partition"
 	"github.com/gokafka/gokafka/replication"
 )
@@ -41,7 +43,7 @@ func TestCreateTopicHostsEveryPartition(t *testing.T) {
 		if s.rm.Get(tp("t", p)) == nil {
 			t.Fatalf("new partition %d not hosted", p)
 		}
-		mustProduce(t, s.rm, tp("t", p), makeBatch(1, 1000, 1))
+		mustProduce(t, s.rm, tp("t", p), testkit.SimpleBatch(1, 1000, 1))
 	}
 }
 
@@ -49,7 +51,7 @@ func TestProduceThenFetchReturnsBatchesWithAssignedOffsets(t *testing.T) {
 	s := newStack(t)
 	s.createTopic(t, "t", 1, nil)
 	p := tp("t", 0)
-	b1, b2 := makeBatch(3, 1000, 5), makeBatch(2, 2000, 5)
+	b1, b2 := testkit.SimpleBatch(3, 1000, 5), testkit.SimpleBatch(2, 2000, 5)
 	info := mustProduce(t, s.rm, p, b1)
 	if info.FirstOffset != 0 || info.LastOffset != 2 || info.NumRecords != 3 {
 		t.Fatalf("first append %+v, want offsets 0..2", info)
@@ -95,7 +97,7 @@ func TestFetchAtHighWatermarkIsWokenByProduce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		_, rm := newFakeStack(t, imageWith(1, 0, 1))
 		p := tp("t", 0)
-		mustProduce(t, rm, p, makeBatch(3, 1000, 5))
+		mustProduce(t, rm, p, testkit.SimpleBatch(3, 1000, 5))
 		done := make(chan replication.FetchResult, 1)
 		go func() {
 			done <- rm.Fetch(context.Background(), replication.FetchParams{
@@ -109,7 +111,7 @@ func TestFetchAtHighWatermarkIsWokenByProduce(t *testing.T) {
 			t.Fatalf("fetch at HW returned without waiting: %+v", r)
 		default:
 		}
-		mustProduce(t, rm, p, makeBatch(2, 2000, 5))
+		mustProduce(t, rm, p, testkit.SimpleBatch(2, 2000, 5))
 		synctest.Wait()
 		select {
 		case r := <-done:
@@ -145,7 +147,7 @@ func TestFetchOverSeveralPartitionsIsWokenByAnyOfThem(t *testing.T) {
 			done <- rm.Fetch(context.Background(), fp)
 		}()
 		synctest.Wait()
-		mustProduce(t, rm, tp("t", 2), makeBatch(1, 1000, 5))
+		mustProduce(t, rm, tp("t", 2), testkit.SimpleBatch(1, 1000, 5))
 		synctest.Wait()
 		select {
 		case res := <-done:
@@ -218,7 +220,7 @@ func TestFetchParkedOnDeletedTopicReturnsUnknownTopic(t *testing.T) {
 			})[0]
 		}()
 		synctest.Wait()
-		meta.publish(emptyImage())
+		meta.Publish(emptyImage())
 		synctest.Wait()
 		select {
 		case r := <-done:
@@ -234,10 +236,10 @@ func TestFetchParkedOnDeletedTopicReturnsUnknownTopic(t *testing.T) {
 func TestFetchMaxBytesReturnsOneWholeBatchOnlyForTheFirstPartition(t *testing.T) {
 	s := newStack(t)
 	s.createTopic(t, "t", 2, nil)
-	b := makeBatch(1, 1000, 200)
+	b := testkit.SimpleBatch(1, 1000, 200)
 	mustProduce(t, s.rm, tp("t", 0), b)
-	mustProduce(t, s.rm, tp("t", 0), makeBatch(1, 1001, 200))
-	mustProduce(t, s.rm, tp("t", 1), makeBatch(1, 1000, 200))
+	mustProduce(t, s.rm, tp("t", 0), testkit.SimpleBatch(1, 1001, 200))
+	mustProduce(t, s.rm, tp("t", 1), testkit.SimpleBatch(1, 1000, 200))
 	both := func(reqMax, partMax int32, offset0 int64) []replication.FetchResult {
 		return s.rm.Fetch(context.Background(), replication.FetchParams{
 			MaxBytes: reqMax,
@@ -279,7 +281,7 @@ func TestFetchMaxBytesReturnsOneWholeBatchOnlyForTheFirstPartition(t *testing.T)
 func TestFetchBeyondLogEndIsOffsetOutOfRange(t *testing.T) {
 	s := newStack(t)
 	s.createTopic(t, "t", 1, nil)
-	mustProduce(t, s.rm, tp("t", 0), makeBatch(2, 1000, 1))
+	mustProduce(t, s.rm, tp("t", 0), testkit.SimpleBatch(2, 1000, 1))
 	r := fetchOne(s.rm, tp("t", 0), 3)
 	if !errors.Is(r.Err, partition.ErrOffsetOutOfRange) {
 		t.Fatalf("got %v, want ErrOffsetOutOfRange", r.Err)
@@ -296,7 +298,7 @@ func TestUnknownTopicOrPartition(t *testing.T) {
 		if r := fetchOne(s.rm, p, 0); !errors.Is(r.Err, replication.ErrUnknownTopicOrPartition) {
 			t.Errorf("fetch %s: got %v", p, r.Err)
 		}
-		if _, err := s.rm.Produce(context.Background(), p, makeBatch(1, 1, 1), 1, time.Second); !errors.Is(err, replication.ErrUnknownTopicOrPartition) {
+		if _, err := s.rm.Produce(context.Background(), p, testkit.SimpleBatch(1, 1, 1), 1, time.Second); !errors.Is(err, replication.ErrUnknownTopicOrPartition) {
 			t.Errorf("produce %s: got %v", p, err)
 		}
 		if _, _, _, err := s.rm.ListOffset(p, -1, -1, false); !errors.Is(err, replication.ErrUnknownTopicOrPartition) {
@@ -307,7 +309,7 @@ func TestUnknownTopicOrPartition(t *testing.T) {
 		}
 	}
 	// An unknown partition in a fetch does not hide the others' data.
-	mustProduce(t, s.rm, tp("t", 0), makeBatch(1, 1, 1))
+	mustProduce(t, s.rm, tp("t", 0), testkit.SimpleBatch(1, 1, 1))
 	res := s.rm.Fetch(context.Background(), replication.FetchParams{MaxBytes: 1 << 20, Partitions: []replication.FetchPartition{
 		{TP: tp("nope", 0), MaxBytes: 1 << 20, CurrentLeaderEpoch: -1},
 		{TP: tp("t", 0), MaxBytes: 1 << 20, CurrentLeaderEpoch: -1},
@@ -318,9 +320,9 @@ func TestUnknownTopicOrPartition(t *testing.T) {
 }
 
 // newFakeStack hosts topic "t" as described by img, on an in-memory disk.
-func newFakeStack(t *testing.T, img *cluster.Image) (*fakeMeta, *replication.Manager) {
+func newFakeStack(t *testing.T, img *cluster.Image) (*fake.Meta, *replication.Manager) {
 	t.Helper()
-	meta := &fakeMeta{img: img}
+	meta := fake.NewMeta(nodeID, img)
 	logs := openLogs(t, partition.NewMemFS(), "/logs", meta)
 	t.Cleanup(func() { logs.Close() })
 	rm := newManager(t, logs, meta)
@@ -337,7 +339,7 @@ func fetchEpoch(rm *replication.Manager, epoch int32) replication.FetchResult {
 // FENCED_LEADER_EPOCH, newer is UNKNOWN_LEADER_EPOCH, -1 skips the check.
 func TestCurrentLeaderEpochIsChecked(t *testing.T) {
 	meta, rm := newFakeStack(t, imageWith(1, 3, 1))
-	mustProduce(t, rm, tp("t", 0), makeBatch(1, 1000, 1))
+	mustProduce(t, rm, tp("t", 0), testkit.SimpleBatch(1, 1000, 1))
 	for _, tc := range []struct {
 		epoch int32
 		want  error
@@ -367,7 +369,7 @@ func TestCurrentLeaderEpochIsChecked(t *testing.T) {
 		t.Fatalf("batch leader epoch %d, want 3", hs[0].PartitionLeaderEpoch)
 	}
 	// A new leader epoch fences the old one.
-	meta.publish(imageWith(1, 4, 1))
+	meta.Publish(imageWith(1, 4, 1))
 	if r := fetchEpoch(rm, 3); !errors.Is(r.Err, replication.ErrFencedLeaderEpoch) {
 		t.Fatalf("epoch 3 after bump: got %v, want ErrFencedLeaderEpoch", r.Err)
 	}
@@ -377,7 +379,7 @@ func TestCurrentLeaderEpochIsChecked(t *testing.T) {
 	if _, _, e, err := rm.ListOffset(tp("t", 0), -1, -1, false); err != nil || e != 4 {
 		t.Fatalf("latest offset epoch %d (%v), want 4", e, err)
 	}
-	mustProduce(t, rm, tp("t", 0), makeBatch(1, 1001, 1))
+	mustProduce(t, rm, tp("t", 0), testkit.SimpleBatch(1, 1001, 1))
 	if e, off, err := rm.OffsetForLeaderEpoch(tp("t", 0), -1, 3); err != nil || e != 3 || off != 1 {
 		t.Fatalf("end of epoch 3: epoch %d offset %d (%v), want 3 1", e, off, err)
 	}
@@ -385,19 +387,19 @@ func TestCurrentLeaderEpochIsChecked(t *testing.T) {
 
 func TestNotLeaderOrFollowerWhenAnotherBrokerLeads(t *testing.T) {
 	meta, rm := newFakeStack(t, imageWith(1, 0, 1))
-	mustProduce(t, rm, tp("t", 0), makeBatch(1, 1000, 1))
-	meta.publish(imageWith(2, 1, 2, 1))
+	mustProduce(t, rm, tp("t", 0), testkit.SimpleBatch(1, 1000, 1))
+	meta.Publish(imageWith(2, 1, 2, 1))
 	if rm.Get(tp("t", 0)) == nil {
 		t.Fatal("follower replica not hosted")
 	}
-	if _, err := rm.Produce(context.Background(), tp("t", 0), makeBatch(1, 1, 1), 1, time.Second); !errors.Is(err, replication.ErrNotLeaderOrFollower) {
+	if _, err := rm.Produce(context.Background(), tp("t", 0), testkit.SimpleBatch(1, 1, 1), 1, time.Second); !errors.Is(err, replication.ErrNotLeaderOrFollower) {
 		t.Fatalf("produce to follower: got %v, want ErrNotLeaderOrFollower", err)
 	}
 	if r := fetchEpoch(rm, -1); !errors.Is(r.Err, replication.ErrNotLeaderOrFollower) {
 		t.Fatalf("consumer fetch from follower: got %v, want ErrNotLeaderOrFollower", r.Err)
 	}
 	// Not a replica at all: no log here, and the partition still exists.
-	meta.publish(imageWith(2, 2, 2))
+	meta.Publish(imageWith(2, 2, 2))
 	if rm.Get(tp("t", 0)) != nil {
 		t.Fatal("partition still hosted after reassignment away")
 	}
@@ -410,18 +412,18 @@ func TestProduceRejectsInvalidPayloads(t *testing.T) {
 	s := newStack(t)
 	s.createTopic(t, "t", 1, nil)
 	p := tp("t", 0)
-	corrupt := makeBatch(2, 1000, 10)
+	corrupt := testkit.SimpleBatch(2, 1000, 10)
 	corrupt[len(corrupt)-3] ^= 0xff
 	for _, tc := range []struct {
 		name    string
 		records []byte
 		want    error
 	}{
-		{"two batches", append(makeBatch(1, 1000, 1), makeBatch(1, 1001, 1)...), partition.ErrInvalidRecord},
-		{"control batch", makeBatchAttrs(1, 1000, 1, 0x20), partition.ErrInvalidRecord},
+		{"two batches", append(testkit.SimpleBatch(1, 1000, 1), testkit.SimpleBatch(1, 1001, 1)...), partition.ErrInvalidRecord},
+		{"control batch", testkit.Batch{FirstTimestamp: 1000, Records: 1, ValueLen: 1, Attributes: 0x20}.Encode(t), partition.ErrInvalidRecord},
 		{"empty", nil, partition.ErrInvalidRecord},
 		{"bad crc", corrupt, partition.ErrCorruptMessage},
-		{"truncated", makeBatch(2, 1000, 10)[:40], partition.ErrCorruptMessage},
+		{"truncated", testkit.SimpleBatch(2, 1000, 10)[:40], partition.ErrCorruptMessage},
 	} {
 		_, err := s.rm.Produce(context.Background(), p, tc.records, 1, time.Second)
 		if !errors.Is(err, tc.want) {
@@ -437,11 +439,11 @@ func TestProduceAboveMaxMessageBytesIsMessageTooLarge(t *testing.T) {
 	s := newStack(t)
 	s.createTopic(t, "t", 1, map[string]string{"max.message.bytes": "200"})
 	p := tp("t", 0)
-	big := makeBatch(1, 1000, 300)
+	big := testkit.SimpleBatch(1, 1000, 300)
 	if _, err := s.rm.Produce(context.Background(), p, big, 1, time.Second); !errors.Is(err, partition.ErrMessageTooLarge) {
 		t.Fatalf("got %v, want ErrMessageTooLarge", err)
 	}
-	mustProduce(t, s.rm, p, makeBatch(1, 1000, 10))
+	mustProduce(t, s.rm, p, testkit.SimpleBatch(1, 1000, 10))
 	// Raising the topic config reaches the log.
 	if err := s.ctrl.SetTopicConfigs(context.Background(), "t", map[string]string{"max.message.bytes": "1000"}, false); err != nil {
 		t.Fatal(err)
@@ -463,14 +465,14 @@ func TestProduceAcksAllBelowMinInsyncReplicasIsNotEnoughReplicas(t *testing.T) {
 	s := newStack(t)
 	s.createTopic(t, "t", 1, map[string]string{"min.insync.replicas": "2"})
 	p := tp("t", 0)
-	if _, err := s.rm.Produce(context.Background(), p, makeBatch(1, 1000, 1), -1, time.Second); !errors.Is(err, replication.ErrNotEnoughReplicas) {
+	if _, err := s.rm.Produce(context.Background(), p, testkit.SimpleBatch(1, 1000, 1), -1, time.Second); !errors.Is(err, replication.ErrNotEnoughReplicas) {
 		t.Fatalf("acks=-1: got %v, want ErrNotEnoughReplicas", err)
 	}
 	if leo := s.rm.Get(p).Log().LogEndOffset(); leo != 0 {
 		t.Fatalf("rejected acks=-1 produce appended: LEO %d", leo)
 	}
 	for _, acks := range []int16{1, 0} {
-		if _, err := s.rm.Produce(context.Background(), p, makeBatch(1, 1000, 1), acks, time.Second); err != nil {
+		if _, err := s.rm.Produce(context.Background(), p, testkit.SimpleBatch(1, 1000, 1), acks, time.Second); err != nil {
 			t.Fatalf("acks=%d: %v", acks, err)
 		}
 	}
@@ -478,7 +480,7 @@ func TestProduceAcksAllBelowMinInsyncReplicasIsNotEnoughReplicas(t *testing.T) {
 	if err := s.ctrl.SetTopicConfigs(context.Background(), "t", map[string]string{"min.insync.replicas": "1"}, false); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.rm.Produce(context.Background(), p, makeBatch(1, 1000, 1), -1, time.Second); err != nil {
+	if _, err := s.rm.Produce(context.Background(), p, testkit.SimpleBatch(1, 1000, 1), -1, time.Second); err != nil {
 		t.Fatalf("acks=-1 with min.insync.replicas=1: %v", err)
 	}
 }
@@ -487,8 +489,8 @@ func TestListOffset(t *testing.T) {
 	s := newStack(t)
 	s.createTopic(t, "t", 1, nil)
 	p := tp("t", 0)
-	mustProduce(t, s.rm, p, makeBatch(3, 1000, 1)) // offsets 0-2, ts 1000-1002
-	mustProduce(t, s.rm, p, makeBatch(3, 2000, 1)) // offsets 3-5, ts 2000-2002
+	mustProduce(t, s.rm, p, testkit.SimpleBatch(3, 1000, 1)) // offsets 0-2, ts 1000-1002
+	mustProduce(t, s.rm, p, testkit.SimpleBatch(3, 2000, 1)) // offsets 3-5, ts 2000-2002
 	for _, tc := range []struct {
 		name            string
 		ts              int64
@@ -527,7 +529,7 @@ func TestDeleteRecords(t *testing.T) {
 	s.createTopic(t, "t", 1, nil)
 	p := tp("t", 0)
 	for i := 0; i < 3; i++ {
-		mustProduce(t, s.rm, p, makeBatch(3, int64(1000*i), 1)) // 0-2, 3-5, 6-8
+		mustProduce(t, s.rm, p, testkit.SimpleBatch(3, int64(1000*i), 1)) // 0-2, 3-5, 6-8
 	}
 	low, err := s.rm.DeleteRecords(p, 4)
 	if err != nil || low != 4 {
@@ -568,8 +570,8 @@ func TestDeleteTopicRemovesPartitionAndDirectory(t *testing.T) {
 	s := newStack(t)
 	s.createTopic(t, "t", 2, nil)
 	s.createTopic(t, "keep", 1, nil)
-	mustProduce(t, s.rm, tp("t", 0), makeBatch(2, 1000, 10))
-	mustProduce(t, s.rm, tp("keep", 0), makeBatch(2, 1000, 10))
+	mustProduce(t, s.rm, tp("t", 0), testkit.SimpleBatch(2, 1000, 10))
+	mustProduce(t, s.rm, tp("keep", 0), testkit.SimpleBatch(2, 1000, 10))
 	if errs := s.ctrl.DeleteTopics(context.Background(), []string{"t"}); errs[0] != nil {
 		t.Fatal(errs[0])
 	}
@@ -580,7 +582,7 @@ func TestDeleteTopicRemovesPartitionAndDirectory(t *testing.T) {
 		if s.logs.Get(tp("t", p)) != nil {
 			t.Fatalf("log of partition %d still open", p)
 		}
-		if _, err := s.rm.Produce(context.Background(), tp("t", p), makeBatch(1, 1, 1), 1, time.Second); !errors.Is(err, replication.ErrUnknownTopicOrPartition) {
+		if _, err := s.rm.Produce(context.Background(), tp("t", p), testkit.SimpleBatch(1, 1, 1), 1, time.Second); !errors.Is(err, replication.ErrUnknownTopicOrPartition) {
 			t.Fatalf("produce to deleted partition %d: got %v", p, err)
 		}
 		if r := fetchOne(s.rm, tp("t", p), 0); !errors.Is(r.Err, replication.ErrUnknownTopicOrPartition) {
@@ -609,7 +611,7 @@ func TestDeleteTopicRemovesPartitionAndDirectory(t *testing.T) {
 func TestNewManagerRemovesLogsOfTopicsNoLongerInMetadata(t *testing.T) {
 	s := newStack(t)
 	s.createTopic(t, "keep", 1, nil)
-	mustProduce(t, s.rm, tp("keep", 0), makeBatch(2, 1000, 10))
+	mustProduce(t, s.rm, tp("keep", 0), testkit.SimpleBatch(2, 1000, 10))
 	// A log the metadata knows nothing about, as left by a topic deleted
 	// while this broker was down.
 	orphan := tp("orphan", 0)
@@ -617,7 +619,7 @@ func TestNewManagerRemovesLogsOfTopicsNoLongerInMetadata(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := lg.Append(makeBatch(1, 1000, 10), 0); err != nil {
+	if _, err := lg.Append(testkit.SimpleBatch(1, 1000, 10), 0); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.logs.Close(); err != nil {
@@ -654,7 +656,7 @@ func TestNewManagerRemovesLogsOfTopicsNoLongerInMetadata(t *testing.T) {
 func TestRestartDropsLogOfTopicRecreatedUnderSameName(t *testing.T) {
 	s := newStack(t)
 	s.createTopic(t, "t", 1, nil)
-	mustProduce(t, s.rm, tp("t", 0), makeBatch(3, 1000, 10))
+	mustProduce(t, s.rm, tp("t", 0), testkit.SimpleBatch(3, 1000, 10))
 	if err := s.logs.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -684,7 +686,7 @@ func TestRestartDropsLogOfTopicRecreatedUnderSameName(t *testing.T) {
 func TestConsumersSeeOnlyBelowHighWatermark(t *testing.T) {
 	_, rm := newFakeStack(t, imageWith(1, 0, 1, 2))
 	p := tp("t", 0)
-	if _, err := rm.Produce(context.Background(), p, makeBatch(2, 1000, 1), 1, time.Second); err != nil {
+	if _, err := rm.Produce(context.Background(), p, testkit.SimpleBatch(2, 1000, 1), 1, time.Second); err != nil {
 		t.Fatal(err)
 	}
 	lg := rm.Get(p).Log()
@@ -712,7 +714,7 @@ func TestConsumersSeeOnlyBelowHighWatermark(t *testing.T) {
 func TestProduceAcksAllWaitsForTheISR(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		_, rm := newFakeStack(t, imageWith(1, 0, 1, 2))
-		_, err := rm.Produce(context.Background(), tp("t", 0), makeBatch(1, 1000, 1), -1, time.Second)
+		_, err := rm.Produce(context.Background(), tp("t", 0), testkit.SimpleBatch(1, 1000, 1), -1, time.Second)
 		if !errors.Is(err, replication.ErrRequestTimedOut) {
 			t.Fatalf("got %v, want ErrRequestTimedOut with the HW still at 0", err)
 		}

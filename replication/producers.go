@@ -107,8 +107,9 @@ func batchOf(h partition.BatchHeader, batch []byte, nowMs int64) idempotent.Batc
 		b.ProducerID = idempotent.NoProducerID
 	}
 	if b.Control {
-		b.Abort = isAbortMarker(batch)
-		b.CoordinatorEpoch = markerCoordinatorEpoch(batch)
+		m, _ := partition.ReadControlMarker(batch)
+		b.Abort = !m.Commit
+		b.CoordinatorEpoch = m.CoordinatorEpoch
 	}
 	return b
 }

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gokafka/gokafka/internal/testkit"
+	"github.com/gokafka/gokafka/internal/testkit/fake"
 	"github.com/gokafka/gokafka/partition"
 	"github.com/gokafka/gokafka/replication"
 )
@@ -63,9 +65,9 @@ func (d *slowDisk) waitEntered(t *testing.T) {
 // restartedLeader hosts "t" (led here, sole replica) with producer 7's
 // first batch in the log, then restarts the replica manager with the
 // disk armed, so the new one must rebuild the producer state from disk.
-func restartedLeader(t *testing.T, d *slowDisk) (*fakeMeta, *replication.Manager, partition.AppendInfo) {
+func restartedLeader(t *testing.T, d *slowDisk) (*fake.Meta, *replication.Manager, partition.AppendInfo) {
 	t.Helper()
-	meta := &fakeMeta{img: imageWith(1, 0, 1)}
+	meta := fake.NewMeta(nodeID, imageWith(1, 0, 1))
 	logs := openLogs(t, d.fs, "/logs", meta)
 	t.Cleanup(func() { logs.Close() })
 	rm := newManager(t, logs, meta)
@@ -97,7 +99,7 @@ func TestRoleChangeDoesNotWaitForProducerStateRebuild(t *testing.T) {
 
 	applied := make(chan struct{})
 	go func() {
-		meta.publish(imageWith(2, 1, 2, 1))
+		meta.Publish(imageWith(2, 1, 2, 1))
 		close(applied)
 	}()
 	select {
@@ -141,7 +143,7 @@ func TestLeaderRefusesIdempotentProduceRetriablyUntilProducerStateLoaded(t *test
 		<-res
 		t.Fatal("the idempotent produce waited for the rebuild past its timeout")
 	}
-	if _, err := rm.Produce(context.Background(), p, makeBatch(1, 1000, 1), 1, time.Second); err != nil {
+	if _, err := rm.Produce(context.Background(), p, testkit.SimpleBatch(1, 1000, 1), 1, time.Second); err != nil {
 		t.Fatalf("plain produce while loading: %v", err)
 	}
 	if got := rm.Get(p).Log().LogEndOffset(); got != first.LastOffset+2 {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gokafka/gokafka/idempotent"
+	"github.com/gokafka/gokafka/internal/testkit"
 	"github.com/gokafka/gokafka/partition"
 	"github.com/gokafka/gokafka/replication"
 	"github.com/rs/zerolog"
@@ -17,11 +18,11 @@ import (
 // idemBatch is a producer's batch of n records with producer id, epoch
 // and base sequence set.
 func idemBatch(n int, pid int64, epoch int16, seq int32) []byte {
-	b := makeBatch(n, 1000, 8)
+	b := testkit.SimpleBatch(n, 1000, 8)
 	binary.BigEndian.PutUint64(b[43:], uint64(pid))
 	binary.BigEndian.PutUint16(b[51:], uint16(epoch))
 	binary.BigEndian.PutUint32(b[53:], uint32(seq))
-	fixCRC(b)
+	testkit.FixCRC(b)
 	return b
 }
 
@@ -83,7 +84,7 @@ func TestRule9_ProducerStateSurvivesRestart(t *testing.T) {
 			s := newStack(t)
 			s.createTopic(t, "t", 1, nil)
 			p := tp("t", 0)
-			if _, err := produceIdem(s.rm, p, makeBatch(4, 1000, 8)); err != nil {
+			if _, err := produceIdem(s.rm, p, testkit.SimpleBatch(4, 1000, 8)); err != nil {
 				t.Fatal(err)
 			}
 			first, err := produceIdem(s.rm, p, idemBatch(3, 9, 2, 10))
@@ -132,14 +133,10 @@ func TestRule9_NewLeaderDeduplicatesRetryWrittenUnderOldLeader(t *testing.T) {
 		t.Fatal("leadership did not move")
 	}
 	var retry partition.AppendInfo
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	err = testkit.Poll(10*time.Second, func() error {
 		retry, err = produceIdem(nl.rm, p, idemBatch(5, 42, 0, 0))
-		if err == nil || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return err
+	})
 	if err != nil {
 		t.Fatalf("retry at the new leader: %v", err)
 	}

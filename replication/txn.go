@@ -7,99 +7,11 @@ package replication
 
 import (
 	"context"
-	"encoding/binary"
-	"hash/crc32"
 	"time"
-
-	"github.com/twmb/franz-go/pkg/kbin"
 
 	"github.com/gokafka/gokafka/idempotent"
 	"github.com/gokafka/gokafka/partition"
 )
-
-// Control record types (the key's second int16).
-const (
-	controlAbort  int16 = 0
-	controlCommit int16 = 1
-)
-
-// BuildControlBatch encodes a transaction marker for producer pid at epoch:
-// one control record whose key is {version int16 0, type int16} (0 abort,
-// 1 commit) and whose value is {version int16 0, coordinator epoch int32}.
-func BuildControlBatch(pid int64, epoch int16, coordinatorEpoch int32, commit bool, timestampMs int64) []byte {
-	typ := controlAbort
-	if commit {
-		typ = controlCommit
-	}
-	key := kbin.AppendInt16(kbin.AppendInt16(nil, 0), typ)
-	val := kbin.AppendInt32(kbin.AppendInt16(nil, 0), coordinatorEpoch)
-	var rec []byte
-	rec = append(rec, 0)             // attributes
-	rec = kbin.AppendVarlong(rec, 0) // timestamp delta
-	rec = kbin.AppendVarint(rec, 0)  // offset delta
-	rec = kbin.AppendVarintBytes(rec, key)
-	rec = kbin.AppendVarintBytes(rec, val)
-	rec = kbin.AppendVarint(rec, 0) // headers
-	body := kbin.AppendVarint(nil, int32(len(rec)))
-	body = append(body, rec...)
-
-	b := make([]byte, partition.BatchHeaderSize, partition.BatchHeaderSize+len(body))
-	be := binary.BigEndian
-	be.PutUint32(b[8:], uint32(partition.BatchHeaderSize-12+len(body)))
-	be.PutUint32(b[12:], 0xffffffff)
-	b[16] = 2
-	be.PutUint16(b[21:], 0x10|0x20) // transactional, control
-	be.PutUint32(b[23:], 0)
-	be.PutUint64(b[27:], uint64(timestampMs))
-	be.PutUint64(b[35:], uint64(timestampMs))
-	be.PutUint64(b[43:], uint64(pid))
-	be.PutUint16(b[51:], uint16(epoch))
-	be.PutUint32(b[53:], 0xffffffff)
-	be.PutUint32(b[57:], 1)
-	b = append(b, body...)
-	be.PutUint32(b[17:], crc32.Checksum(b[21:], crc32.MakeTable(crc32.Castagnoli)))
-	return b
-}
-
-// isAbortMarker reads the type of a control batch's record; a marker that
-// cannot be read counts as an abort, the outcome that exposes nothing.
-func isAbortMarker(batch []byte) bool {
-	if len(batch) <= partition.BatchHeaderSize {
-		return true
-	}
-	r := kbin.Reader{Src: batch[partition.BatchHeaderSize:]}
-	r.Varint() // length
-	r.Int8()
-	r.Varlong()
-	r.Varint()
-	key := r.VarintBytes()
-	if !r.Ok() || len(key) < 4 {
-		return true
-	}
-	return int16(binary.BigEndian.Uint16(key[2:])) != controlCommit
-}
-
-// markerCoordinatorEpoch reads the coordinator epoch from a marker's
-// value (version int16, coordinator epoch int32); 0 if unreadable.
-func markerCoordinatorEpoch(batch []byte) int32 {
-	if len(batch) <= partition.BatchHeaderSize {
-		return 0
-	}
-	r := kbin.Reader{Src: batch[partition.BatchHeaderSize:]}
-	r.Varint() // length
-	r.Int8()
-	r.Varlong()
-	r.Varint()
-	r.VarintBytes() // key
-	val := r.VarintBytes()
-	if !r.Ok() || len(val) < 6 {
-		return 0
-	}
-	return int32(binary.BigEndian.Uint32(val[2:]))
-}
-
-// ControlType reports whether a control batch is a commit marker.
-func ControlType(batch []byte) (commit bool) { return !isAbortMarker(batch) }
 
 // AppendOptions are the extra rules of an append.
 type AppendOptions struct {
@@ -119,7 +31,7 @@ type AppendOptions struct {
 // AppendControl writes a transaction marker to tp as its leader and waits
 // for the ISR (acks=all).
 func (m *Manager) AppendControl(ctx context.Context, tp partition.TopicPartition, pid int64, epoch int16, coordinatorEpoch int32, commit bool, timeout time.Duration) error {
-	batch := BuildControlBatch(pid, epoch, coordinatorEpoch, commit, m.now().UnixMilli())
+	batch := partition.ControlBatch(pid, epoch, coordinatorEpoch, commit, m.now().UnixMilli())
 	_, err := m.ProduceWithOptions(ctx, tp, batch, -1, timeout, AppendOptions{FromCoordinator: true})
 	return err
 }

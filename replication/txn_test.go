@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/gokafka/gokafka/idempotent"
+	"github.com/gokafka/gokafka/internal/testkit"
 	"github.com/gokafka/gokafka/partition"
 	"github.com/gokafka/gokafka/replication"
 )
@@ -15,7 +16,7 @@ import (
 func txnBatch(n int, pid int64, epoch int16, seq int32) []byte {
 	b := idemBatch(n, pid, epoch, seq)
 	b[22] |= 0x10
-	fixCRC(b)
+	testkit.FixCRC(b)
 	return b
 }
 
@@ -37,8 +38,8 @@ func TestLastStableOffsetStopsAtTheOpenTransaction(t *testing.T) {
 	s := newStack(t)
 	s.createTopic(t, "t", 1, nil)
 	p := tp("t", 0)
-	mustProduce(t, s.rm, p, makeBatch(2, 1000, 8)) // 0-1
-	mustProduce(t, s.rm, p, txnBatch(3, 7, 0, 0))  // 2-4, open
+	mustProduce(t, s.rm, p, testkit.SimpleBatch(2, 1000, 8)) // 0-1
+	mustProduce(t, s.rm, p, txnBatch(3, 7, 0, 0))            // 2-4, open
 	r := readCommitted(s.rm, p, 0)
 	if r.Err != nil || r.LastStableOffset != 2 || r.HighWatermark != 5 {
 		t.Fatalf("LSO %d HW %d err %v, want 2 and 5", r.LastStableOffset, r.HighWatermark, r.Err)
@@ -66,7 +67,7 @@ func TestLastStableOffsetStopsAtTheOpenTransaction(t *testing.T) {
 func TestClientsCannotWriteControlBatches(t *testing.T) {
 	s := newStack(t)
 	s.createTopic(t, "t", 1, nil)
-	b := replication.BuildControlBatch(7, 0, 0, true, 1000)
+	b := partition.ControlBatch(7, 0, 0, true, 1000)
 	if _, err := s.rm.Produce(context.Background(), tp("t", 0), b, -1, time.Second); !errors.Is(err, partition.ErrInvalidRecord) {
 		t.Fatalf("client control batch: %v, want INVALID_RECORD", err)
 	}
@@ -102,14 +103,7 @@ func TestAbortedIndexSurvivesRestart(t *testing.T) {
 	s.rm.Close() // snapshots the producer state
 	rm := newManager(t, s.logs, s.ctrl)
 	var r replication.FetchResult
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		r = readCommitted(rm, p, 0)
-		if r.Err == nil || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testkit.Poll(5*time.Second, func() error { r = readCommitted(rm, p, 0); return r.Err })
 	if r.Err != nil || len(r.AbortedTransactions) != 1 || r.AbortedTransactions[0].FirstOffset != 0 {
 		t.Fatalf("after restart: err %v aborted %+v", r.Err, r.AbortedTransactions)
 	}
@@ -122,8 +116,8 @@ func TestReadUncommittedFetchReportsLastStableOffset(t *testing.T) {
 	s := newStack(t)
 	s.createTopic(t, "t", 1, nil)
 	p := tp("t", 0)
-	mustProduce(t, s.rm, p, makeBatch(2, 1000, 8)) // 0-1
-	mustProduce(t, s.rm, p, txnBatch(3, 7, 0, 0))  // 2-4, open
+	mustProduce(t, s.rm, p, testkit.SimpleBatch(2, 1000, 8)) // 0-1
+	mustProduce(t, s.rm, p, txnBatch(3, 7, 0, 0))            // 2-4, open
 	r := fetchOne(s.rm, p, 0)
 	if r.Err != nil || r.LastStableOffset != 2 || r.HighWatermark != 5 {
 		t.Fatalf("LSO %d HW %d err %v, want 2 and 5", r.LastStableOffset, r.HighWatermark, r.Err)

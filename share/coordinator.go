@@ -16,6 +16,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/gokafka/gokafka/cluster"
+	"github.com/gokafka/gokafka/coordinator"
 	"github.com/gokafka/gokafka/group"
 )
 
@@ -46,12 +47,11 @@ func (c *Coordinator) Close() { c.expiry.Close() }
 
 // owns checks that this broker coordinates groupID.
 func (c *Coordinator) owns(im *cluster.Image, groupID string) error {
-	t := im.Topic(group.OffsetsTopic)
-	if t == nil || len(t.Partitions) == 0 {
+	leader, ok := coordinator.LeaderFor(im, group.OffsetsTopic, groupID)
+	if !ok {
 		return ErrCoordinatorUnavailable
 	}
-	p := t.Partitions[group.PartitionFor(groupID, int32(len(t.Partitions)))]
-	if p.Leader != c.nodeID {
+	if leader != c.nodeID {
 		return ErrNotCoordinator
 	}
 	return nil

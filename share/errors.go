@@ -1,21 +1,25 @@
 package share
 
-import "errors"
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/gokafka/gokafka/internal/kafkaerr"
+)
 
 // Sentinels returned by the share coordinator and the share-partition
-// manager; handlers map them to Kafka error codes.
+// manager; each wraps the Kafka error it answers as.
 var (
-	ErrNotCoordinator         = errors.New("not the coordinator of this share group")
-	ErrCoordinatorUnavailable = errors.New("share coordinator not available")
-	ErrUnknownMember          = errors.New("unknown member id")
-	ErrFencedMemberEpoch      = errors.New("fenced member epoch")
-	ErrGroupNotFound          = errors.New("group id not found")
-	ErrNonEmptyGroup          = errors.New("the group has members")
-	ErrInvalidRequest         = errors.New("invalid request")
-	ErrInvalidRecordState     = errors.New("record state does not allow this acknowledgement")
-	ErrSessionNotFound        = errors.New("share session not found")
-	ErrInvalidSessionEpoch    = errors.New("invalid share session epoch")
-	ErrNotLeader              = errors.New("not the leader of this partition")
-	ErrUnknownTopic           = errors.New("unknown topic or partition")
-	ErrGroupMaxSize           = errors.New("share group is full")
+	ErrNotCoordinator         = kafkaerr.New(kerr.NotCoordinator, "not the coordinator of this share group")
+	ErrCoordinatorUnavailable = kafkaerr.New(kerr.CoordinatorNotAvailable, "share coordinator not available")
+	ErrUnknownMember          = kafkaerr.New(kerr.UnknownMemberID, "unknown member id")
+	ErrFencedMemberEpoch      = kafkaerr.New(kerr.FencedMemberEpoch, "fenced member epoch")
+	ErrGroupNotFound          = kafkaerr.New(kerr.GroupIDNotFound, "group id not found")
+	ErrNonEmptyGroup          = kafkaerr.New(kerr.NonEmptyGroup, "the group has members")
+	ErrInvalidRequest         = kafkaerr.New(kerr.InvalidRequest, "invalid request")
+	ErrInvalidRecordState     = kafkaerr.New(kerr.InvalidRecordState, "record state does not allow this acknowledgement")
+	ErrSessionNotFound        = kafkaerr.New(kerr.ShareSessionNotFound, "share session not found")
+	ErrInvalidSessionEpoch    = kafkaerr.New(kerr.InvalidShareSessionEpoch, "invalid share session epoch")
+	ErrNotLeader              = kafkaerr.New(kerr.NotLeaderForPartition, "not the leader of this partition")
+	ErrUnknownTopic           = kafkaerr.New(kerr.UnknownTopicOrPartition, "unknown topic or partition")
+	ErrGroupMaxSize           = kafkaerr.New(kerr.GroupMaxSizeReached, "share group is full")
 )

@@ -529,7 +529,7 @@ func spansOf(b []byte, aborted []idempotent.TxnRange, rc bool) ([]Span, []int) {
 				ai++
 			}
 			if h.IsControl() {
-				if !replication.ControlType(b[pos : pos+h.Size()]) {
+				if m, _ := partition.ReadControlMarker(b[pos : pos+h.Size()]); !m.Commit {
 					delete(abortedPIDs, h.ProducerID)
 				}
 			} else if h.IsTransactional() && abortedPIDs[h.ProducerID] {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"slices"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -14,8 +13,9 @@ import (
 
 	"github.com/gokafka/gokafka/cluster"
 	"github.com/gokafka/gokafka/idempotent"
+	"github.com/gokafka/gokafka/internal/testkit"
+	"github.com/gokafka/gokafka/internal/testkit/fake"
 	"github.com/gokafka/gokafka/partition"
-	"github.com/gokafka/gokafka/replication"
 )
 
 // The partition side's sessions, acknowledgements, releases and long-poll
@@ -23,102 +23,39 @@ import (
 
 var testTopicID = cluster.TopicID{1, 2, 3}
 
-type fakeMeta struct {
-	cluster.Metadata
-	mu      sync.Mutex
-	im      *cluster.Image
-	changes []cluster.ShareChange
-}
-
-func (f *fakeMeta) Image() *cluster.Image {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.im
-}
-
-func (f *fakeMeta) UpdateShareState(_ context.Context, ch cluster.ShareChange) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.changes = append(f.changes, ch)
-	return nil
-}
-
-func newFakeMeta(groupConfigs map[string]string) *fakeMeta {
-	return &fakeMeta{im: &cluster.Image{
+func newFakeMeta(groupConfigs map[string]string) *fake.Meta {
+	return fake.NewMeta(1, &cluster.Image{
 		Topics: map[string]*cluster.TopicInfo{"t": {Name: "t", ID: testTopicID,
 			Partitions: []cluster.PartitionInfo{{Partition: 0, Leader: 1, LeaderEpoch: 0}}}},
 		IDs:          map[cluster.TopicID]string{testTopicID: "t"},
 		GroupConfigs: map[string]map[string]string{"g": groupConfigs},
-	}}
+	})
 }
-
-// fakeLog is one partition's log: whole batches, a high watermark and the
-// channel a parked fetch waits on.
-type fakeLog struct {
-	mu      sync.Mutex
-	batches [][]byte
-	hw      int64
-	moved   chan struct{}
-}
-
-func newFakeLog() *fakeLog { return &fakeLog{moved: make(chan struct{})} }
 
 // appendRecords writes a batch of n records (a transaction marker when
-// control) and moves the high watermark past it.
-func (l *fakeLog) appendRecords(n int, control bool) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	rb := kmsg.RecordBatch{FirstOffset: l.hw, Magic: 2, LastOffsetDelta: int32(n - 1), NumRecords: int32(n), Records: make([]byte, n)}
+// control) to partition t-0, moving its high watermark past it; Put gives
+// it its base offset.
+func appendRecords(l *fake.Log, n int, control bool) {
+	rb := kmsg.RecordBatch{Magic: 2, LastOffsetDelta: int32(n - 1), NumRecords: int32(n), Records: make([]byte, n)}
 	if control {
 		rb.Attributes = 0x20
 	}
 	b := rb.AppendTo(nil)
 	rb.Length = int32(len(b) - 12)
-	b = rb.AppendTo(nil)
-	l.batches = append(l.batches, b)
-	l.hw += int64(n)
-	close(l.moved)
-	l.moved = make(chan struct{})
+	l.Put(logTP, rb.AppendTo(nil))
 }
 
-func (l *fakeLog) Leader(partition.TopicPartition) (int32, bool) { return 0, true }
-
-func (l *fakeLog) Fetch(_ context.Context, fp replication.FetchParams) []replication.FetchResult {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	r := replication.FetchResult{HighWatermark: l.hw, LastStableOffset: l.hw, LogStartOffset: 0}
-	for _, b := range l.batches {
-		h, _ := partition.ParseBatchHeader(b)
-		if h.LastOffset() >= fp.Partitions[0].Offset {
-			r.Records = append(r.Records, b...)
-		}
-	}
-	return []replication.FetchResult{r}
-}
-
-func (l *fakeLog) ListOffset(_ partition.TopicPartition, ts int64, _ int32, _ bool) (int64, int64, int32, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if ts == -2 {
-		return 0, -1, 0, nil
-	}
-	return l.hw, -1, 0, nil
-}
-
-func (l *fakeLog) HWMoved(partition.TopicPartition) <-chan struct{} {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.moved
-}
+// logTP is the partition the tests share.
+var logTP = partition.TopicPartition{Topic: "t", Partition: 0}
 
 type clock struct{ ms atomic.Int64 }
 
 func (c *clock) now() time.Time { return time.UnixMilli(c.ms.Load()) }
 
-func newTestManager(t *testing.T, groupConfigs map[string]string) (*Manager, *fakeLog, *fakeMeta, *clock) {
+func newTestManager(t *testing.T, groupConfigs map[string]string) (*Manager, *fake.Log, *fake.Meta, *clock) {
 	t.Helper()
 	meta := newFakeMeta(groupConfigs)
-	log := newFakeLog()
+	log := fake.NewLog()
 	cfg := DefaultConfig()
 	cfg.CheckpointInterval = time.Hour // the test calls checkpoint itself
 	clk := &clock{}
@@ -148,7 +85,7 @@ func fetch(t *testing.T, m *Manager, member string, epoch int32, acks ...Partiti
 
 func TestManagerSessionLifecycle(t *testing.T) {
 	m, log, _, _ := newTestManager(t, map[string]string{"share.auto.offset.reset": "earliest"})
-	log.appendRecords(10, false)
+	appendRecords(log, 10, false)
 
 	got, err := fetch(t, m, "a", 0)
 	if err != nil || !slices.Equal(got, []AcquiredRange{{0, 9, 1}}) {
@@ -183,7 +120,7 @@ func TestManagerSessionLifecycle(t *testing.T) {
 
 func TestManagerDisconnectReleases(t *testing.T) {
 	m, log, _, _ := newTestManager(t, map[string]string{"share.auto.offset.reset": "earliest"})
-	log.appendRecords(3, false)
+	appendRecords(log, 3, false)
 	conn, drop := context.WithCancel(context.Background())
 	res, err := m.Fetch(context.Background(), FetchRequest{Group: "g", Member: "a", Conn: conn, Partitions: []TP{tp0}, MaxRecords: 10})
 	if err != nil || len(res) != 1 || len(res[0].Acquired) != 1 {
@@ -200,7 +137,7 @@ func TestManagerDisconnectReleases(t *testing.T) {
 
 func TestManagerLongPollWakesOnAppend(t *testing.T) {
 	m, log, _, _ := newTestManager(t, nil) // latest: starts at the high watermark
-	log.appendRecords(5, false)
+	appendRecords(log, 5, false)
 	done := make(chan []PartitionResult)
 	go func() {
 		res, _ := m.Fetch(context.Background(), FetchRequest{Group: "g", Member: "a", Partitions: []TP{tp0}, MaxRecords: 10, MaxWait: time.Minute})
@@ -208,16 +145,15 @@ func TestManagerLongPollWakesOnAppend(t *testing.T) {
 	}()
 	// Wait until the fetch has built its share partition (at offset 5),
 	// then write.
-	for {
+	testkit.Eventually(t, 10*time.Second, func() error {
 		m.mu.Lock()
-		st := m.mu.parts[stateKey{"g", "t", 0}]
-		m.mu.Unlock()
-		if st != nil {
-			break
+		defer m.mu.Unlock()
+		if m.mu.parts[stateKey{"g", "t", 0}] == nil {
+			return errors.New("the fetch has not built its share partition")
 		}
-		time.Sleep(time.Millisecond)
-	}
-	log.appendRecords(2, false)
+		return nil
+	})
+	appendRecords(log, 2, false)
 	res := <-done
 	if len(res) != 1 || !slices.Equal(res[0].Acquired, []AcquiredRange{{5, 6, 1}}) {
 		t.Fatalf("woken fetch: %+v (latest must skip the 5 records written before)", res)
@@ -226,9 +162,9 @@ func TestManagerLongPollWakesOnAppend(t *testing.T) {
 
 func TestManagerLockExpiryAndMarkers(t *testing.T) {
 	m, log, _, clk := newTestManager(t, map[string]string{"share.auto.offset.reset": "earliest", "share.record.lock.duration.ms": "5000"})
-	log.appendRecords(2, false)
-	log.appendRecords(1, true) // a transaction marker at offset 2
-	log.appendRecords(2, false)
+	appendRecords(log, 2, false)
+	appendRecords(log, 1, true) // a transaction marker at offset 2
+	appendRecords(log, 2, false)
 	got, err := fetch(t, m, "a", 0)
 	if err != nil || !slices.Equal(got, []AcquiredRange{{0, 1, 1}, {3, 4, 1}}) {
 		t.Fatalf("fetch: %v %v (the marker is never delivered)", got, err)
@@ -253,7 +189,7 @@ func TestManagerLockExpiryAndMarkers(t *testing.T) {
 
 func TestManagerCheckpoint(t *testing.T) {
 	m, log, meta, _ := newTestManager(t, map[string]string{"share.auto.offset.reset": "earliest"})
-	log.appendRecords(4, false)
+	appendRecords(log, 4, false)
 	if _, err := fetch(t, m, "a", 0); err != nil {
 		t.Fatal(err)
 	}
@@ -261,24 +197,21 @@ func TestManagerCheckpoint(t *testing.T) {
 		t.Fatal(err)
 	}
 	m.checkpoint()
-	meta.mu.Lock()
-	changes := slices.Clone(meta.changes)
-	meta.mu.Unlock()
+	changes := meta.ShareChanges()
 	if len(changes) != 1 || changes[0].Reset || changes[0].Offsets["t"][0] != 3 {
 		t.Fatalf("checkpoints %+v, want one with start offset 3", changes)
 	}
 	// Nothing moved since: no new checkpoint.
 	m.checkpoint()
-	if meta.mu.Lock(); len(meta.changes) != 1 {
-		t.Errorf("%d checkpoints, want 1", len(meta.changes))
+	if n := len(meta.ShareChanges()); n != 1 {
+		t.Errorf("%d checkpoints, want 1", n)
 	}
-	meta.mu.Unlock()
 
 	// A new leader (a fresh manager on the same metadata) starts at the
 	// checkpoint, not by the reset policy.
-	meta.mu.Lock()
-	meta.im.ShareGroups = map[string]*cluster.ShareGroupState{"g": {Offsets: map[string]map[int32]int64{"t": {0: 3}}}}
-	meta.mu.Unlock()
+	meta.Edit(func(im *cluster.Image) {
+		im.ShareGroups = map[string]*cluster.ShareGroupState{"g": {Offsets: map[string]map[int32]int64{"t": {0: 3}}}}
+	})
 	m2 := NewManager(DefaultConfig(), meta, log, zerolog.Nop())
 	defer m2.Close()
 	got, err := fetch(t, m2, "b", 0)
@@ -300,7 +233,7 @@ func batchAt(base int64, n int, pid int64) []byte {
 }
 
 func TestSpansUnderEachIsolationLevel(t *testing.T) {
-	marker := replication.BuildControlBatch(7, 0, 0, false, 0) // abort of producer 7
+	marker := partition.ControlBatch(7, 0, 0, false, 0) // abort of producer 7
 	binaryPutBase(marker, 2)
 	var log []byte
 	log = append(log, batchAt(0, 2, 7)...) // aborted transaction

@@ -12,7 +12,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/gokafka/gokafka/cluster"
-	"github.com/gokafka/gokafka/group"
+	"github.com/gokafka/gokafka/coordinator"
 	"github.com/gokafka/gokafka/partition"
 	"github.com/gokafka/gokafka/protocol"
 	"github.com/gokafka/gokafka/replication"
@@ -20,17 +20,19 @@ import (
 
 // Replicas is what the coordinator needs of the replica manager.
 type Replicas interface {
-	group.Replicas
+	coordinator.Replicas
 	// AppendControl writes a transaction marker to tp as its leader and
 	// waits for the ISR.
 	AppendControl(ctx context.Context, tp TopicPartition, pid int64, epoch int16, coordinatorEpoch int32, commit bool, timeout time.Duration) error
 }
 
 // ReplicaStore adapts a replication.Manager to Replicas.
-func ReplicaStore(m *replication.Manager) Replicas { return replicaStore{group.ReplicaStore(m), m} }
+func ReplicaStore(m *replication.Manager) Replicas {
+	return replicaStore{coordinator.ReplicaStore(m), m}
+}
 
 type replicaStore struct {
-	group.Replicas
+	coordinator.Replicas
 	m *replication.Manager
 }
 
@@ -39,7 +41,7 @@ func (s replicaStore) AppendControl(ctx context.Context, tp TopicPartition, pid 
 }
 
 // Metadata is what the coordinator needs of the cluster metadata.
-type Metadata = group.Metadata
+type Metadata = coordinator.Metadata
 
 // Groups is told about markers written to __consumer_offsets partitions,
 // which decide transactional offset commits; group.Coordinator provides it.
@@ -57,13 +59,12 @@ type Coordinator struct {
 	logger   zerolog.Logger
 	now      func() time.Time
 
-	mu struct {
+	// own follows the __transaction_state partitions this broker leads;
+	// mu guards its state.
+	own *coordinator.Owner[*ownedPartition]
+	mu  struct {
 		sync.Mutex
-		closed        bool
-		numPartitions int32
-		topicID       cluster.TopicID
-		parts         map[int32]*ownedPartition
-		txns          map[string]*entry
+		txns map[string]*entry
 	}
 	clients struct {
 		sync.Mutex
@@ -75,12 +76,7 @@ type Coordinator struct {
 
 // ownedPartition is a __transaction_state partition this broker leads.
 type ownedPartition struct {
-	id    int32
-	epoch int32
-	// loaded is set once its transactions are in memory.
-	loaded bool
-	// cancel is closed when leadership is lost.
-	cancel chan struct{}
+	coordinator.Partition
 }
 
 // entry holds one transactional id's state and the lock that guards it.
@@ -109,11 +105,15 @@ func New(cfg Config, meta Metadata, replicas Replicas, groups Groups, newPID fun
 	for _, o := range opts {
 		o(c)
 	}
-	c.mu.parts = make(map[int32]*ownedPartition)
+	c.own = coordinator.NewOwner(StateTopic, meta.NodeID(), &c.mu.Mutex, &c.wg, coordinator.Hooks[*ownedPartition]{
+		New:    func(p coordinator.Partition) *ownedPartition { return &ownedPartition{Partition: p} },
+		Load:   c.load,
+		Unload: c.unload,
+	})
 	c.mu.txns = make(map[string]*entry)
 	c.clients.m = make(map[string]*protocol.Client)
-	c.reconcile(meta.Image())
-	meta.Watch(func(_, next *cluster.Image) { c.reconcile(next) })
+	c.own.Reconcile(meta.Image())
+	meta.Watch(func(_, next *cluster.Image) { c.own.Reconcile(next) })
 	c.wg.Add(1)
 	go c.timeoutLoop()
 	return c, nil
@@ -122,20 +122,8 @@ func New(cfg Config, meta Metadata, replicas Replicas, groups Groups, newPID fun
 // Close stops the coordinator: loads, marker writers and the timeout sweep
 // stop; transactions left half done are finished by the next coordinator.
 func (c *Coordinator) Close() {
-	c.mu.Lock()
-	if c.mu.closed {
-		c.mu.Unlock()
+	if !c.own.Close(func() { close(c.stop) }) {
 		return
-	}
-	c.mu.closed = true
-	close(c.stop)
-	var parts []int32
-	for id := range c.mu.parts {
-		parts = append(parts, id)
-	}
-	c.mu.Unlock()
-	for _, id := range parts {
-		c.unload(id)
 	}
 	c.wg.Wait()
 	c.clients.Lock()
@@ -148,51 +136,15 @@ func (c *Coordinator) Close() {
 
 func (c *Coordinator) nowMs() int64 { return c.now().UnixMilli() }
 
-// reconcile loads the partitions this broker now leads and unloads the
-// others; it runs on the metadata goroutine and never blocks.
-func (c *Coordinator) reconcile(im *cluster.Image) {
-	want, n, id := im.Led(StateTopic, c.meta.NodeID())
-	c.mu.Lock()
-	if c.mu.closed {
-		c.mu.Unlock()
-		return
-	}
-	recreated := id != c.mu.topicID
-	c.mu.numPartitions, c.mu.topicID = n, id
-	var drop []int32
-	for pid, op := range c.mu.parts {
-		if e, ok := want[pid]; !ok || e != op.epoch || recreated {
-			drop = append(drop, pid)
-		}
-	}
-	c.mu.Unlock()
-	for _, pid := range drop {
-		c.unload(pid)
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for pid, epoch := range want {
-		if _, ok := c.mu.parts[pid]; ok || c.mu.closed {
-			continue
-		}
-		op := &ownedPartition{id: pid, epoch: epoch, cancel: make(chan struct{})}
-		c.mu.parts[pid] = op
-		c.wg.Add(1)
-		go c.load(op)
-	}
-}
-
 // unload forgets a partition's transactions; writes in flight for them
 // fail with NOT_COORDINATOR.
 func (c *Coordinator) unload(pid int32) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	op := c.mu.parts[pid]
-	if op == nil {
+	op, ok := c.own.DetachLocked(pid)
+	if !ok {
 		return
 	}
-	delete(c.mu.parts, pid)
-	close(op.cancel)
 	n := 0
 	for id, e := range c.mu.txns {
 		if e.part == op {
@@ -200,59 +152,60 @@ func (c *Coordinator) unload(pid int32) {
 			n++
 		}
 	}
-	if n > 0 || op.loaded {
+	if n > 0 || op.Loaded {
 		c.logger.Info().Int32("partition", pid).Int("transactions", n).Msg("unloaded transactions of a state partition no longer led here")
 	}
 }
 
 // owns reports whether op is still the loaded owner of its partition.
-func (c *Coordinator) owns(op *ownedPartition) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.mu.parts[op.id] == op && !c.mu.closed
-}
+func (c *Coordinator) owns(op *ownedPartition) bool { return c.own.Owns(op) }
 
 // load reads a partition from its start up to the log end as it was when
 // leadership began (each read bounded by the high watermark, as group/
 // does), installs the transactions, and resumes those left prepared.
 func (c *Coordinator) load(op *ownedPartition) {
 	defer c.wg.Done()
-	tp := TopicPartition{Topic: StateTopic, Partition: op.id}
-	log := c.logger.With().Int32("partition", op.id).Int32("epoch", op.epoch).Logger()
+	tp := TopicPartition{Topic: StateTopic, Partition: op.ID}
+	log := c.logger.With().Int32("partition", op.ID).Int32("epoch", op.Epoch).Logger()
 	start := c.now()
 	txns := map[string]meta{}
-	apply := func(offset int64, key, value []byte) {
-		id, ok, err := decodeKey(key)
+	apply := func(r coordinator.LogRecord) error {
+		if r.Bad != nil {
+			log.Warn().Err(r.Bad).Int64("offset", r.Offset).Msg("skipping the rest of a malformed batch in the transaction state partition")
+			return nil
+		}
+		if r.Control {
+			return nil
+		}
+		offset, value := r.Offset, r.Value
+		id, ok, err := decodeKey(r.Key)
 		if err != nil {
 			log.Warn().Err(err).Int64("offset", offset).Msg("skipping undecodable record")
-			return
+			return nil
 		}
 		if !ok {
-			return
+			return nil
 		}
 		if value == nil {
 			delete(txns, id)
-			return
+			return nil
 		}
 		m, err := decodeValue(id, value)
 		if err != nil {
 			log.Warn().Err(err).Int64("offset", offset).Msg("skipping undecodable transaction state")
-			return
+			return nil
 		}
 		txns[id] = m
+		return nil
 	}
-	var pos int64 // the offset after the last batch read
-	if !group.ReadPartitionLog(c.replicas, tp, c.cfg.LoadBufferSize, op.cancel, log, func(chunk []byte) (int64, error) {
-		next, _, err := parseBatches(chunk, apply)
-		pos = max(pos, next)
-		return next, err
-	}) {
+	pos, ok := coordinator.LoadPartition(c.replicas, tp, c.cfg.LoadBufferSize, op.Cancel, log, apply)
+	if !ok {
 		return
 	}
 
 	var resume []*entry
 	c.mu.Lock()
-	if c.mu.parts[op.id] != op {
+	if !c.own.CurrentLocked(op) {
 		c.mu.Unlock()
 		return
 	}
@@ -263,7 +216,7 @@ func (c *Coordinator) load(op *ownedPartition) {
 			resume = append(resume, e)
 		}
 	}
-	op.loaded = true
+	op.Loaded = true
 	c.mu.Unlock()
 	for _, e := range resume {
 		e.mu.Lock()
@@ -279,27 +232,9 @@ func (c *Coordinator) load(op *ownedPartition) {
 	ev.Int("transactions", len(txns)).Int64("end_offset", pos).Dur("took", c.now().Sub(start)).Msg("loaded transaction state partition")
 }
 
-// partitionFor is the __transaction_state partition of an id: Kafka's
-// Utils.abs(transactionalId.hashCode) % partitions, the same function as
-// for groups.
-func partitionFor(id string, n int32) int32 { return group.PartitionFor(id, n) }
-
 // owner returns the loaded partition owning id, or the error to answer.
 func (c *Coordinator) ownerLocked(id string) (*ownedPartition, error) {
-	if c.mu.closed {
-		return nil, ErrCoordinatorNotAvailable
-	}
-	if c.mu.numPartitions == 0 {
-		return nil, ErrNotCoordinator
-	}
-	op := c.mu.parts[partitionFor(id, c.mu.numPartitions)]
-	switch {
-	case op == nil:
-		return nil, ErrNotCoordinator
-	case !op.loaded:
-		return nil, ErrCoordinatorLoading
-	}
-	return op, nil
+	return c.own.ForKeyLocked(id)
 }
 
 // lookup returns the entry of id (nil if unknown) after the ownership
@@ -321,7 +256,7 @@ func (c *Coordinator) lookup(id string) (*entry, *ownedPartition, error) {
 // The entry must be marked pending by the caller (under its lock); write
 // clears the mark. It returns the error to answer.
 func (c *Coordinator) write(ctx context.Context, e *entry, next meta) error {
-	tp := TopicPartition{Topic: StateTopic, Partition: e.part.id}
+	tp := TopicPartition{Topic: StateTopic, Partition: e.part.ID}
 	batch := buildBatch(encodeKey(next.id), encodeValue(next), c.nowMs())
 	wctx, cancel := context.WithTimeout(ctx, c.cfg.WriteTimeout+time.Second)
 	err := c.replicas.Append(wctx, tp, batch, c.cfg.WriteTimeout)
@@ -383,7 +318,7 @@ func (c *Coordinator) InitProducerID(ctx context.Context, id string, timeoutMs i
 			return fail, fmt.Errorf("%w: allocating a producer id: %v", ErrCoordinatorNotAvailable, err)
 		}
 		c.mu.Lock()
-		if c.mu.parts[op.id] != op {
+		if !c.own.CurrentLocked(op) {
 			c.mu.Unlock()
 			return fail, ErrNotCoordinator
 		}
@@ -518,7 +453,7 @@ func (c *Coordinator) AbortTimedOut() int {
 	c.mu.Lock()
 	var entries []*entry
 	for _, e := range c.mu.txns {
-		if e.part.loaded {
+		if e.part.Loaded {
 			entries = append(entries, e)
 		}
 	}
@@ -560,7 +495,7 @@ func (c *Coordinator) Coordinator(ctx context.Context, id string) (cluster.Broke
 	if id == "" {
 		return cluster.BrokerInfo{}, fmt.Errorf("%w: empty transactional id", ErrInvalidRequest)
 	}
-	return group.CoordinatorFor(ctx, c.meta, group.InternalTopic{
+	return coordinator.CoordinatorFor(ctx, c.meta, coordinator.InternalTopic{
 		Name: StateTopic, NumPartitions: c.cfg.NumPartitions,
 		ReplicationFactor: c.cfg.ReplicationFactor, MinISR: c.cfg.MinISR,
 		Configs: map[string]string{
@@ -611,15 +546,13 @@ type Listing struct {
 // COORDINATOR_LOAD_IN_PROGRESS while a partition is loading.
 func (c *Coordinator) List(states []State, pids []int64) ([]Listing, error) {
 	c.mu.Lock()
-	if c.mu.closed {
+	if c.own.ClosedLocked() {
 		c.mu.Unlock()
 		return nil, ErrCoordinatorNotAvailable
 	}
 	var err error
-	for _, op := range c.mu.parts {
-		if !op.loaded {
-			err = ErrCoordinatorLoading
-		}
+	if c.own.LoadingLocked() {
+		err = ErrCoordinatorLoading
 	}
 	entries := make([]*entry, 0, len(c.mu.txns))
 	for _, e := range c.mu.txns {

@@ -13,7 +13,8 @@
 //   - __transaction_state (records.go): Kafka's TransactionLogKey/Value
 //     formats, acks=all appends, and a transition applied in memory only
 //     once its record is replicated;
-//   - ownership (coordinator.go): the coordinator of an id is the leader of
+//   - loading and unloading (coordinator.go, on a coordinator.Owner, which
+//     decides ownership): the coordinator of an id is the leader of
 //     partition abs(hashCode(id)) % partitions; on becoming leader this
 //     broker loads the partition from the log (COORDINATOR_LOAD_IN_PROGRESS
 //     meanwhile) and resumes transactions left in PrepareCommit or

@@ -1,25 +1,25 @@
 package txn
 
 import (
-	"errors"
+	"github.com/twmb/franz-go/pkg/kerr"
 
-	"github.com/gokafka/gokafka/group"
+	"github.com/gokafka/gokafka/coordinator"
+	"github.com/gokafka/gokafka/internal/kafkaerr"
 )
 
-// Errors the handlers map to Kafka codes; each is the Kafka error of the
-// same name.
+// Errors the handlers answer with; each wraps the Kafka error of the same
+// name.
 var (
-	// ErrCoordinatorNotAvailable is group's: both coordinators find their
-	// broker with group.CoordinatorFor.
-	ErrCoordinatorNotAvailable  = group.ErrCoordinatorNotAvailable
-	ErrNotCoordinator           = errors.New("not coordinator")
-	ErrCoordinatorLoading       = errors.New("coordinator load in progress")
-	ErrConcurrentTransactions   = errors.New("concurrent transactions")
-	ErrInvalidProducerIDMapping = errors.New("invalid producer id mapping")
-	ErrProducerFenced           = errors.New("producer fenced")
-	ErrInvalidTxnState          = errors.New("invalid transaction state")
-	ErrInvalidTxnTimeout        = errors.New("invalid transaction timeout")
-	ErrTransactionalIDNotFound  = errors.New("transactional id not found")
-	ErrInvalidRequest           = errors.New("invalid request")
-	ErrUnknownServer            = errors.New("unknown server error")
+	// The ownership answers are coordinator's, shared with group.
+	ErrCoordinatorNotAvailable  = coordinator.ErrCoordinatorNotAvailable
+	ErrNotCoordinator           = coordinator.ErrNotCoordinator
+	ErrCoordinatorLoading       = coordinator.ErrCoordinatorLoading
+	ErrConcurrentTransactions   = kafkaerr.New(kerr.ConcurrentTransactions, "concurrent transactions")
+	ErrInvalidProducerIDMapping = kafkaerr.New(kerr.InvalidProducerIDMapping, "invalid producer id mapping")
+	ErrProducerFenced           = kafkaerr.New(kerr.ProducerFenced, "producer fenced")
+	ErrInvalidTxnState          = kafkaerr.New(kerr.InvalidTxnState, "invalid transaction state")
+	ErrInvalidTxnTimeout        = kafkaerr.New(kerr.InvalidTransactionTimeout, "invalid transaction timeout")
+	ErrTransactionalIDNotFound  = kafkaerr.New(kerr.TransactionalIDNotFound, "transactional id not found")
+	ErrInvalidRequest           = kafkaerr.New(kerr.InvalidRequest, "invalid request")
+	ErrUnknownServer            = kafkaerr.New(kerr.UnknownServerError, "unknown server error")
 )

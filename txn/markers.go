@@ -21,18 +21,24 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/gokafka/gokafka/cluster"
 	"github.com/gokafka/gokafka/protocol"
 	"github.com/gokafka/gokafka/replication"
 )
 
 // MarkerClientID is the client id of WriteTxnMarkers requests between
-// brokers.
+// brokers when the metadata cannot name this node.
 const MarkerClientID = "gokafka-txn-markers"
+
+// peerNamer gives the client id naming this node to the others.
+type peerNamer interface {
+	PeerClientID(role string) string
+}
 
 // goComplete finishes a prepared transaction in the background.
 func (c *Coordinator) goComplete(e *entry, prep meta) {
 	c.mu.Lock()
-	if c.mu.closed {
+	if c.own.ClosedLocked() {
 		c.mu.Unlock()
 		return
 	}
@@ -52,7 +58,7 @@ func (c *Coordinator) sleep(op *ownedPartition, d time.Duration) bool {
 	case <-t.C:
 		return true
 	case <-c.stop:
-	case <-op.cancel:
+	case <-op.Cancel:
 	}
 	return false
 }
@@ -65,7 +71,7 @@ func (c *Coordinator) complete(e *entry, prep meta) {
 		if !c.owns(e.part) {
 			return
 		}
-		remaining = c.writeMarkers(remaining, prep, e.part.epoch, commit)
+		remaining = c.writeMarkers(remaining, prep, e.part.Epoch, commit)
 		if len(remaining) == 0 {
 			break
 		}
@@ -185,7 +191,13 @@ func (c *Coordinator) client(addr string) *protocol.Client {
 	defer c.clients.Unlock()
 	cl := c.clients.m[addr]
 	if cl == nil {
-		cl = protocol.NewClient(addr, MarkerClientID, c.cfg.WriteTimeout+5*time.Second)
+		id := MarkerClientID
+		if p, ok := c.meta.(peerNamer); ok {
+			// Brokers take WriteTxnMarkers only from a node of the
+			// cluster that names itself (cluster.PeerClientID).
+			id = p.PeerClientID(cluster.PeerRoleMarkers)
+		}
+		cl = protocol.NewClient(addr, id, c.cfg.WriteTimeout+5*time.Second)
 		c.clients.m[addr] = cl
 	}
 	return cl

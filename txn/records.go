@@ -15,9 +15,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/crc32"
 
-	"github.com/twmb/franz-go/pkg/kbin"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/gokafka/gokafka/partition"
@@ -98,90 +96,8 @@ func decodeValue(id string, b []byte) (meta, error) {
 	return m, nil
 }
 
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
-
-// buildBatch encodes one record as an uncompressed magic v2 batch; the
-// log sets the base offset and leader epoch, which the CRC does not cover.
+// buildBatch encodes one record as an uncompressed magic v2 batch
+// (partition.BatchBuilder); the log sets its base offset and leader epoch.
 func buildBatch(key, value []byte, timestampMs int64) []byte {
-	var r []byte
-	r = append(r, 0)
-	r = kbin.AppendVarlong(r, 0)
-	r = kbin.AppendVarint(r, 0)
-	r = kbin.AppendVarintBytes(r, key)
-	if value == nil {
-		r = kbin.AppendVarint(r, -1)
-	} else {
-		r = kbin.AppendVarintBytes(r, value)
-	}
-	r = kbin.AppendVarint(r, 0)
-	body := kbin.AppendVarint(nil, int32(len(r)))
-	body = append(body, r...)
-	b := make([]byte, partition.BatchHeaderSize, partition.BatchHeaderSize+len(body))
-	be := binary.BigEndian
-	be.PutUint32(b[8:], uint32(partition.BatchHeaderSize-12+len(body)))
-	be.PutUint32(b[12:], 0xffffffff)
-	b[16] = 2
-	be.PutUint64(b[27:], uint64(timestampMs))
-	be.PutUint64(b[35:], uint64(timestampMs))
-	be.PutUint64(b[43:], 0xffffffffffffffff)
-	be.PutUint16(b[51:], 0xffff)
-	be.PutUint32(b[53:], 0xffffffff)
-	be.PutUint32(b[57:], 1)
-	b = append(b, body...)
-	be.PutUint32(b[17:], crc32.Checksum(b[21:], castagnoli))
-	return b
-}
-
-// parseBatches calls fn for every record of the uncompressed, non-control
-// batches in b and returns the offset after the last whole batch.
-func parseBatches(b []byte, fn func(offset int64, key, value []byte)) (next int64, skipped int, err error) {
-	next = -1
-	for len(b) >= partition.BatchHeaderSize {
-		h, err := partition.ParseBatchHeader(b)
-		if err != nil {
-			return next, skipped, err
-		}
-		size := h.Size()
-		if size < partition.BatchHeaderSize || size > len(b) {
-			break
-		}
-		batch := b[:size]
-		b = b[size:]
-		next = h.NextOffset()
-		if h.IsControl() {
-			continue
-		}
-		if h.Compression() != partition.CompressionNone {
-			skipped++
-			continue
-		}
-		r := kbin.Reader{Src: batch[partition.BatchHeaderSize:]}
-		for i := int32(0); i < h.NumRecords; i++ {
-			length := r.Varint()
-			if !r.Ok() || length < 0 || int(length) > len(r.Src) {
-				return next, skipped, fmt.Errorf("%w: record %d length at batch %d", errBadRecord, i, h.BaseOffset)
-			}
-			rr := kbin.Reader{Src: r.Span(int(length))}
-			rr.Int8()
-			rr.Varlong()
-			delta := rr.Varint()
-			key := rr.VarintBytes()
-			var value []byte
-			if vl := rr.Varint(); vl >= 0 {
-				value = rr.Span(int(vl))
-				if value == nil {
-					value = []byte{}
-				}
-			}
-			if !rr.Ok() {
-				return next, skipped, fmt.Errorf("%w: record %d truncated at batch %d", errBadRecord, i, h.BaseOffset)
-			}
-			var v []byte // nil for a tombstone
-			if value != nil {
-				v = append(make([]byte, 0, len(value)), value...)
-			}
-			fn(h.BaseOffset+int64(delta), append([]byte(nil), key...), v)
-		}
-	}
-	return next, skipped, nil
+	return partition.NewBatchBuilder(timestampMs).Add(partition.Record{Key: key, Value: value}).Build()
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/gokafka/gokafka/coordinator"
 	"github.com/gokafka/gokafka/idempotent"
 	"github.com/gokafka/gokafka/replication"
 )
@@ -65,13 +66,12 @@ func produceError(err error) error {
 
 func (c *Coordinator) verifyRemote(ctx context.Context, id string, pid int64, epoch int16, tp TopicPartition) error {
 	im := c.meta.Image()
-	t := im.Topic(StateTopic)
-	if t == nil || len(t.Partitions) == 0 {
+	leader, ok := coordinator.LeaderFor(im, StateTopic, id)
+	if !ok {
 		return ErrCoordinatorNotAvailable
 	}
-	p := t.Partitions[partitionFor(id, int32(len(t.Partitions)))]
-	b, ok := im.Brokers[p.Leader]
-	if p.Leader < 0 || !ok || p.Leader == c.meta.NodeID() {
+	b, ok := im.Brokers[leader]
+	if leader < 0 || !ok || leader == c.meta.NodeID() {
 		return ErrCoordinatorNotAvailable
 	}
 	req := kmsg.NewPtrAddPartitionsToTxnRequest()

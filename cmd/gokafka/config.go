@@ -43,6 +43,7 @@ var properties = []property{
 	{"process.roles", "broker,controller", "Roles of this node; gokafka nodes are always broker,controller."},
 	{"listeners", "PLAINTEXT://127.0.0.1:9092", "Comma-separated listener URLs the broker binds; add CONTROLLER://host:port when controller.quorum.voters is set."},
 	{"controller.listener.names", "CONTROLLER", "Listener names that carry the metadata quorum's traffic."},
+	{"inter.broker.listener.name", "", "Listener the brokers reach each other on, the only one serving broker-to-broker requests; empty means the first listener that is not a controller listener."},
 	{"controller.quorum.voters", "", "Metadata quorum voters as id@host:port of their CONTROLLER listeners; empty for a single-node cluster."},
 	{"controller.quorum.election.timeout.ms", "500", "Metadata quorum election and heartbeat timeout (multi-node)."},
 	{"broker.heartbeat.interval.ms", "2000", "How often a broker heartbeats to the active controller."},
@@ -281,42 +282,11 @@ func (s *settings) positive(name string) int64 {
 
 func ms(n int64) time.Duration { return time.Duration(n) * time.Millisecond }
 
-// brokerConfig turns settings into the broker's typed config. Derived
-// values follow Kafka: log.retention.ms over minutes over hours, log.roll.ms
-// over hours.
+// brokerConfig turns settings into the broker's typed config, collecting
+// every invalid setting in s.errs (in the order the settings are read)
+// before failing.
 func (s *settings) brokerConfig() (broker.Config, error) {
-	retentionMs := s.i64("log.retention.hours") * 3600000
-	if m, ok := s.optI64("log.retention.minutes"); ok {
-		retentionMs = m * 60000
-	}
-	if m, ok := s.optI64("log.retention.ms"); ok {
-		retentionMs = m
-	}
-	rollMs := s.i64("log.roll.hours") * 3600000
-	if m, ok := s.optI64("log.roll.ms"); ok {
-		rollMs = m
-	}
-	flushMs, ok := s.optI64("log.flush.interval.ms")
-	if !ok {
-		flushMs = math.MaxInt64
-	}
-
-	// Effective values of the properties that topic configs inherit from.
-	values := map[string]string{}
-	for k, v := range s.values {
-		if v != "" && k != "log.level" && k != "log.format" && k != "debug.pprof.listener" {
-			values[k] = v
-		}
-	}
-	values["log.retention.ms"] = strconv.FormatInt(retentionMs, 10)
-	values["log.roll.ms"] = strconv.FormatInt(rollMs, 10)
-	values["log.flush.interval.ms"] = strconv.FormatInt(flushMs, 10)
-	set := map[string]bool{}
-	for k, ok := range s.set {
-		set[k] = ok
-	}
-	set["log.retention.ms"] = s.set["log.retention.ms"] || s.set["log.retention.minutes"] || s.set["log.retention.hours"]
-	set["log.roll.ms"] = s.set["log.roll.ms"] || s.set["log.roll.hours"]
+	defaults := s.brokerDefaults()
 
 	var rack *string
 	if r := s.str("broker.rack"); r != "" {
@@ -341,86 +311,184 @@ func (s *settings) brokerConfig() (broker.Config, error) {
 		AutoCreateTopics:         s.boolean("auto.create.topics.enable"),
 		DeleteTopicEnable:        s.boolean("delete.topic.enable"),
 		FetchMaxBytes:            int32(min(s.positive("fetch.max.bytes"), math.MaxInt32)),
-		Protocol: protocol.Config{
-			MaxRequestBytes:    int32(min(s.positive("socket.request.max.bytes"), math.MaxInt32)),
-			IdleTimeout:        ms(s.i64("connections.max.idle.ms")),
-			MaxQueuedResponses: 8,
-			// gokafka's own bound (Kafka holds one response per
-			// connection): see protocol/limits.go.
-			MaxQueuedResponseBytes: 64 << 20,
-
-			MaxConnections:               int(min(s.positive("max.connections"), math.MaxInt32)),
-			ListenerMaxConnections:       s.listenerLimits(),
-			MaxConnectionsPerIP:          int(min(s.positive("max.connections.per.ip"), math.MaxInt32)),
-			MaxConnectionsPerIPOverrides: s.ipOverrides(),
-			QueuedMaxRequests:            int(min(s.positive("queued.max.requests"), math.MaxInt32)),
-			QueuedMaxRequestBytes:        s.i64("queued.max.request.bytes"),
-		},
-		Logs: partition.ManagerConfig{
-			RetentionCheckInterval: ms(s.positive("log.retention.check.interval.ms")),
-			CheckpointInterval:     ms(s.positive("log.flush.offset.checkpoint.interval.ms")),
-			FlushSchedulerInterval: ms(s.positive("log.flush.scheduler.interval.ms")),
-		},
-		Txn: txn.Config{
-			NumPartitions:         int32(min(s.positive("transaction.state.log.num.partitions"), math.MaxInt32)),
-			ReplicationFactor:     int16(min(s.positive("transaction.state.log.replication.factor"), math.MaxInt16)),
-			MinISR:                int32(min(s.positive("transaction.state.log.min.isr"), math.MaxInt32)),
-			SegmentBytes:          s.positive("transaction.state.log.segment.bytes"),
-			LoadBufferSize:        int32(min(s.positive("transaction.state.log.load.buffer.size"), math.MaxInt32)),
-			MaxTimeout:            ms(s.positive("transaction.max.timeout.ms")),
-			AbortTimedOutInterval: ms(s.positive("transaction.abort.timed.out.transaction.cleanup.interval.ms")),
-			WriteTimeout:          txn.DefaultConfig().WriteTimeout,
-		},
-		Replication: replication.Config{
-			ReplicaLagTimeMax:            ms(s.positive("replica.lag.time.max.ms")),
-			ReplicaFetchWaitMax:          ms(s.positive("replica.fetch.wait.max.ms")),
-			ReplicaFetchMinBytes:         int32(min(s.positive("replica.fetch.min.bytes"), math.MaxInt32)),
-			ReplicaFetchMaxBytes:         int32(min(s.positive("replica.fetch.max.bytes"), math.MaxInt32)),
-			ReplicaFetchResponseMaxBytes: int32(min(s.positive("replica.fetch.response.max.bytes"), math.MaxInt32)),
-			ReplicaFetchBackoff:          ms(s.positive("replica.fetch.backoff.ms")),
-			ReplicaSocketTimeout:         ms(s.positive("replica.socket.timeout.ms")),
-			ProducerIDExpiration:         ms(s.positive("producer.id.expiration.ms")),
-		},
-		BrokerDefaults:  cluster.BrokerDefaults{Values: values, Set: set},
-		ShutdownTimeout: ms(s.positive("shutdown.timeout.ms")),
-		Quota: quota.Config{
-			WindowNum:  int(min(s.positive("quota.window.num"), math.MaxInt32)),
-			WindowSize: time.Duration(min(s.positive("quota.window.size.seconds"), math.MaxInt32)) * time.Second,
-		},
-		Quorum: cluster.QuorumConfig{
-			Voters:            voters,
-			HeartbeatInterval: ms(s.positive("broker.heartbeat.interval.ms")),
-			SessionTimeout:    ms(s.positive("broker.session.timeout.ms")),
-			ElectionTimeout:   ms(s.positive("controller.quorum.election.timeout.ms")),
-		},
-		ControllerListenerNames: upper(s.list("controller.listener.names")),
-		Groups: group.Config{
-			OffsetsTopicNumPartitions:     int32(min(s.positive("offsets.topic.num.partitions"), math.MaxInt32)),
-			OffsetsTopicReplicationFactor: int16(min(s.positive("offsets.topic.replication.factor"), math.MaxInt16)),
-			OffsetsTopicSegmentBytes:      s.positive("offsets.topic.segment.bytes"),
-			OffsetsLoadBufferSize:         int32(min(s.positive("offsets.load.buffer.size"), math.MaxInt32)),
-			OffsetsRetention:              time.Duration(s.positive("offsets.retention.minutes")) * time.Minute,
-			OffsetsRetentionCheckInterval: ms(s.positive("offsets.retention.check.interval.ms")),
-			OffsetCommitTimeout:           ms(s.positive("offsets.commit.timeout.ms")),
-			OffsetMetadataMaxBytes:        int(s.i64("offset.metadata.max.bytes")),
-			MinSessionTimeout:             ms(s.i64("group.min.session.timeout.ms")),
-			MaxSessionTimeout:             ms(s.i64("group.max.session.timeout.ms")),
-			InitialRebalanceDelay:         ms(s.i64("group.initial.rebalance.delay.ms")),
-			MaxSize:                       int(min(s.positive("group.max.size"), math.MaxInt32)),
-			ConsumerSessionTimeout:        ms(s.positive("group.consumer.session.timeout.ms")),
-			ConsumerHeartbeatInterval:     ms(s.positive("group.consumer.heartbeat.interval.ms")),
-			ConsumerMaxSize:               int(min(s.positive("group.consumer.max.size"), math.MaxInt32)),
-		},
-		Share: share.Config{
-			SessionTimeout:          ms(s.positive("group.share.session.timeout.ms")),
-			HeartbeatInterval:       ms(s.positive("group.share.heartbeat.interval.ms")),
-			RecordLockDuration:      ms(s.positive("group.share.record.lock.duration.ms")),
-			DeliveryCountLimit:      int(min(s.positive("group.share.delivery.count.limit"), math.MaxInt16)),
-			PartitionMaxRecordLocks: int(min(s.positive("group.share.partition.max.record.locks"), math.MaxInt32)),
-			MaxGroupSize:            int(min(s.positive("group.share.max.size"), math.MaxInt32)),
-			CheckpointInterval:      ms(s.positive("group.share.checkpoint.interval.ms")),
-		},
+		Protocol:                 s.protocolConfig(),
+		Logs:                     s.logsConfig(),
+		Txn:                      s.txnConfig(),
+		Replication:              s.replicationConfig(),
+		BrokerDefaults:           defaults,
+		ShutdownTimeout:          ms(s.positive("shutdown.timeout.ms")),
+		Quota:                    s.quotaConfig(),
+		Quorum:                   s.quorumConfig(voters),
+		ControllerListenerNames:  upper(s.list("controller.listener.names")),
+		InterBrokerListenerName:  strings.ToUpper(s.str("inter.broker.listener.name")),
+		Groups:                   s.groupConfig(),
+		Share:                    s.shareConfig(),
 	}
+	s.validate(&cfg)
+	if len(s.errs) > 0 {
+		return broker.Config{}, fmt.Errorf("invalid configuration: %s", strings.Join(s.errs, "; "))
+	}
+	// The broker-level values reach each log through the topic config
+	// resolution (cluster.TopicConfigValue); the defaults below are what
+	// partition.Manager uses for logs of topics it cannot resolve.
+	cfg.Logs.Defaults = partition.DefaultConfig()
+	rc := cfg.Replication
+	rc.NodeID = cfg.NodeID
+	if err := rc.Validate(); err != nil {
+		return broker.Config{}, fmt.Errorf("invalid configuration: %w", err)
+	}
+	return cfg, nil
+}
+
+// brokerDefaults is the effective values of the properties that topic
+// configs inherit from, and which of them were set. Derived values follow
+// Kafka: log.retention.ms over minutes over hours, log.roll.ms over hours.
+func (s *settings) brokerDefaults() cluster.BrokerDefaults {
+	retentionMs := s.i64("log.retention.hours") * 3600000
+	if m, ok := s.optI64("log.retention.minutes"); ok {
+		retentionMs = m * 60000
+	}
+	if m, ok := s.optI64("log.retention.ms"); ok {
+		retentionMs = m
+	}
+	rollMs := s.i64("log.roll.hours") * 3600000
+	if m, ok := s.optI64("log.roll.ms"); ok {
+		rollMs = m
+	}
+	flushMs, ok := s.optI64("log.flush.interval.ms")
+	if !ok {
+		flushMs = math.MaxInt64
+	}
+
+	values := map[string]string{}
+	for k, v := range s.values {
+		if v != "" && k != "log.level" && k != "log.format" && k != "debug.pprof.listener" {
+			values[k] = v
+		}
+	}
+	values["log.retention.ms"] = strconv.FormatInt(retentionMs, 10)
+	values["log.roll.ms"] = strconv.FormatInt(rollMs, 10)
+	values["log.flush.interval.ms"] = strconv.FormatInt(flushMs, 10)
+	set := map[string]bool{}
+	for k, ok := range s.set {
+		set[k] = ok
+	}
+	set["log.retention.ms"] = s.set["log.retention.ms"] || s.set["log.retention.minutes"] || s.set["log.retention.hours"]
+	set["log.roll.ms"] = s.set["log.roll.ms"] || s.set["log.roll.hours"]
+	return cluster.BrokerDefaults{Values: values, Set: set}
+}
+
+// protocolConfig is the connection runtime's limits.
+func (s *settings) protocolConfig() protocol.Config {
+	return protocol.Config{
+		MaxRequestBytes:    int32(min(s.positive("socket.request.max.bytes"), math.MaxInt32)),
+		IdleTimeout:        ms(s.i64("connections.max.idle.ms")),
+		MaxQueuedResponses: 8,
+		// gokafka's own bound (Kafka holds one response per
+		// connection): see protocol/limits.go.
+		MaxQueuedResponseBytes: 64 << 20,
+
+		MaxConnections:               int(min(s.positive("max.connections"), math.MaxInt32)),
+		ListenerMaxConnections:       s.listenerLimits(),
+		MaxConnectionsPerIP:          int(min(s.positive("max.connections.per.ip"), math.MaxInt32)),
+		MaxConnectionsPerIPOverrides: s.ipOverrides(),
+		QueuedMaxRequests:            int(min(s.positive("queued.max.requests"), math.MaxInt32)),
+		QueuedMaxRequestBytes:        s.i64("queued.max.request.bytes"),
+	}
+}
+
+// logsConfig is the log manager's background intervals.
+func (s *settings) logsConfig() partition.ManagerConfig {
+	return partition.ManagerConfig{
+		RetentionCheckInterval: ms(s.positive("log.retention.check.interval.ms")),
+		CheckpointInterval:     ms(s.positive("log.flush.offset.checkpoint.interval.ms")),
+		FlushSchedulerInterval: ms(s.positive("log.flush.scheduler.interval.ms")),
+	}
+}
+
+// txnConfig is the transaction coordinator's settings.
+func (s *settings) txnConfig() txn.Config {
+	return txn.Config{
+		NumPartitions:         int32(min(s.positive("transaction.state.log.num.partitions"), math.MaxInt32)),
+		ReplicationFactor:     int16(min(s.positive("transaction.state.log.replication.factor"), math.MaxInt16)),
+		MinISR:                int32(min(s.positive("transaction.state.log.min.isr"), math.MaxInt32)),
+		SegmentBytes:          s.positive("transaction.state.log.segment.bytes"),
+		LoadBufferSize:        int32(min(s.positive("transaction.state.log.load.buffer.size"), math.MaxInt32)),
+		MaxTimeout:            ms(s.positive("transaction.max.timeout.ms")),
+		AbortTimedOutInterval: ms(s.positive("transaction.abort.timed.out.transaction.cleanup.interval.ms")),
+		WriteTimeout:          txn.DefaultConfig().WriteTimeout,
+	}
+}
+
+// replicationConfig is the replica manager's settings.
+func (s *settings) replicationConfig() replication.Config {
+	return replication.Config{
+		ReplicaLagTimeMax:            ms(s.positive("replica.lag.time.max.ms")),
+		ReplicaFetchWaitMax:          ms(s.positive("replica.fetch.wait.max.ms")),
+		ReplicaFetchMinBytes:         int32(min(s.positive("replica.fetch.min.bytes"), math.MaxInt32)),
+		ReplicaFetchMaxBytes:         int32(min(s.positive("replica.fetch.max.bytes"), math.MaxInt32)),
+		ReplicaFetchResponseMaxBytes: int32(min(s.positive("replica.fetch.response.max.bytes"), math.MaxInt32)),
+		ReplicaFetchBackoff:          ms(s.positive("replica.fetch.backoff.ms")),
+		ReplicaSocketTimeout:         ms(s.positive("replica.socket.timeout.ms")),
+		ProducerIDExpiration:         ms(s.positive("producer.id.expiration.ms")),
+	}
+}
+
+// quotaConfig is the client-quota windows.
+func (s *settings) quotaConfig() quota.Config {
+	return quota.Config{
+		WindowNum:  int(min(s.positive("quota.window.num"), math.MaxInt32)),
+		WindowSize: time.Duration(min(s.positive("quota.window.size.seconds"), math.MaxInt32)) * time.Second,
+	}
+}
+
+// groupConfig is the group coordinator's settings.
+func (s *settings) groupConfig() group.Config {
+	return group.Config{
+		OffsetsTopicNumPartitions:     int32(min(s.positive("offsets.topic.num.partitions"), math.MaxInt32)),
+		OffsetsTopicReplicationFactor: int16(min(s.positive("offsets.topic.replication.factor"), math.MaxInt16)),
+		OffsetsTopicSegmentBytes:      s.positive("offsets.topic.segment.bytes"),
+		OffsetsLoadBufferSize:         int32(min(s.positive("offsets.load.buffer.size"), math.MaxInt32)),
+		OffsetsRetention:              time.Duration(s.positive("offsets.retention.minutes")) * time.Minute,
+		OffsetsRetentionCheckInterval: ms(s.positive("offsets.retention.check.interval.ms")),
+		OffsetCommitTimeout:           ms(s.positive("offsets.commit.timeout.ms")),
+		OffsetMetadataMaxBytes:        int(s.i64("offset.metadata.max.bytes")),
+		MinSessionTimeout:             ms(s.i64("group.min.session.timeout.ms")),
+		MaxSessionTimeout:             ms(s.i64("group.max.session.timeout.ms")),
+		InitialRebalanceDelay:         ms(s.i64("group.initial.rebalance.delay.ms")),
+		MaxSize:                       int(min(s.positive("group.max.size"), math.MaxInt32)),
+		ConsumerSessionTimeout:        ms(s.positive("group.consumer.session.timeout.ms")),
+		ConsumerHeartbeatInterval:     ms(s.positive("group.consumer.heartbeat.interval.ms")),
+		ConsumerMaxSize:               int(min(s.positive("group.consumer.max.size"), math.MaxInt32)),
+	}
+}
+
+// shareConfig is the share-group settings.
+func (s *settings) shareConfig() share.Config {
+	return share.Config{
+		SessionTimeout:          ms(s.positive("group.share.session.timeout.ms")),
+		HeartbeatInterval:       ms(s.positive("group.share.heartbeat.interval.ms")),
+		RecordLockDuration:      ms(s.positive("group.share.record.lock.duration.ms")),
+		DeliveryCountLimit:      int(min(s.positive("group.share.delivery.count.limit"), math.MaxInt16)),
+		PartitionMaxRecordLocks: int(min(s.positive("group.share.partition.max.record.locks"), math.MaxInt32)),
+		MaxGroupSize:            int(min(s.positive("group.share.max.size"), math.MaxInt32)),
+		CheckpointInterval:      ms(s.positive("group.share.checkpoint.interval.ms")),
+	}
+}
+
+// quorumConfig is the metadata quorum's settings.
+func (s *settings) quorumConfig(voters []cluster.Voter) cluster.QuorumConfig {
+	return cluster.QuorumConfig{
+		Voters:            voters,
+		HeartbeatInterval: ms(s.positive("broker.heartbeat.interval.ms")),
+		SessionTimeout:    ms(s.positive("broker.session.timeout.ms")),
+		ElectionTimeout:   ms(s.positive("controller.quorum.election.timeout.ms")),
+	}
+}
+
+// validate checks the roles, the settings only topics and the
+// coordinators read, and the coordinators' own constraints.
+func (s *settings) validate(cfg *broker.Config) {
 	for _, r := range s.list("process.roles") {
 		if r != "broker" && r != "controller" {
 			s.errs = append(s.errs, fmt.Sprintf("process.roles: unknown role %q", r))
@@ -442,19 +510,6 @@ func (s *settings) brokerConfig() (broker.Config, error) {
 	if err := cfg.Share.Validate(); err != nil {
 		s.errs = append(s.errs, err.Error())
 	}
-	if len(s.errs) > 0 {
-		return broker.Config{}, fmt.Errorf("invalid configuration: %s", strings.Join(s.errs, "; "))
-	}
-	// The broker-level values reach each log through the topic config
-	// resolution (cluster.TopicConfigValue); the defaults below are what
-	// partition.Manager uses for logs of topics it cannot resolve.
-	cfg.Logs.Defaults = partition.DefaultConfig()
-	rc := cfg.Replication
-	rc.NodeID = cfg.NodeID
-	if err := rc.Validate(); err != nil {
-		return broker.Config{}, fmt.Errorf("invalid configuration: %w", err)
-	}
-	return cfg, nil
 }
 
 func upper(in []string) []string {

@@ -24,6 +24,7 @@ import (
 
 	"github.com/gokafka/gokafka/broker"
 	"github.com/gokafka/gokafka/partition"
+	"github.com/gokafka/gokafka/protocol"
 )
 
 // failLogDirEnv names a log dir to fail on demand (see run).
@@ -59,6 +60,18 @@ func run() int {
 		// process's log dir offline.
 		cfg.LogFS = partition.FailingFS(partition.OSFS(), dir, dir+".fail")
 		logger.Warn().Str("log_dir", dir).Msg(failLogDirEnv + " is set: the log dir fails once " + dir + ".fail exists")
+	}
+
+	// Test-only: integration tests route each node's connections to its
+	// peers through fault proxies (see protocol.PeerRoutesEnv).
+	if v := os.Getenv(protocol.PeerRoutesEnv); v != "" {
+		routes, err := protocol.ParsePeerRoutes(v)
+		if err != nil {
+			logger.Error().Err(err).Msg("configuration rejected")
+			return 2
+		}
+		protocol.SetPeerRoutes(routes)
+		logger.Warn().Int("routes", len(routes)).Msg("peer connections rerouted by " + protocol.PeerRoutesEnv + " (test only)")
 	}
 
 	if addr := s.str("debug.pprof.listener"); addr != "" {

@@ -1,4 +1,4 @@
-package group
+package coordinator
 
 import (
 	"context"
@@ -65,13 +65,23 @@ func CoordinatorFor(ctx context.Context, meta Metadata, t InternalTopic, key str
 			return cluster.BrokerInfo{}, ErrCoordinatorNotAvailable
 		}
 	}
-	if len(ti.Partitions) == 0 {
+	leader, ok := LeaderFor(im, t.Name, key)
+	if !ok {
 		return cluster.BrokerInfo{}, ErrCoordinatorNotAvailable
 	}
-	p := ti.Partitions[partitionFor(key, int32(len(ti.Partitions)))]
-	b, ok := im.Brokers[p.Leader]
-	if p.Leader < 0 || !ok || b.Fenced {
+	b, ok := im.Brokers[leader]
+	if leader < 0 || !ok || b.Fenced {
 		return cluster.BrokerInfo{}, ErrCoordinatorNotAvailable
 	}
 	return b, nil
+}
+
+// LeaderFor returns the leader (-1 if none) of key's partition of topic in
+// im; ok is false if the topic does not exist or has no partitions.
+func LeaderFor(im *cluster.Image, topic, key string) (leader int32, ok bool) {
+	ti := im.Topic(topic)
+	if ti == nil || len(ti.Partitions) == 0 {
+		return -1, false
+	}
+	return ti.Partitions[PartitionFor(key, int32(len(ti.Partitions)))].Leader, true
 }

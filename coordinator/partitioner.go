@@ -1,4 +1,4 @@
-package group
+package coordinator
 
 import "math"
 
@@ -19,14 +19,16 @@ func javaStringHashCode(s string) int32 {
 	return h
 }
 
-// partitionFor is the __consumer_offsets partition of a group, as Kafka
-// computes it: Utils.abs(groupId.hashCode) % numPartitions, where
+// PartitionFor is the partition of an internal topic with numPartitions
+// partitions that a key maps to: the __consumer_offsets partition of a
+// group id, the __transaction_state partition of a transactional id. Kafka
+// computes both as Utils.abs(key.hashCode) % numPartitions, where
 // Utils.abs is Math.abs except that Integer.MIN_VALUE maps to 0 (not the
 // n & 0x7fffffff of Utils.toPositive, which the producer's partitioner
 // uses). Clients and operators rely on this mapping being identical to
 // Kafka's, e.g. to find which partition holds a group's offsets.
-func partitionFor(groupID string, numPartitions int32) int32 {
-	h := javaStringHashCode(groupID)
+func PartitionFor(key string, numPartitions int32) int32 {
+	h := javaStringHashCode(key)
 	switch {
 	case h == math.MinInt32:
 		h = 0
