@@ -9,22 +9,39 @@ type loop struct {
 	done chan struct{}
 }
 
+func newLoop() *loop {
+	return &loop{stop: make(chan struct{}), done: make(chan struct{})}
+}
+
 func startLoop(interval time.Duration, fn func()) *loop {
-	l := &loop{stop: make(chan struct{}), done: make(chan struct{})}
+	l := newLoop()
+	t := time.NewTicker(interval)
 	go func() {
-		defer close(l.done)
-		t := time.NewTicker(interval)
 		defer t.Stop()
-		for {
+		l.run(t.C, fn)
+	}()
+	return l
+}
+
+// run calls fn on every tick until stop is closed, then closes done.
+func (l *loop) run(tick <-chan time.Time, fn func()) {
+	defer close(l.done)
+	for {
+		select {
+		case <-l.stop:
+			return
+		case <-tick:
+			// A tick may be pending when Close is called, and select
+			// picks among ready cases at random: Close wins, so that no
+			// call starts after it.
 			select {
 			case <-l.stop:
 				return
-			case <-t.C:
-				fn()
+			default:
 			}
+			fn()
 		}
-	}()
-	return l
+	}
 }
 
 // Close stops the loop and waits for a call under way to return.

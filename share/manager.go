@@ -87,6 +87,11 @@ type Manager struct {
 	writer StateWriter // nil: no checkpoints
 	logger zerolog.Logger
 	now    func() time.Time
+	// bg is the context of the sweeper's checkpoints; Close cancels it,
+	// so that a checkpoint waiting on the controller does not hold up
+	// shutdown.
+	bg       context.Context
+	cancelBg context.CancelFunc
 
 	mu struct {
 		sync.Mutex
@@ -115,6 +120,7 @@ func NewManager(cfg Config, meta Metadata, reps Replicas, logger zerolog.Logger,
 	m.mu.parts = map[stateKey]*Partition{}
 	m.mu.sessions = map[sessionKey]*session{}
 	m.mu.avail = make(chan struct{})
+	m.bg, m.cancelBg = context.WithCancel(context.Background())
 	lastCheckpoint := m.now()
 	m.sweeper = startLoop(sweepInterval, func() {
 		m.expire()
@@ -126,8 +132,11 @@ func NewManager(cfg Config, meta Metadata, reps Replicas, logger zerolog.Logger,
 	return m
 }
 
-// Close stops the sweeper.
-func (m *Manager) Close() { m.sweeper.Close() }
+// Close stops the sweeper, cancelling a checkpoint under way.
+func (m *Manager) Close() {
+	m.cancelBg()
+	m.sweeper.Close()
+}
 
 func (m *Manager) nowMs() int64 { return m.now().UnixMilli() }
 
@@ -699,7 +708,7 @@ func (m *Manager) checkpoint() {
 	}
 	m.mu.Unlock()
 	for group, c := range byGroup {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		ctx, cancel := context.WithTimeout(m.bg, 10*time.Second)
 		err := m.writer.UpdateShareState(ctx, cluster.ShareChange{Group: group, Epoch: c.epoch, Offsets: c.offsets})
 		cancel()
 		if err != nil {
