@@ -47,10 +47,21 @@ func TestLogDirFailureMovesItsPartitionsAndKeepsServingTheOthers(t *testing.T) {
 	// Node 1 leads every partition; its replicas spread over both dirs.
 	c.createTopicAssigned(t, topic, [][]int32{{1, 2, 3}, {1, 3, 2}, {1, 2, 3}, {1, 3, 2}})
 	adm := c.admin(t)
-	dirs, err := adm.DescribeBrokerLogDirs(testCtx(t, 30*time.Second), 1, nil)
-	if err != nil {
-		t.Fatalf("DescribeLogDirs: %v", err)
-	}
+	// Node 1 creates each partition's log as it applies its leadership,
+	// which may come after CreateTopics returns.
+	var dirs kadm.DescribedLogDirs
+	eventually(t, 30*time.Second, func() error {
+		var err error
+		if dirs, err = adm.DescribeBrokerLogDirs(testCtx(t, 30*time.Second), 1, nil); err != nil {
+			return fmt.Errorf("DescribeLogDirs: %w", err)
+		}
+		for p := int32(0); p < 4; p++ {
+			if _, ok := dirs.LookupPartition(topic, p); !ok {
+				return fmt.Errorf("DescribeLogDirs of node 1 does not list %s-%d yet", topic, p)
+			}
+		}
+		return nil
+	})
 	failing, _ := filepath.Abs(filepath.Join(c.node(1).root, "data2"))
 	healthy, _ := filepath.Abs(filepath.Join(c.node(1).root, "data"))
 	var inFailing, inHealthy []int32
@@ -125,7 +136,7 @@ func TestLogDirFailureMovesItsPartitionsAndKeepsServingTheOthers(t *testing.T) {
 	c.node(1).CheckAlive(t)
 
 	// DescribeLogDirs reports the failed dir offline.
-	dirs, err = adm.DescribeBrokerLogDirs(testCtx(t, 30*time.Second), 1, nil)
+	dirs, err := adm.DescribeBrokerLogDirs(testCtx(t, 30*time.Second), 1, nil)
 	if err != nil {
 		t.Fatalf("DescribeLogDirs: %v", err)
 	}
