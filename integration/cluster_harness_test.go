@@ -91,6 +91,14 @@ func startCluster(t testing.TB, env map[string]string) *cluster {
 		settings["GOKAFKA_CONTROLLER_QUORUM_VOTERS"] = strings.Join(voters, ",")
 		c.nodes = append(c.nodes, newBroker(t, brokerOpts{Port: ports[i], Env: settings}))
 	}
+	c.boot(t)
+	return c
+}
+
+// boot starts every node, waits until each serves, opens a probe client
+// per node and waits until every node lists every broker as live.
+func (c *cluster) boot(t testing.TB) {
+	t.Helper()
 	for _, b := range c.nodes {
 		b.launch()
 	}
@@ -105,8 +113,9 @@ func startCluster(t testing.TB, env map[string]string) *cluster {
 		t.Cleanup(cl.Close)
 		c.probes = append(c.probes, cl)
 	}
+	n := len(c.nodes)
 	eventually(t, 60*time.Second, func() error {
-		for id := int32(1); id <= n; id++ {
+		for id := int32(1); id <= int32(n); id++ {
 			brokers, err := c.liveBrokers(id)
 			if err != nil {
 				return err
@@ -117,7 +126,6 @@ func startCluster(t testing.TB, env map[string]string) *cluster {
 		}
 		return nil
 	})
-	return c
 }
 
 // node returns the broker with node id id (1-based).

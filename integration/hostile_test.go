@@ -52,32 +52,7 @@ func hostileCluster(t *testing.T) (c *cluster, internalAddrs, ctrlAddrs []string
 		internalAddrs = append(internalAddrs, fmt.Sprintf("127.0.0.1:%d", internal[i]))
 		ctrlAddrs = append(ctrlAddrs, fmt.Sprintf("127.0.0.1:%d", ctrl[i]))
 	}
-	for _, b := range c.nodes {
-		b.launch()
-	}
-	for _, b := range c.nodes {
-		b.waitReady()
-	}
-	for _, b := range c.nodes {
-		cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr()), kgo.ClientID("gokafka-integration-probe"))
-		if err != nil {
-			t.Fatalf("kgo.NewClient: %v", err)
-		}
-		t.Cleanup(cl.Close)
-		c.probes = append(c.probes, cl)
-	}
-	eventually(t, 60*time.Second, func() error {
-		for id := int32(1); id <= n; id++ {
-			brokers, err := c.liveBrokers(id)
-			if err != nil {
-				return err
-			}
-			if len(brokers) != n {
-				return fmt.Errorf("node %d lists brokers %v", id, brokers)
-			}
-		}
-		return nil
-	})
+	c.boot(t)
 	return c, internalAddrs, ctrlAddrs
 }
 

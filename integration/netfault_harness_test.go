@@ -32,8 +32,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // linkKind tells the two listeners of a node apart: faults may hit the
@@ -417,32 +415,7 @@ func startNetCluster(t testing.TB, n int32, env map[string]string) (*cluster, *n
 			}
 		})
 	}
-	for _, b := range c.nodes {
-		b.launch()
-	}
-	for _, b := range c.nodes {
-		b.waitReady()
-	}
-	for _, b := range c.nodes {
-		cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr()), kgo.ClientID("gokafka-integration-probe"))
-		if err != nil {
-			t.Fatalf("kgo.NewClient: %v", err)
-		}
-		t.Cleanup(cl.Close)
-		c.probes = append(c.probes, cl)
-	}
-	eventually(t, 60*time.Second, func() error {
-		for id := int32(1); id <= n; id++ {
-			brokers, err := c.liveBrokers(id)
-			if err != nil {
-				return err
-			}
-			if len(brokers) != int(n) {
-				return fmt.Errorf("node %d lists brokers %v", id, brokers)
-			}
-		}
-		return nil
-	})
+	c.boot(t)
 	return c, nf
 }
 

@@ -1596,20 +1596,7 @@ func (l *Log) Close() error {
 // that a crash mid-removal leaves a directory the manager finishes deleting
 // at startup rather than a half-deleted partition.
 func (l *Log) Delete() error {
-	l.lifeMu.Lock()
-	l.mu.Lock()
-	if !l.mu.closed {
-		l.mu.closed = true
-		for _, s := range l.mu.segs {
-			_ = s.close()
-		}
-		l.mu.segs = nil
-	}
-	l.mu.Unlock()
-	l.lifeMu.Unlock()
-	l.fl.Lock()
-	l.fl.cond.Broadcast()
-	l.fl.Unlock()
+	l.closeUnflushed()
 
 	var id [16]byte
 	_, _ = rand.Read(id[:])

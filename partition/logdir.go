@@ -357,15 +357,17 @@ func (m *Manager) dirFailed(d *logDir, cause error) {
 
 // closeOffline closes the log's files without flushing: its dir is
 // offline and nothing may be written there any more.
-func (l *Log) closeOffline() {
+func (l *Log) closeOffline() { l.closeUnflushed() }
+
+// closeUnflushed marks the log closed and closes its segments' files
+// without flushing them, then wakes anyone waiting on a flush (they see it
+// closed).
+func (l *Log) closeUnflushed() {
 	l.lifeMu.Lock()
 	l.mu.Lock()
 	if !l.mu.closed {
 		l.mu.closed = true
-		for _, s := range l.mu.segs {
-			_ = s.close()
-		}
-		l.mu.segs = nil
+		l.closeFiles()
 	}
 	l.mu.Unlock()
 	l.lifeMu.Unlock()

@@ -41,17 +41,7 @@ func (m *Manager) HandleLogDirFailure(dir string) []partition.TopicPartition {
 	m.mu.Unlock()
 	var tps []partition.TopicPartition
 	for _, p := range gone {
-		m.fetch.remove(p.TP)
-		p.roleMu.Lock()
-		p.mu.Lock()
-		if p.mu.st != nil {
-			p.applyLocked(Effects{Done: p.mu.st.Resign()})
-			p.mu.st = nil
-		}
-		p.mu.isLeader = false
-		p.notifyLocked(true, true)
-		p.mu.Unlock()
-		p.roleMu.Unlock()
+		m.detach(p)
 		tps = append(tps, p.TP)
 		p.logger.Warn().Str("log_dir", dir).Msg("partition offline: its log dir failed")
 	}

@@ -588,23 +588,30 @@ func (m *Manager) reconcile(prev, next *cluster.Image) error {
 		}
 	}
 	for _, p := range gone {
-		m.fetch.remove(p.TP)
-		p.roleMu.Lock()
-		p.mu.Lock()
-		if p.mu.st != nil {
-			p.applyLocked(Effects{Done: p.mu.st.Resign()})
-			p.mu.st = nil
-		}
-		p.mu.isLeader = false
-		p.notifyLocked(true, true)
-		p.mu.Unlock()
-		p.roleMu.Unlock()
+		m.detach(p)
 		if err := m.logs.Delete(p.TP); err != nil && firstErr == nil {
 			firstErr = err
 		}
 		p.logger.Info().Msg("partition removed")
 	}
 	return firstErr
+}
+
+// detach ends p's role once it is out of m.parts: its fetcher stops, its
+// leadership resigns (parked produces answered, the state machine
+// dropped) and everything parked on it wakes.
+func (m *Manager) detach(p *Partition) {
+	m.fetch.remove(p.TP)
+	p.roleMu.Lock()
+	p.mu.Lock()
+	if p.mu.st != nil {
+		p.applyLocked(Effects{Done: p.mu.st.Resign()})
+		p.mu.st = nil
+	}
+	p.mu.isLeader = false
+	p.notifyLocked(true, true)
+	p.mu.Unlock()
+	p.roleMu.Unlock()
 }
 
 func sameBrokers(a, b *cluster.Image) bool {
