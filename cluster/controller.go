@@ -43,6 +43,10 @@ type Metadata interface {
 	AlterPartition(ctx context.Context, req AlterPartitionRequest) (PartitionInfo, error)
 	NodeID() int32
 	BrokerDefaults() BrokerDefaults
+	// PeerClientID is the client id this node sends other nodes in role
+	// (PeerRoleFetcher, PeerRoleMarkers, ...): it names the node's cluster,
+	// id and current run, which the receiver checks (peer.go).
+	PeerClientID(role string) string
 }
 
 // AlterPartitionRequest is a leader's ISR change proposal (Kafka's

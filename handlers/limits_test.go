@@ -37,6 +37,7 @@ func (f *limitsMeta) Image() *cluster.Image {
 	return f.img
 }
 func (f *limitsMeta) Watch(func(prev, next *cluster.Image)) {}
+func (f *limitsMeta) PeerClientID(role string) string       { return "gokafka-test-" + role }
 func (f *limitsMeta) CreateTopics(context.Context, []cluster.TopicSpec, bool) []error {
 	return []error{errNotHere}
 }

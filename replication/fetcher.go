@@ -162,12 +162,9 @@ type fetcher struct {
 }
 
 func newFetcher(m *Manager, leader int32, addr string) *fetcher {
-	clientID := fmt.Sprintf("gokafka-replica-fetcher-%d-%d", m.nodeID, leader)
-	if p, ok := m.meta.(interface{ PeerClientID(string) string }); ok {
-		// Leaders serve replica fetches only to a node of the cluster
-		// that names itself (cluster.PeerClientID).
-		clientID = p.PeerClientID(cluster.PeerRoleFetcher)
-	}
+	// Leaders serve replica fetches only to a node of the cluster that
+	// names itself (cluster.PeerClientID).
+	clientID := m.meta.PeerClientID(cluster.PeerRoleFetcher)
 	f := &fetcher{
 		m: m, leader: leader, addr: addr,
 		client: protocol.NewClient(addr, clientID, m.cfg.ReplicaSocketTimeout+m.cfg.ReplicaFetchWaitMax),

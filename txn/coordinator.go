@@ -41,7 +41,11 @@ func (s replicaStore) AppendControl(ctx context.Context, tp TopicPartition, pid 
 }
 
 // Metadata is what the coordinator needs of the cluster metadata.
-type Metadata = coordinator.Metadata
+type Metadata interface {
+	coordinator.Metadata
+	// PeerClientID names this node to the brokers it sends markers to.
+	PeerClientID(role string) string
+}
 
 // Groups is told about markers written to __consumer_offsets partitions,
 // which decide transactional offset commits; group.Coordinator provides it.

@@ -26,15 +26,6 @@ import (
 	"github.com/gokafka/gokafka/replication"
 )
 
-// MarkerClientID is the client id of WriteTxnMarkers requests between
-// brokers when the metadata cannot name this node.
-const MarkerClientID = "gokafka-txn-markers"
-
-// peerNamer gives the client id naming this node to the others.
-type peerNamer interface {
-	PeerClientID(role string) string
-}
-
 // goComplete finishes a prepared transaction in the background.
 func (c *Coordinator) goComplete(e *entry, prep meta) {
 	c.mu.Lock()
@@ -191,13 +182,9 @@ func (c *Coordinator) client(addr string) *protocol.Client {
 	defer c.clients.Unlock()
 	cl := c.clients.m[addr]
 	if cl == nil {
-		id := MarkerClientID
-		if p, ok := c.meta.(peerNamer); ok {
-			// Brokers take WriteTxnMarkers only from a node of the
-			// cluster that names itself (cluster.PeerClientID).
-			id = p.PeerClientID(cluster.PeerRoleMarkers)
-		}
-		cl = protocol.NewClient(addr, id, c.cfg.WriteTimeout+5*time.Second)
+		// Brokers take WriteTxnMarkers only from a node of the cluster
+		// that names itself (cluster.PeerClientID).
+		cl = protocol.NewClient(addr, c.meta.PeerClientID(cluster.PeerRoleMarkers), c.cfg.WriteTimeout+5*time.Second)
 		c.clients.m[addr] = cl
 	}
 	return cl

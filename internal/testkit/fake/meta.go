@@ -101,6 +101,10 @@ func (f *Meta) AlterPartition(_ context.Context, req cluster.AlterPartitionReque
 func (f *Meta) NodeID() int32                          { return f.Node }
 func (f *Meta) BrokerDefaults() cluster.BrokerDefaults { return cluster.BrokerDefaults{} }
 
+// PeerClientID is a fixed name per role: nothing checks peers in tests
+// over a fake.
+func (f *Meta) PeerClientID(role string) string { return "gokafka-test-" + role }
+
 // UpdateShareState records ch (share.StateWriter).
 func (f *Meta) UpdateShareState(_ context.Context, ch cluster.ShareChange) error {
 	f.mu.Lock()
