@@ -59,6 +59,9 @@ func (h *Handlers) registerFetch(reg *protocol.Registry) {
 	reg.Register(1, 2, 16, h.fetch)
 }
 
+// fetch answers a Fetch in steps: the read parameters, the response
+// laid out with one read per distinct partition, the reads (which may
+// park), their results copied in, then the consumer quota's throttle.
 func (h *Handlers) fetch(ctx context.Context, req *protocol.Request) (kmsg.Response, error) {
 	r := req.Body.(*kmsg.FetchRequest)
 	resp := r.ResponseKind().(*kmsg.FetchResponse)
@@ -70,6 +73,31 @@ func (h *Handlers) fetch(ctx context.Context, req *protocol.Request) (kmsg.Respo
 	im := h.meta.Image()
 	useIDs := req.Version >= 13
 
+	params := h.fetchParams(req, r)
+	slots := planFetch(req, r, resp, im, useIDs, &params)
+	results := h.replicas.Fetch(ctx, params)
+	spliced := fillFetchResponse(req, resp, slots, results)
+	emptyNullRecordSets(resp)
+	if !params.FromFollower {
+		if throttled := h.throttleFetch(ctx, req, results); throttled != nil {
+			if spliced != nil {
+				spliced.Close()
+			}
+			return throttled, nil
+		}
+	}
+	if spliced != nil {
+		return spliced, nil
+	}
+	return resp, nil
+}
+
+// fetchParams turns the request's top-level fields into replication's
+// parameters, without partitions: MaxBytes bounded by fetch.max.bytes and
+// MinBytes by that, and the replica id (ReplicaState from v15) telling a
+// follower, which reads uncommitted up to the log end and is not bound by
+// the consumer fetch quota, from a consumer, which is.
+func (h *Handlers) fetchParams(req *protocol.Request, r *kmsg.FetchRequest) replication.FetchParams {
 	params := replication.FetchParams{
 		MinBytes:      r.MinBytes,
 		MaxBytes:      fetchMaxBytes(r.MaxBytes, h.cfg.FetchMaxBytes),
@@ -89,15 +117,26 @@ func (h *Handlers) fetch(ctx context.Context, req *protocol.Request) (kmsg.Respo
 	} else {
 		params.MaxBytes = h.fetchMaxBytes(req, params.MaxBytes)
 	}
+	return params
+}
 
-	// Each distinct partition once, in the order first named, with the
-	// last parameters given for it (see above).
+// fetchSlot locates one answered partition in the response, and the read
+// that answers it.
+type fetchSlot struct {
+	topic, part int
+	idx         int // index into params.Partitions, -1 if errored
+}
+
+// planFetch lays out the response and the reads: each distinct partition
+// once, in the order first named, with the last parameters given for it
+// (see the top of this file). Every partition gets a response entry with
+// -1 offsets; one whose topic id is unknown is answered UNKNOWN_TOPIC_ID
+// there and read from nowhere, the others are appended to
+// params.Partitions. The slots returned are in response order, one per
+// response partition.
+func planFetch(req *protocol.Request, r *kmsg.FetchRequest, resp *kmsg.FetchResponse, im *cluster.Image, useIDs bool, params *replication.FetchParams) []fetchSlot {
 	parts := dedupFetchPartitions(r, useIDs)
-	type slot struct {
-		topic, part int
-		idx         int // index into params.Partitions, -1 if errored
-	}
-	slots := make([]slot, 0, len(parts))
+	slots := make([]fetchSlot, 0, len(parts))
 	for _, fp := range parts {
 		t, p := &r.Topics[fp.topic], &r.Topics[fp.topic].Partitions[fp.part]
 		if n := len(resp.Topics); n == 0 || resp.Topics[n-1].Topic != t.Topic || resp.Topics[n-1].TopicID != t.TopicID {
@@ -111,7 +150,7 @@ func (h *Handlers) fetch(ctx context.Context, req *protocol.Request) (kmsg.Respo
 		rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = -1, -1, -1
 		rp.PreferredReadReplica = -1
 		rt.Partitions = append(rt.Partitions, rp)
-		at := slot{len(resp.Topics) - 1, len(rt.Partitions) - 1, -1}
+		at := fetchSlot{len(resp.Topics) - 1, len(rt.Partitions) - 1, -1}
 
 		name := t.Topic
 		if useIDs {
@@ -125,26 +164,40 @@ func (h *Handlers) fetch(ctx context.Context, req *protocol.Request) (kmsg.Respo
 		}
 		at.idx = len(params.Partitions)
 		slots = append(slots, at)
-		part := replication.FetchPartition{
-			TP:                 partition.TopicPartition{Topic: name, Partition: p.Partition},
-			Offset:             p.FetchOffset,
-			MaxBytes:           p.PartitionMaxBytes,
-			CurrentLeaderEpoch: p.CurrentLeaderEpoch,
-			LogStartOffset:     -1,
-		}
-		if req.Version < 9 {
-			part.CurrentLeaderEpoch = -1
-		}
-		if req.Version >= 12 && p.LastFetchedEpoch >= 0 {
-			part.LastFetchedEpoch, part.HasLastFetchedEpoch = p.LastFetchedEpoch, true
-		}
-		if req.Version >= 5 {
-			part.LogStartOffset = p.LogStartOffset
-		}
-		params.Partitions = append(params.Partitions, part)
+		params.Partitions = append(params.Partitions, partitionRead(req.Version, name, p))
 	}
+	return slots
+}
 
-	results := h.replicas.Fetch(ctx, params)
+// partitionRead is one partition's read, its fields taken as far as the
+// request's version carries them (CurrentLeaderEpoch from v9,
+// LogStartOffset from v5, LastFetchedEpoch from v12).
+func partitionRead(version int16, name string, p *kmsg.FetchRequestTopicPartition) replication.FetchPartition {
+	part := replication.FetchPartition{
+		TP:                 partition.TopicPartition{Topic: name, Partition: p.Partition},
+		Offset:             p.FetchOffset,
+		MaxBytes:           p.PartitionMaxBytes,
+		CurrentLeaderEpoch: p.CurrentLeaderEpoch,
+		LogStartOffset:     -1,
+	}
+	if version < 9 {
+		part.CurrentLeaderEpoch = -1
+	}
+	if version >= 12 && p.LastFetchedEpoch >= 0 {
+		part.LastFetchedEpoch, part.HasLastFetchedEpoch = p.LastFetchedEpoch, true
+	}
+	if version >= 5 {
+		part.LogStartOffset = p.LogStartOffset
+	}
+	return part
+}
+
+// fillFetchResponse copies each read's result into its response entry:
+// error, offsets, records, aborted transactions and (from v12) the
+// diverging epoch. Records served from a segment file become placeholders
+// of a spliced response, which it returns (nil when every record set is
+// in memory); the caller must send or Close it.
+func fillFetchResponse(req *protocol.Request, resp *kmsg.FetchResponse, slots []fetchSlot, results []replication.FetchResult) *protocol.SplicedResponse {
 	var spliced *protocol.SplicedResponse
 	for _, s := range slots {
 		if s.idx < 0 {
@@ -171,8 +224,13 @@ func (h *Handlers) fetch(ctx context.Context, req *protocol.Request) (kmsg.Respo
 			rp.DivergingEpoch.Epoch, rp.DivergingEpoch.EndOffset = res.DivergingEpoch, res.DivergingEndOffset
 		}
 	}
-	// A partition with nothing to return carries an empty record set, not
-	// a null one: librdkafka and kafka-python fail to parse a null set.
+	return spliced
+}
+
+// emptyNullRecordSets gives a partition with nothing to return an empty
+// record set, not a null one: librdkafka and kafka-python fail to parse a
+// null set.
+func emptyNullRecordSets(resp *kmsg.FetchResponse) {
 	for ti := range resp.Topics {
 		for pi := range resp.Topics[ti].Partitions {
 			if resp.Topics[ti].Partitions[pi].RecordBatches == nil {
@@ -180,18 +238,6 @@ func (h *Handlers) fetch(ctx context.Context, req *protocol.Request) (kmsg.Respo
 			}
 		}
 	}
-	if !params.FromFollower {
-		if throttled := h.throttleFetch(ctx, req, results); throttled != nil {
-			if spliced != nil {
-				spliced.Close()
-			}
-			return throttled, nil
-		}
-	}
-	if spliced != nil {
-		return spliced, nil
-	}
-	return resp, nil
 }
 
 // defaultFetchMaxBytes is Kafka's fetch.max.bytes.
