@@ -165,147 +165,29 @@ func (c *Coordinator) unload(pid int32) {
 // under its leadership (its followers truncate to it), and reading only
 // below the HW keeps the coordinator from acting on records that could
 // still be lost if this broker itself lost leadership meanwhile.
+//
+// Its steps: replay the log (offsetsReplay), start the partition's
+// appender, build the groups' entries, install them, then arm their
+// timers. It stops, installing nothing, whenever op stops being the
+// partition's current ownership.
 func (c *Coordinator) load(op *ownedPartition) {
 	defer c.wg.Done()
 	tp := TopicPartition{Topic: OffsetsTopic, Partition: op.ID}
 	log := c.logger.With().Int32("partition", op.ID).Int32("epoch", op.Epoch).Logger()
 	start := c.now()
 
-	offsets := map[string]map[TopicPartition]OffsetAndMetadata{}
-	groups := map[string]*groupValue{}
-	// txnOffsets are transactional commits by producer, then group,
-	// awaiting their marker.
-	txnOffsets := map[int64]map[string]map[TopicPartition]OffsetAndMetadata{}
-	apply := func(r coordinator.LogRecord) error {
-		if r.Bad != nil {
-			log.Warn().Err(r.Bad).Int64("offset", r.Offset).Msg("skipping the rest of a malformed batch in the offsets partition")
-			return nil
-		}
-		if r.Control {
-			if r.Commit {
-				for g, m := range txnOffsets[r.ProducerID] {
-					if offsets[g] == nil {
-						offsets[g] = map[TopicPartition]OffsetAndMetadata{}
-					}
-					for tp, o := range m {
-						offsets[g][tp] = o
-					}
-				}
-			}
-			delete(txnOffsets, r.ProducerID)
-			return nil
-		}
-		k, ok, err := decodeKey(r.Key)
-		if err != nil {
-			log.Warn().Err(err).Int64("offset", r.Offset).Msg("skipping undecodable record")
-			return nil
-		}
-		if !ok {
-			return nil
-		}
-		if k.isOffset {
-			if r.Value == nil {
-				if m := offsets[k.group]; m != nil {
-					delete(m, k.tp)
-					if len(m) == 0 {
-						delete(offsets, k.group)
-					}
-				}
-				return nil
-			}
-			o, err := decodeOffsetValue(r.Value)
-			if err != nil {
-				log.Warn().Err(err).Int64("offset", r.Offset).Msg("skipping undecodable offset commit")
-				return nil
-			}
-			if r.ProducerID >= 0 {
-				byGroup := txnOffsets[r.ProducerID]
-				if byGroup == nil {
-					byGroup = map[string]map[TopicPartition]OffsetAndMetadata{}
-					txnOffsets[r.ProducerID] = byGroup
-				}
-				if byGroup[k.group] == nil {
-					byGroup[k.group] = map[TopicPartition]OffsetAndMetadata{}
-				}
-				byGroup[k.group][k.tp] = o
-				return nil
-			}
-			if offsets[k.group] == nil {
-				offsets[k.group] = map[TopicPartition]OffsetAndMetadata{}
-			}
-			offsets[k.group][k.tp] = o
-			return nil
-		}
-		if r.Value == nil {
-			delete(groups, k.group)
-			return nil
-		}
-		v, err := decodeGroupValue(r.Value)
-		if err != nil {
-			log.Warn().Err(err).Int64("offset", r.Offset).Msg("skipping undecodable group metadata")
-			return nil
-		}
-		groups[k.group] = v
-		return nil
-	}
-
-	pos, ok := coordinator.LoadPartition(c.replicas, tp, c.cfg.OffsetsLoadBufferSize, op.Cancel, log, apply)
+	st := newOffsetsReplay(log)
+	pos, ok := coordinator.LoadPartition(c.replicas, tp, c.cfg.OffsetsLoadBufferSize, op.Cancel, log, st.apply)
 	if !ok {
 		return
 	}
-
-	// The appender exists before any group does: a loaded group may write
-	// at once (an over-capacity group rebalances on load).
-	c.mu.Lock()
-	if !c.own.CurrentLocked(op) {
-		c.mu.Unlock()
+	if !c.startAppender(op, tp) {
 		return
 	}
-	op.app = newAppender(c, tp)
-	c.mu.Unlock()
-	now := c.nowMs()
-	entries := map[string]*groupEntry{}
-	for id, v := range groups {
-		e := c.newEntry(op)
-		e.mu.Lock()
-		e.g = loadedGroup(id, e.deps, v, now)
-		e.mu.Unlock()
-		entries[id] = e
-	}
-	for id, m := range offsets {
-		e := entries[id]
-		if e == nil {
-			e = c.newEntry(op)
-			e.g = loadedGroup(id, e.deps, nil, now)
-			entries[id] = e
-		}
-		e.g.offsets = m
-	}
-	// Transactions still open at the end of the log keep their offsets
-	// pending; the transaction coordinator's markers decide them.
-	for pid, byGroup := range txnOffsets {
-		for id, m := range byGroup {
-			e := entries[id]
-			if e == nil {
-				e = c.newEntry(op)
-				e.g = loadedGroup(id, e.deps, nil, now)
-				entries[id] = e
-			}
-			e.g.txnOffsets[pid] = m
-		}
-	}
-
-	c.mu.Lock()
-	if !c.own.CurrentLocked(op) {
-		c.mu.Unlock()
-		op.app.close()
+	entries := c.loadedEntries(op, st)
+	if !c.installLoaded(op, entries) {
 		return
 	}
-	for id, e := range entries {
-		c.mu.groups[id] = e
-	}
-	op.Loaded = true
-	c.mu.Unlock()
 	for _, e := range entries {
 		e.mu.Lock()
 		c.rescheduleLocked(e)
@@ -316,6 +198,196 @@ func (c *Coordinator) load(op *ownedPartition) {
 		ev = log.Info()
 	}
 	ev.Int("groups", len(entries)).Int64("end_offset", pos).Dur("took", c.now().Sub(start)).Msg("loaded groups of offsets partition")
+}
+
+// offsetsReplay is the state of an offsets partition rebuilt from its log,
+// record by record: the last committed offsets and the last metadata of
+// each group, and transactional commits awaiting their marker. A
+// tombstone deletes what its key names; a record that cannot be decoded
+// is logged and skipped, never fatal to the load.
+type offsetsReplay struct {
+	log     zerolog.Logger
+	offsets map[string]map[TopicPartition]OffsetAndMetadata
+	groups  map[string]*groupValue
+	// txnOffsets are transactional commits by producer, then group,
+	// awaiting their marker.
+	txnOffsets map[int64]map[string]map[TopicPartition]OffsetAndMetadata
+}
+
+func newOffsetsReplay(log zerolog.Logger) *offsetsReplay {
+	return &offsetsReplay{
+		log:        log,
+		offsets:    map[string]map[TopicPartition]OffsetAndMetadata{},
+		groups:     map[string]*groupValue{},
+		txnOffsets: map[int64]map[string]map[TopicPartition]OffsetAndMetadata{},
+	}
+}
+
+// apply replays one record of the log (coordinator.LoadPartition's
+// callback). It never fails.
+func (st *offsetsReplay) apply(r coordinator.LogRecord) error {
+	if r.Bad != nil {
+		st.log.Warn().Err(r.Bad).Int64("offset", r.Offset).Msg("skipping the rest of a malformed batch in the offsets partition")
+		return nil
+	}
+	if r.Control {
+		st.applyMarker(r)
+		return nil
+	}
+	k, ok, err := decodeKey(r.Key)
+	if err != nil {
+		st.log.Warn().Err(err).Int64("offset", r.Offset).Msg("skipping undecodable record")
+		return nil
+	}
+	if !ok {
+		return nil
+	}
+	if k.isOffset {
+		st.applyOffset(k, r)
+		return nil
+	}
+	st.applyGroup(k, r)
+	return nil
+}
+
+// applyMarker decides the producer's pending transactional commits: a
+// commit marker makes them the groups' committed offsets, an abort drops
+// them.
+func (st *offsetsReplay) applyMarker(r coordinator.LogRecord) {
+	if r.Commit {
+		for g, m := range st.txnOffsets[r.ProducerID] {
+			if st.offsets[g] == nil {
+				st.offsets[g] = map[TopicPartition]OffsetAndMetadata{}
+			}
+			for tp, o := range m {
+				st.offsets[g][tp] = o
+			}
+		}
+	}
+	delete(st.txnOffsets, r.ProducerID)
+}
+
+// applyOffset replays an offset commit: a tombstone deletes the committed
+// offset (and the group's offsets once empty); a commit inside a
+// transaction waits for its marker; any other becomes committed at once.
+func (st *offsetsReplay) applyOffset(k decodedKey, r coordinator.LogRecord) {
+	if r.Value == nil {
+		if m := st.offsets[k.group]; m != nil {
+			delete(m, k.tp)
+			if len(m) == 0 {
+				delete(st.offsets, k.group)
+			}
+		}
+		return
+	}
+	o, err := decodeOffsetValue(r.Value)
+	if err != nil {
+		st.log.Warn().Err(err).Int64("offset", r.Offset).Msg("skipping undecodable offset commit")
+		return
+	}
+	if r.ProducerID >= 0 {
+		byGroup := st.txnOffsets[r.ProducerID]
+		if byGroup == nil {
+			byGroup = map[string]map[TopicPartition]OffsetAndMetadata{}
+			st.txnOffsets[r.ProducerID] = byGroup
+		}
+		if byGroup[k.group] == nil {
+			byGroup[k.group] = map[TopicPartition]OffsetAndMetadata{}
+		}
+		byGroup[k.group][k.tp] = o
+		return
+	}
+	if st.offsets[k.group] == nil {
+		st.offsets[k.group] = map[TopicPartition]OffsetAndMetadata{}
+	}
+	st.offsets[k.group][k.tp] = o
+}
+
+// applyGroup replays a group's metadata: the last record wins, a
+// tombstone deletes the group.
+func (st *offsetsReplay) applyGroup(k decodedKey, r coordinator.LogRecord) {
+	if r.Value == nil {
+		delete(st.groups, k.group)
+		return
+	}
+	v, err := decodeGroupValue(r.Value)
+	if err != nil {
+		st.log.Warn().Err(err).Int64("offset", r.Offset).Msg("skipping undecodable group metadata")
+		return
+	}
+	st.groups[k.group] = v
+}
+
+// startAppender gives op its appender, unless op is no longer the
+// partition's current ownership (then it reports false). The appender
+// exists before any group does: a loaded group may write at once (an
+// over-capacity group rebalances on load).
+func (c *Coordinator) startAppender(op *ownedPartition, tp TopicPartition) bool {
+	c.mu.Lock()
+	if !c.own.CurrentLocked(op) {
+		c.mu.Unlock()
+		return false
+	}
+	op.app = newAppender(c, tp)
+	c.mu.Unlock()
+	return true
+}
+
+// loadedEntries builds an entry for every group the replay found: those
+// with metadata, then those with only committed offsets, then those with
+// only offsets pending in a transaction. Transactions still open at the
+// end of the log keep their offsets pending; the transaction
+// coordinator's markers decide them. The entries are not yet visible to
+// requests.
+func (c *Coordinator) loadedEntries(op *ownedPartition, st *offsetsReplay) map[string]*groupEntry {
+	now := c.nowMs()
+	entries := map[string]*groupEntry{}
+	for id, v := range st.groups {
+		e := c.newEntry(op)
+		e.mu.Lock()
+		e.g = loadedGroup(id, e.deps, v, now)
+		e.mu.Unlock()
+		entries[id] = e
+	}
+	for id, m := range st.offsets {
+		e := entries[id]
+		if e == nil {
+			e = c.newEntry(op)
+			e.g = loadedGroup(id, e.deps, nil, now)
+			entries[id] = e
+		}
+		e.g.offsets = m
+	}
+	for pid, byGroup := range st.txnOffsets {
+		for id, m := range byGroup {
+			e := entries[id]
+			if e == nil {
+				e = c.newEntry(op)
+				e.g = loadedGroup(id, e.deps, nil, now)
+				entries[id] = e
+			}
+			e.g.txnOffsets[pid] = m
+		}
+	}
+	return entries
+}
+
+// installLoaded makes the entries the coordinator's groups and marks op
+// loaded, under one hold of c.mu, unless op is no longer current: then it
+// closes op's appender and reports false.
+func (c *Coordinator) installLoaded(op *ownedPartition, entries map[string]*groupEntry) bool {
+	c.mu.Lock()
+	if !c.own.CurrentLocked(op) {
+		c.mu.Unlock()
+		op.app.close()
+		return false
+	}
+	for id, e := range entries {
+		c.mu.groups[id] = e
+	}
+	op.Loaded = true
+	c.mu.Unlock()
+	return true
 }
 
 // newEntry returns an entry for a group of op, its store hook bound to it.
