@@ -274,98 +274,38 @@ type PartitionResult struct {
 	Acquired []AcquiredRange
 }
 
-// Fetch serves a ShareFetch.
+// Fetch serves a ShareFetch, in steps: under one hold of m.mu the session
+// is opened, checked or closed (sessionForFetchLocked) and takes the
+// request's partitions and acknowledgements (updateSessionLocked); then,
+// unless the request only renews, rounds of acquisition over the
+// session's partitions (acquireRound), in an order rotating with the
+// epoch, run until one acquires records or fails, or the wait ends.
 func (m *Manager) Fetch(ctx context.Context, req FetchRequest) ([]PartitionResult, error) {
 	if req.Member == "" || len(req.Member) > 36 || req.Group == "" {
 		return nil, ErrInvalidRequest
 	}
 	im := m.meta.Image()
 	sk := sessionKey{req.Group, req.Member}
-	results := map[TP]*PartitionResult{}
-	var order []TP
-	result := func(tp TP) *PartitionResult {
-		r := results[tp]
-		if r == nil {
-			r = &PartitionResult{TP: tp}
-			results[tp] = r
-			order = append(order, tp)
-		}
-		return r
-	}
+	res := &fetchResults{byTP: map[TP]*PartitionResult{}}
 
 	m.mu.Lock()
-	s := m.mu.sessions[sk]
-	switch {
-	case req.SessionEpoch == 0:
-		if len(req.Acks) > 0 {
-			m.mu.Unlock()
-			return nil, ErrInvalidRequest
-		}
-		s = &session{epoch: 1, parts: map[TP]struct{}{}}
-		m.mu.sessions[sk] = s
-		if req.Conn != nil {
-			context.AfterFunc(req.Conn, func() { m.closeSession(sk, s) })
-		}
-	case req.SessionEpoch == -1:
-		if s == nil {
-			m.mu.Unlock()
-			return nil, ErrSessionNotFound
-		}
-		for _, a := range req.Acks {
-			result(a.TP).AckErr = m.ackLocked(im, req.Group, req.Member, a, false)
-		}
-		m.releaseSessionLocked(im, sk, s)
-		delete(m.mu.sessions, sk)
+	s, closed, err := m.sessionForFetchLocked(im, sk, req, res)
+	if err != nil {
 		m.mu.Unlock()
-		return collect(order, results), nil
-	default:
-		if s == nil {
-			m.mu.Unlock()
-			return nil, ErrSessionNotFound
-		}
-		if s.epoch != req.SessionEpoch {
-			m.mu.Unlock()
-			return nil, ErrInvalidSessionEpoch
-		}
-		s.epoch++
-		if s.epoch <= 0 {
-			s.epoch = 1
-		}
+		return nil, err
 	}
-	for _, tp := range req.Partitions {
-		if _, ok := s.parts[tp]; !ok {
-			s.parts[tp] = struct{}{}
-			result(tp)
-		}
+	if closed {
+		m.mu.Unlock()
+		return res.list(), nil
 	}
-	for _, tp := range req.Forget {
-		delete(s.parts, tp)
-	}
-	for _, a := range req.Acks {
-		result(a.TP).AckErr = m.ackLocked(im, req.Group, req.Member, a, req.AllowRenew && req.Renew)
-	}
-	targets := make([]TP, 0, len(s.parts))
-	for tp := range s.parts {
-		targets = append(targets, tp)
-	}
+	targets := m.updateSessionLocked(im, s, req, res)
 	epoch := s.epoch
 	m.mu.Unlock()
 	if req.Renew {
-		return collect(order, results), nil
+		return res.list(), nil
 	}
 
-	slices.SortFunc(targets, func(a, b TP) int {
-		if c := slices.Compare(a.ID[:], b.ID[:]); c != 0 {
-			return c
-		}
-		return int(a.Partition - b.Partition)
-	})
-	if n := len(targets); n > 1 {
-		// Start at a different partition each time, so that one busy
-		// partition does not take the whole record budget every time.
-		k := int(epoch) % n
-		targets = append(targets[k:], targets[:k]...)
-	}
+	targets = rotateTargets(targets, epoch)
 	maxRecords := req.MaxRecords
 	if maxRecords <= 0 {
 		maxRecords = 500
@@ -377,57 +317,180 @@ func (m *Manager) Fetch(ctx context.Context, req FetchRequest) ([]PartitionResul
 		deadline = t.C
 	}
 	for {
-		// Take the wake-up channels before acquiring, so that a change
-		// between the attempt and the wait is not missed.
-		m.mu.Lock()
-		waits := []<-chan struct{}{m.mu.avail}
-		m.mu.Unlock()
-		for _, tp := range targets {
-			if name, ok := im.IDs[tp.ID]; ok {
-				if c := m.reps.HWMoved(partition.TopicPartition{Topic: name, Partition: tp.Partition}); c != nil {
-					waits = append(waits, c)
-				}
-			}
-		}
-		got, failed, budget, remaining := 0, false, int64(req.MaxBytes), maxRecords
-		if budget <= 0 {
-			budget = 1<<31 - 1
-		}
-		for _, tp := range targets {
-			r := result(tp)
-			if remaining <= 0 || budget <= 0 {
-				continue
-			}
-			recs, ranges, err := m.acquire(ctx, im, req.Group, req.Member, tp, remaining, int32(min(budget, 1<<31-1)))
-			r.Err = err
-			failed = failed || err != nil
-			if len(ranges) > 0 {
-				r.Records, r.Acquired = recs, splitRanges(ranges, req.BatchSize)
-				for _, a := range ranges {
-					got += int(a.Last - a.First + 1)
-					remaining -= int(a.Last - a.First + 1)
-				}
-				budget -= int64(len(recs))
-			}
-		}
+		waits := m.fetchWaits(im, targets)
+		got, failed := m.acquireRound(ctx, im, req, targets, maxRecords, res)
 		// An error (a partition led elsewhere now) is answered at once, so
 		// that the client can move the partition to its new leader.
 		if got > 0 || failed || deadline == nil || len(targets) == 0 {
-			return collect(order, results), nil
+			return res.list(), nil
 		}
 		if !replication.WaitAny(ctx, deadline, waits) {
-			return collect(order, results), nil
+			return res.list(), nil
 		}
 		im = m.meta.Image()
 	}
 }
 
-func collect(order []TP, results map[TP]*PartitionResult) []PartitionResult {
-	out := make([]PartitionResult, 0, len(order))
-	for _, tp := range order {
-		out = append(out, *results[tp])
+// fetchResults are a ShareFetch's answers by partition, listed in the
+// order the partitions were first answered.
+type fetchResults struct {
+	byTP  map[TP]*PartitionResult
+	order []TP
+}
+
+// get returns tp's answer, adding an empty one if it has none yet.
+func (r *fetchResults) get(tp TP) *PartitionResult {
+	p := r.byTP[tp]
+	if p == nil {
+		p = &PartitionResult{TP: tp}
+		r.byTP[tp] = p
+		r.order = append(r.order, tp)
+	}
+	return p
+}
+
+// list returns the answers in order.
+func (r *fetchResults) list() []PartitionResult {
+	out := make([]PartitionResult, 0, len(r.order))
+	for _, tp := range r.order {
+		out = append(out, *r.byTP[tp])
 	}
 	return out
+}
+
+// sessionForFetchLocked applies the request's session epoch (KIP-932).
+// Epoch 0 opens a new session, closed when the connection ends, and may
+// carry no acknowledgements. Epoch -1 applies the acknowledgements (no
+// renewing), releases the member's records and closes the session:
+// closed is then true and the request is answered. Any other epoch must
+// be the session's current one, which then moves on (wrapping to 1).
+// m.mu is held throughout; the caller unlocks, on error too.
+func (m *Manager) sessionForFetchLocked(im *cluster.Image, sk sessionKey, req FetchRequest, res *fetchResults) (s *session, closed bool, err error) {
+	s = m.mu.sessions[sk]
+	switch {
+	case req.SessionEpoch == 0:
+		if len(req.Acks) > 0 {
+			return nil, false, ErrInvalidRequest
+		}
+		s = &session{epoch: 1, parts: map[TP]struct{}{}}
+		m.mu.sessions[sk] = s
+		if req.Conn != nil {
+			context.AfterFunc(req.Conn, func() { m.closeSession(sk, s) })
+		}
+	case req.SessionEpoch == -1:
+		if s == nil {
+			return nil, false, ErrSessionNotFound
+		}
+		for _, a := range req.Acks {
+			res.get(a.TP).AckErr = m.ackLocked(im, req.Group, req.Member, a, false)
+		}
+		m.releaseSessionLocked(im, sk, s)
+		delete(m.mu.sessions, sk)
+		return nil, true, nil
+	default:
+		if s == nil {
+			return nil, false, ErrSessionNotFound
+		}
+		if s.epoch != req.SessionEpoch {
+			return nil, false, ErrInvalidSessionEpoch
+		}
+		s.epoch++
+		if s.epoch <= 0 {
+			s.epoch = 1
+		}
+	}
+	return s, false, nil
+}
+
+// updateSessionLocked adds the request's partitions to the session (a
+// partition new to it is answered even if nothing is acquired), forgets
+// those it names to forget, then applies its acknowledgements (renewing
+// only when the request is a renewal that allows it). It returns the
+// session's partitions, in no order. m.mu is held.
+func (m *Manager) updateSessionLocked(im *cluster.Image, s *session, req FetchRequest, res *fetchResults) []TP {
+	for _, tp := range req.Partitions {
+		if _, ok := s.parts[tp]; !ok {
+			s.parts[tp] = struct{}{}
+			res.get(tp)
+		}
+	}
+	for _, tp := range req.Forget {
+		delete(s.parts, tp)
+	}
+	for _, a := range req.Acks {
+		res.get(a.TP).AckErr = m.ackLocked(im, req.Group, req.Member, a, req.AllowRenew && req.Renew)
+	}
+	targets := make([]TP, 0, len(s.parts))
+	for tp := range s.parts {
+		targets = append(targets, tp)
+	}
+	return targets
+}
+
+// rotateTargets sorts the partitions by topic id and partition, then
+// starts them at a different one for each session epoch, so that one
+// busy partition does not take the whole record budget every time.
+func rotateTargets(targets []TP, epoch int32) []TP {
+	slices.SortFunc(targets, func(a, b TP) int {
+		if c := slices.Compare(a.ID[:], b.ID[:]); c != 0 {
+			return c
+		}
+		return int(a.Partition - b.Partition)
+	})
+	if n := len(targets); n > 1 {
+		k := int(epoch) % n
+		targets = append(targets[k:], targets[:k]...)
+	}
+	return targets
+}
+
+// fetchWaits returns the channels whose closing means a new round may
+// acquire something: records available again (released, lock expired),
+// or a target's high watermark moving. They are taken before the round
+// acquires, so that a change between the attempt and the wait is not
+// missed.
+func (m *Manager) fetchWaits(im *cluster.Image, targets []TP) []<-chan struct{} {
+	m.mu.Lock()
+	waits := []<-chan struct{}{m.mu.avail}
+	m.mu.Unlock()
+	for _, tp := range targets {
+		if name, ok := im.IDs[tp.ID]; ok {
+			if c := m.reps.HWMoved(partition.TopicPartition{Topic: name, Partition: tp.Partition}); c != nil {
+				waits = append(waits, c)
+			}
+		}
+	}
+	return waits
+}
+
+// acquireRound acquires records from the targets in order, within the
+// request's record budget (maxRecords) and byte budget (MaxBytes; none
+// when not positive), each acquisition shrinking both. Every target is
+// answered, those reached after a budget runs out with nothing. It
+// returns how many records it acquired and whether any target failed.
+func (m *Manager) acquireRound(ctx context.Context, im *cluster.Image, req FetchRequest, targets []TP, maxRecords int, res *fetchResults) (got int, failed bool) {
+	budget, remaining := int64(req.MaxBytes), maxRecords
+	if budget <= 0 {
+		budget = 1<<31 - 1
+	}
+	for _, tp := range targets {
+		r := res.get(tp)
+		if remaining <= 0 || budget <= 0 {
+			continue
+		}
+		recs, ranges, err := m.acquire(ctx, im, req.Group, req.Member, tp, remaining, int32(min(budget, 1<<31-1)))
+		r.Err = err
+		failed = failed || err != nil
+		if len(ranges) > 0 {
+			r.Records, r.Acquired = recs, splitRanges(ranges, req.BatchSize)
+			for _, a := range ranges {
+				got += int(a.Last - a.First + 1)
+				remaining -= int(a.Last - a.First + 1)
+			}
+			budget -= int64(len(recs))
+		}
+	}
+	return got, failed
 }
 
 // splitRanges cuts acquired ranges into runs of at most size records
