@@ -322,9 +322,16 @@ func (c *cluster) partition(topic string, p int32) (partState, error) {
 // seeing an older state than the test assumes.
 func (c *cluster) waitPartition(t testing.TB, topic string, p int32, what string, cond func(partState) bool) partState {
 	t.Helper()
+	return c.waitPartitionAsking(t, 60*time.Second, c.reachable, topic, p, what, cond)
+}
+
+// waitPartitionAsking waits until every node nodes() names sees the
+// partition satisfy cond, and returns the view of the last node asked.
+func (c *cluster) waitPartitionAsking(t testing.TB, timeout time.Duration, nodes func() []int32, topic string, p int32, what string, cond func(partState) bool) partState {
+	t.Helper()
 	var got partState
-	err := poll(60*time.Second, func() error {
-		ids := c.reachable()
+	err := poll(timeout, func() error {
+		ids := nodes()
 		if len(ids) == 0 {
 			return errors.New("no reachable node")
 		}

@@ -423,24 +423,7 @@ func startNetCluster(t testing.TB, n int32, env map[string]string) (*cluster, *n
 // partition the nodes on the other side keep an older view.
 func (c *cluster) waitPartitionOn(t testing.TB, ids []int32, topic string, p int32, what string, cond func(partState) bool) partState {
 	t.Helper()
-	var got partState
-	err := poll(90*time.Second, func() error {
-		for _, id := range ids {
-			s, err := c.partitionFrom(id, topic, p)
-			if err != nil {
-				return err
-			}
-			if !cond(s) {
-				return fmt.Errorf("node %d sees %s", id, s)
-			}
-			got = s
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatalf("%s[%d]: waiting for %s on nodes %v: %v", topic, p, what, ids, err)
-	}
-	return got
+	return c.waitPartitionAsking(t, 90*time.Second, func() []int32 { return ids }, topic, p, what+fmt.Sprintf(" on nodes %v", ids), cond)
 }
 
 // waitControllerOn waits until every node of ids names the same active

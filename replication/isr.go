@@ -269,9 +269,6 @@ func (s *leaderState) UpdateLeaderAndISR(li LeaderAndISR, nowMs int64) Effects {
 	return s.maybeAdvanceHW()
 }
 
-// SetMinISR changes min.insync.replicas (a config change).
-func (s *leaderState) SetMinISR(n int) { s.minISR = n }
-
 // Appended records that the leader's log now ends at leo.
 func (s *leaderState) Appended(leo int64) Effects {
 	if leo > s.leo {
