@@ -73,7 +73,7 @@ func (h *Handlers) fetch(ctx context.Context, req *protocol.Request) (kmsg.Respo
 	im := h.meta.Image()
 	useIDs := req.Version >= 13
 
-	params := h.fetchParams(req, r)
+	params := h.fetchParams(ctx, req, r)
 	slots := planFetch(req, r, resp, im, useIDs, &params)
 	results := h.replicas.Fetch(ctx, params)
 	spliced := fillFetchResponse(req, resp, slots, results)
@@ -97,7 +97,7 @@ func (h *Handlers) fetch(ctx context.Context, req *protocol.Request) (kmsg.Respo
 // MinBytes by that, and the replica id (ReplicaState from v15) telling a
 // follower, which reads uncommitted up to the log end and is not bound by
 // the consumer fetch quota, from a consumer, which is.
-func (h *Handlers) fetchParams(req *protocol.Request, r *kmsg.FetchRequest) replication.FetchParams {
+func (h *Handlers) fetchParams(ctx context.Context, req *protocol.Request, r *kmsg.FetchRequest) replication.FetchParams {
 	params := replication.FetchParams{
 		MinBytes:      r.MinBytes,
 		MaxBytes:      fetchMaxBytes(r.MaxBytes, h.cfg.FetchMaxBytes),
@@ -115,7 +115,7 @@ func (h *Handlers) fetchParams(req *protocol.Request, r *kmsg.FetchRequest) repl
 		params.FromFollower, params.ReplicaID, params.ReplicaEpoch = true, replicaID, replicaEpoch
 		params.ReadCommitted = false
 	} else {
-		params.MaxBytes = h.fetchMaxBytes(req, params.MaxBytes)
+		params.MaxBytes = h.quotaFetchMaxBytes(ctx, req, params.MaxBytes)
 	}
 	return params
 }

@@ -37,16 +37,6 @@ import (
 	"github.com/gokafka/gokafka/replication"
 )
 
-// interBrokerKeys are the APIs only brokers and controllers send.
-var interBrokerKeys = map[int16]bool{
-	4: true, 5: true, 6: true, 7: true, // LeaderAndIsr, StopReplica, UpdateMetadata, ControlledShutdown
-	27: true,                     // WriteTxnMarkers
-	52: true, 53: true, 54: true, // Vote, BeginQuorumEpoch, EndQuorumEpoch
-	56: true, 58: true, // AlterPartition, Envelope
-	62: true, 63: true, 67: true, // BrokerRegistration, BrokerHeartbeat, AllocateProducerIds
-	83: true, 84: true, 85: true, 86: true, 87: true, // share-group state RPCs
-}
-
 // parkingKeys are the APIs other than Fetch and Produce whose handlers
 // spend their time waiting for others (group members, records to share,
 // metadata to propagate), where Kafka parks them in purgatory or on the
@@ -60,7 +50,7 @@ var parkingKeys = map[int16]bool{11: true, 14: true, 78: true, 19: true, 20: tru
 // registered run (its peer client id checked against the metadata, so a
 // client cannot claim one to escape its quota; roles.go).
 func (h *Handlers) quotaExempt(req *protocol.Request) bool {
-	if interBrokerKeys[req.Key] {
+	if InterBrokerAPI(req.Key) {
 		return true
 	}
 	if _, ok := cluster.ParsePeerClientID(req.ClientID); !ok {
@@ -98,14 +88,21 @@ func (h *Handlers) quotaAware(fn protocol.HandlerFunc) protocol.HandlerFunc {
 	}
 }
 
+// quotaCallOf is the quota accounting of the request ctx serves: nil when
+// quotas are off or the request is exempt (quotaAware decides once).
+func quotaCallOf(ctx context.Context) *quotaCall {
+	call, _ := ctx.Value(quotaCallKey{}).(*quotaCall)
+	return call
+}
+
 // quotaUser is the principal quotas are counted for.
 func quotaUser(*protocol.Request) string { return quota.AnonymousUser }
 
 // requestThrottle counts the handler time of req so far, less the time it
 // was parked, against the request-time quota.
 func (h *Handlers) requestThrottle(ctx context.Context, req *protocol.Request) time.Duration {
-	call, _ := ctx.Value(quotaCallKey{}).(*quotaCall)
-	if call == nil || h.quotas == nil {
+	call := quotaCallOf(ctx)
+	if call == nil {
 		return 0
 	}
 	now := time.Now()
@@ -131,7 +128,7 @@ func setThrottle(req *protocol.Request, resp kmsg.Response, d time.Duration) {
 // throttleProduce applies the produce byte-rate and request-time quotas
 // to a served Produce.
 func (h *Handlers) throttleProduce(ctx context.Context, req *protocol.Request, resp *kmsg.ProduceResponse, acks int16) {
-	if h.quotas == nil || h.quotaExempt(req) {
+	if quotaCallOf(ctx) == nil {
 		return
 	}
 	bw := h.quotas.Produce.Record(quotaUser(req), req.ClientID, float64(req.Size), time.Now())
@@ -142,10 +139,10 @@ func (h *Handlers) throttleProduce(ctx context.Context, req *protocol.Request, r
 	setThrottle(req, resp, max(bw, rt))
 }
 
-// fetchMaxBytes caps a consumer's MaxBytes to what its quota allows in
+// quotaFetchMaxBytes caps a consumer's MaxBytes to what its quota allows in
 // one window, as Kafka does.
-func (h *Handlers) fetchMaxBytes(req *protocol.Request, maxBytes int32) int32 {
-	if h.quotas == nil || h.quotaExempt(req) {
+func (h *Handlers) quotaFetchMaxBytes(ctx context.Context, req *protocol.Request, maxBytes int32) int32 {
+	if quotaCallOf(ctx) == nil {
 		return maxBytes
 	}
 	if w := h.quotas.Fetch.MaxValueInWindow(quotaUser(req), req.ClientID); w < float64(maxBytes) {
@@ -160,7 +157,7 @@ func (h *Handlers) fetchMaxBytes(req *protocol.Request, maxBytes int32) int32 {
 // closing its file regions). The bytes counted are the records the
 // response carries.
 func (h *Handlers) throttleFetch(ctx context.Context, req *protocol.Request, results []replication.FetchResult) (throttled *kmsg.FetchResponse) {
-	if h.quotas == nil || h.quotaExempt(req) {
+	if quotaCallOf(ctx) == nil {
 		return nil
 	}
 	var size int64
