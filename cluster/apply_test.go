@@ -80,19 +80,21 @@ func TestStateApplyEntryIsAllOrNothing(t *testing.T) {
 		{Type: CmdFenceBroker, BrokerID: 1},
 		{Type: CmdDeleteTopic, Name: "a"},
 		{Type: CmdSetBrokerConfigs, Name: "", Configs: map[string]string{"log.retention.ms": "5"}},
+		{Type: CmdClientQuotas, Quotas: []QuotaChange{{Entity: QuotaEntity{{Type: "client-id"}}, Set: map[string]float64{"producer_byte_rate": 1024}}}},
 		{Type: CmdFenceBroker, BrokerID: 9}, // unknown: fails
 	})
 	if err == nil {
 		t.Fatal("entry with an invalid command applied")
 	}
 	if got := s.Image(1); !imagesEqual(got, want) {
-		t.Fatalf("state changed by a failed entry: brokers %v topics %v configs %v", got.Brokers, got.TopicNames(), got.BrokerConfigs)
+		t.Fatalf("state changed by a failed entry: brokers %v topics %v configs %v quotas %v", got.Brokers, got.TopicNames(), got.BrokerConfigs, got.ClientQuotas)
 	}
 }
 
 func imagesEqual(a, b *Image) bool {
 	return a.Offset == b.Offset && reflect.DeepEqual(a.Brokers, b.Brokers) && reflect.DeepEqual(a.Topics, b.Topics) &&
-		reflect.DeepEqual(a.IDs, b.IDs) && reflect.DeepEqual(a.BrokerConfigs, b.BrokerConfigs)
+		reflect.DeepEqual(a.IDs, b.IDs) && reflect.DeepEqual(a.BrokerConfigs, b.BrokerConfigs) &&
+		reflect.DeepEqual(a.ClientQuotas, b.ClientQuotas)
 }
 
 // A newly elected controller may hold committed entries it has not applied

@@ -145,6 +145,7 @@ func (s *State) clone() *State {
 	cp.brokerConfigs = maps.Clone(s.brokerConfigs)
 	cp.groupConfigs = maps.Clone(s.groupConfigs)
 	cp.shareGroups = maps.Clone(s.shareGroups)
+	cp.clientQuotas = maps.Clone(s.clientQuotas)
 	return &cp
 }
 

@@ -108,6 +108,7 @@ func OpenManager(fs FS, cfg ManagerConfig, configFor func(topic string) Config, 
 		return nil, err
 	}
 	if err := m.finishOpen(staleDirs, markers); err != nil {
+		m.closeOpened()
 		return nil, err
 	}
 	logger.Info().Int("partitions", len(jobs)).Bool("clean", len(markers) == len(cfg.Dirs)).
@@ -258,12 +259,19 @@ func (m *Manager) openLogs(jobs []openJob) error {
 	}
 	wg.Wait()
 	if err := errors.Join(append(errs, m.offlineAtOpen())...); err != nil {
-		for _, e := range m.snapshot() {
-			_ = e.l.Close()
-		}
+		m.closeOpened()
 		return err
 	}
 	return nil
+}
+
+// closeOpened closes the logs of a Manager that failed to open. A dir
+// failing meanwhile removes its logs from the map in its own goroutine,
+// so the map is read only through snapshot, under its lock.
+func (m *Manager) closeOpened() {
+	for _, e := range m.snapshot() {
+		_ = e.l.Close()
+	}
 }
 
 // finishOpen rewrites the checkpoints of staleDirs and then removes the
@@ -274,9 +282,6 @@ func (m *Manager) finishOpen(staleDirs, markers []string) error {
 	// not inherit them after the next crash.
 	for _, dir := range staleDirs {
 		if err := m.writeDirCheckpoints(dir); err != nil {
-			for _, l := range m.mu.logs {
-				_ = l.Close()
-			}
 			return err
 		}
 	}
