@@ -78,9 +78,6 @@ func (b *BatchBuilder) Add(r Record) *BatchBuilder {
 	return b
 }
 
-// Len is the number of records added.
-func (b *BatchBuilder) Len() int { return int(b.n) }
-
 // Build returns the batch's bytes, CRC included.
 func (b *BatchBuilder) Build() []byte {
 	out := make([]byte, BatchHeaderSize, BatchHeaderSize+len(b.records))

@@ -542,18 +542,14 @@ func (l *Log) active() *segment { return l.mu.segs[len(l.mu.segs)-1] }
 // CRC). If the log is configured with flush.messages and that many messages
 // are unflushed, Append returns after they are fsynced.
 func (l *Log) Append(records []byte, leaderEpoch int32) (AppendInfo, error) {
-	hdrs, err := splitBatches(records)
+	info, sync, err := l.AppendDeferSync(records, leaderEpoch)
 	if err != nil {
 		return AppendInfo{}, err
 	}
-	if err := l.lockForAppend(); err != nil {
+	if err := sync.Sync(); err != nil {
 		return AppendInfo{}, err
 	}
-	info, epochChanged, err := l.appendLocked(records, hdrs, leaderEpoch, true)
-	due := l.flushDueLocked()
-	leo := l.mu.leo
-	l.mu.Unlock()
-	return l.afterAppend(info, epochChanged, due, leo, err)
+	return info, nil
 }
 
 // AppendAsFollower appends batches copied from the leader; they keep their

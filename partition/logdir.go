@@ -347,17 +347,13 @@ func (m *Manager) dirFailed(d *logDir, cause error) {
 		}
 		m.mu.Unlock()
 		for _, l := range dead {
-			l.closeOffline()
+			l.closeUnflushed() // offline: nothing may be written there any more
 		}
 		if fn != nil {
 			fn(d.path, cause)
 		}
 	}()
 }
-
-// closeOffline closes the log's files without flushing: its dir is
-// offline and nothing may be written there any more.
-func (l *Log) closeOffline() { l.closeUnflushed() }
 
 // closeUnflushed marks the log closed and closes its segments' files
 // without flushing them, then wakes anyone waiting on a flush (they see it

@@ -490,7 +490,7 @@ func (p *Partition) appendAsLeader(records []byte, h partition.BatchHeader, lead
 	// and the snapshot write happen with the producer-state lock released.
 	// The HW cannot pass the batch before the caller hears of it, after
 	// this; a retry arriving meanwhile is answered as a duplicate.
-	if err := sync(); err != nil {
+	if err := sync.Sync(); err != nil {
 		return partition.AppendInfo{}, false, nil, err
 	}
 	p.writeStagedSnapshots()
