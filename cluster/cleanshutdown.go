@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/gokafka/gokafka/partition"
 )
 
 // Clean shutdown proof (KIP-966's PreviousBrokerEpoch). A broker whose
@@ -29,26 +31,7 @@ func (c *Controller) RecordCleanShutdown() error {
 		return nil // never registered in this run: nothing to vouch for
 	}
 	path := filepath.Join(c.qc.Dir, cleanShutdownFile)
-	tmp := path + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
-	if err != nil {
-		return err
-	}
-	_, err = f.WriteString(strconv.FormatInt(b.Epoch, 10) + "\n")
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err == nil {
-		err = syncDir(c.qc.Dir)
-	}
-	if err != nil {
-		os.Remove(tmp)
+	if err := partition.WriteFileAtomic(partition.OSFS(), path, []byte(strconv.FormatInt(b.Epoch, 10)+"\n")); err != nil {
 		return fmt.Errorf("record clean shutdown: %w", err)
 	}
 	return nil
@@ -70,7 +53,7 @@ func takeCleanShutdown(dir string) (int64, error) {
 	if err := os.Remove(path); err != nil {
 		return -1, err
 	}
-	if err := syncDir(dir); err != nil {
+	if err := partition.OSFS().SyncDir(dir); err != nil {
 		return -1, err
 	}
 	epoch, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
@@ -78,16 +61,4 @@ func takeCleanShutdown(dir string) (int64, error) {
 		return -1, fmt.Errorf("unreadable %s %q", cleanShutdownFile, b)
 	}
 	return epoch, nil
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	return err
 }

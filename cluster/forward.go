@@ -87,10 +87,7 @@ var errLocalLeader = errors.New("this node leads the quorum")
 // controllerClient returns a client for the current leader's CONTROLLER
 // listener (its quorum address), or nil if it is not known yet.
 func (c *Controller) controllerClient() *protocol.Client {
-	if c.log == nil {
-		return nil
-	}
-	id := c.log.Leader()
+	id := c.leaderID()
 	if id < 0 {
 		return nil
 	}

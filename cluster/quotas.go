@@ -309,10 +309,7 @@ func (c *Controller) AlterClientQuotas(ctx context.Context, changes []QuotaChang
 	if c.IsLeader() {
 		res = make([]error, len(valid))
 		if !validateOnly {
-			err := c.log.Propose(ctx, &Command{Type: CmdClientQuotas, Quotas: valid})
-			for i := range res {
-				res[i] = err
-			}
+			res = allErrs(len(valid), c.log.Propose(ctx, &Command{Type: CmdClientQuotas, Quotas: valid}))
 		}
 	} else {
 		res = c.forwardAlterClientQuotas(ctx, valid, validateOnly)
@@ -359,10 +356,7 @@ func (c *Controller) forwardAlterClientQuotas(ctx context.Context, changes []Quo
 		return c.AlterClientQuotas(ctx, changes, validateOnly)
 	}
 	if err != nil {
-		for i := range errs {
-			errs[i] = err
-		}
-		return errs
+		return allErrs(len(errs), err)
 	}
 	byKey := map[string]error{}
 	for _, e := range resp.(*kmsg.AlterClientQuotasResponse).Entries {

@@ -1,7 +1,6 @@
 package cluster
 
 import (
-	"slices"
 	"time"
 )
 
@@ -57,6 +56,5 @@ func (s *sessions) Expired(im *Image, now time.Time) []int32 {
 			out = append(out, id)
 		}
 	}
-	slices.Sort(out)
-	return out
+	return out // in id order, as BrokerIDs gives them
 }

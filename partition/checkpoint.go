@@ -24,10 +24,10 @@ const (
 	checkpointVersion           = 0
 )
 
-// writeFileAtomic replaces path with data so that a crash at any point
+// WriteFileAtomic replaces path with data so that a crash at any point
 // leaves either the old or the new contents: write a temp file, fsync it,
 // rename it over path, fsync the directory.
-func writeFileAtomic(fs FS, path string, data []byte) error {
+func WriteFileAtomic(fs FS, path string, data []byte) error {
 	tmp := path + tmpSuffix
 	f, err := fs.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
 	if err != nil {

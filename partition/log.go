@@ -423,7 +423,7 @@ func (l *Log) persistRecovery(opts OpenOptions, recoverFrom int) error {
 	}
 	if l.mu.epochs.dirty {
 		entries := l.mu.epochs.snapshot()
-		if err := writeFileAtomic(l.fs, filepath.Join(l.dir, leaderEpochCheckpointFile), encodeEpochCheckpoint(entries)); err != nil {
+		if err := WriteFileAtomic(l.fs, filepath.Join(l.dir, leaderEpochCheckpointFile), encodeEpochCheckpoint(entries)); err != nil {
 			return err
 		}
 		l.mu.epochs.dirty = false
@@ -1045,7 +1045,7 @@ func (l *Log) writeEpochCheckpoint() error {
 	entries := l.mu.epochs.snapshot()
 	l.mu.epochs.dirty = false
 	l.mu.Unlock()
-	err := writeFileAtomic(l.fs, filepath.Join(l.dir, leaderEpochCheckpointFile), encodeEpochCheckpoint(entries))
+	err := WriteFileAtomic(l.fs, filepath.Join(l.dir, leaderEpochCheckpointFile), encodeEpochCheckpoint(entries))
 	if err != nil {
 		l.mu.Lock()
 		l.mu.epochs.dirty = true

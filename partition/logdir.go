@@ -310,7 +310,7 @@ func (m *Manager) loadDirID(dir string) error {
 		body += "\n"
 	}
 	body += "directory.id=" + UUIDString(id) + "\n"
-	if err := writeFileAtomic(fsys, path, []byte(body)); err != nil {
+	if err := WriteFileAtomic(fsys, path, []byte(body)); err != nil {
 		return err
 	}
 	d.id = id

@@ -376,7 +376,7 @@ func (m *Manager) checkMeta(dir string) error {
 		return nil
 	}
 	body := fmt.Sprintf("#\n#%s\nversion=1\ncluster.id=%s\nnode.id=%d\n", time.Now().UTC().Format(time.RFC1123), m.cfg.ClusterID, m.cfg.NodeID)
-	return writeFileAtomic(m.fsFor(dir), path, []byte(body))
+	return WriteFileAtomic(m.fsFor(dir), path, []byte(body))
 }
 
 // readCheckpoint returns the entries of a root checkpoint; an unreadable one
@@ -630,15 +630,15 @@ func (m *Manager) writeCheckpoints(logs []logInDir, only ...string) error {
 	var errs []error
 	for dir, c := range byDir {
 		fs := m.fsFor(dir)
-		rerr := writeFileAtomic(fs, filepath.Join(dir, recoveryPointCheckpointFile), encodeOffsetCheckpoint(c.rp))
+		rerr := WriteFileAtomic(fs, filepath.Join(dir, recoveryPointCheckpointFile), encodeOffsetCheckpoint(c.rp))
 		if rerr == nil {
 			m.rpOnDisk[dir] = c.rp
 		} else {
 			delete(m.rpOnDisk, dir)
 		}
 		errs = append(errs, rerr,
-			writeFileAtomic(fs, filepath.Join(dir, replicationCheckpointFile), encodeOffsetCheckpoint(c.hw)),
-			writeFileAtomic(fs, filepath.Join(dir, logStartCheckpointFile), encodeOffsetCheckpoint(c.ls)))
+			WriteFileAtomic(fs, filepath.Join(dir, replicationCheckpointFile), encodeOffsetCheckpoint(c.hw)),
+			WriteFileAtomic(fs, filepath.Join(dir, logStartCheckpointFile), encodeOffsetCheckpoint(c.ls)))
 	}
 	return errors.Join(errs...)
 }

@@ -31,7 +31,7 @@ func (l *Log) WriteProducerSnapshot(end int64, data []byte) error {
 		return fmt.Errorf("%w: producer snapshot at %d above log end offset %d", ErrOffsetOutOfRange, end, leo)
 	}
 	name := filepath.Join(l.dir, segmentName(end)+producerSnapshotSuffix)
-	if err := writeFileAtomic(l.fs, name, data); err != nil {
+	if err := WriteFileAtomic(l.fs, name, data); err != nil {
 		return fmt.Errorf("write producer snapshot: %w", err)
 	}
 	ends, err := l.producerSnapshots()

@@ -186,7 +186,7 @@ func TestCheckpointAtomicity(t *testing.T) {
 	fs.SyncDir("/")
 	path := "/d/recovery-point-offset-checkpoint"
 	old := encodeOffsetCheckpoint(map[TopicPartition]int64{{Topic: "a", Partition: 1}: 10})
-	if err := writeFileAtomic(fs, path, old); err != nil {
+	if err := WriteFileAtomic(fs, path, old); err != nil {
 		t.Fatal(err)
 	}
 	// Crash after the temp file was written and synced, before the rename.
@@ -197,7 +197,7 @@ func TestCheckpointAtomicity(t *testing.T) {
 		return nil
 	}}
 	newer := encodeOffsetCheckpoint(map[TopicPartition]int64{{Topic: "a", Partition: 1}: 20})
-	if err := writeFileAtomic(efs, path, newer); err == nil {
+	if err := WriteFileAtomic(efs, path, newer); err == nil {
 		t.Fatal("expected injected failure")
 	}
 	crashed := fs.CrashClone()
@@ -210,7 +210,7 @@ func TestCheckpointAtomicity(t *testing.T) {
 		t.Fatalf("%v %v", cp, err)
 	}
 	// And without the dir sync the rename is not durable either.
-	if err := writeFileAtomic(&ErrorFS{FS: fs, Inject: func(op, _ string) error {
+	if err := WriteFileAtomic(&ErrorFS{FS: fs, Inject: func(op, _ string) error {
 		if op == "syncdir" {
 			return errors.New("crash")
 		}
@@ -223,7 +223,7 @@ func TestCheckpointAtomicity(t *testing.T) {
 		t.Fatalf("un-synced rename survived a crash: %q", data)
 	}
 	// Completed write is durable.
-	if err := writeFileAtomic(fs, path, newer); err != nil {
+	if err := WriteFileAtomic(fs, path, newer); err != nil {
 		t.Fatal(err)
 	}
 	data, _, _ = readWholeFile(fs.CrashClone(), path)

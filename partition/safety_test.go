@@ -31,7 +31,7 @@ func snapshotEnds(t *testing.T, fs FS, l *Log) []int64 {
 // test can hold several at once (WriteProducerSnapshot keeps one).
 func writeSnapshotFile(t *testing.T, fs FS, l *Log, end int64) {
 	t.Helper()
-	if err := writeFileAtomic(fs, filepath.Join(l.Dir(), segmentName(end)+producerSnapshotSuffix), []byte("state")); err != nil {
+	if err := WriteFileAtomic(fs, filepath.Join(l.Dir(), segmentName(end)+producerSnapshotSuffix), []byte("state")); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -253,7 +253,7 @@ func TestStaleCheckpointEntriesRemovedAtOpen(t *testing.T) {
 	// checkpoints were rewritten: they still name it.
 	cp := encodeOffsetCheckpoint(map[TopicPartition]int64{{Topic: "t", Partition: 0}: 100})
 	for _, f := range []string{recoveryPointCheckpointFile, replicationCheckpointFile, logStartCheckpointFile} {
-		if err := writeFileAtomic(mem, filepath.Join("/d1", f), cp); err != nil {
+		if err := WriteFileAtomic(mem, filepath.Join("/d1", f), cp); err != nil {
 			t.Fatal(err)
 		}
 	}

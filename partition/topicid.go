@@ -38,5 +38,5 @@ func (l *Log) TopicID() ([16]byte, bool, error) {
 // fsynced).
 func (l *Log) SetTopicID(id [16]byte) error {
 	data := fmt.Sprintf("version: 0\ntopic_id: %s\n", base64.RawURLEncoding.EncodeToString(id[:]))
-	return writeFileAtomic(l.fs, filepath.Join(l.dir, partitionMetadataFile), []byte(data))
+	return WriteFileAtomic(l.fs, filepath.Join(l.dir, partitionMetadataFile), []byte(data))
 }
