@@ -246,7 +246,7 @@ func Start(ctx context.Context, cfg Config, logger zerolog.Logger) (_ *Server, e
 		Meta: s.meta, Replicas: s.replicas, Controller: s.meta, ProducerIDs: pids,
 		Groups: s.groups, Txn: s.txn, ShareCoord: s.shareC, ShareMgr: s.shareM, ShareCfg: cfg.Share,
 		Quotas: s.watchQuotas(cfg.Quota),
-	}, logger.With().Str("component", "handlers").Logger())
+	})
 	pcfg := cfg.Protocol
 	if pcfg.InterBrokerListener == "" {
 		// Exempt from max.connections: the inter-broker listener.

@@ -3,8 +3,6 @@ package handlers
 import (
 	"context"
 
-	"github.com/rs/zerolog"
-
 	"github.com/gokafka/gokafka/cluster"
 	"github.com/gokafka/gokafka/group"
 	"github.com/gokafka/gokafka/idempotent"
@@ -38,7 +36,6 @@ type Handlers struct {
 	// groups is the group coordinator; nil answers
 	// COORDINATOR_NOT_AVAILABLE.
 	groups *group.Coordinator
-	logger zerolog.Logger
 	// pids hands out producer ids; nil when the broker has no allocator,
 	// and then InitProducerId is not served.
 	pids *idempotent.Allocator
@@ -52,10 +49,6 @@ type Handlers struct {
 	shareCfg   share.Config
 	// quotas enforces client quotas; nil enforces none (quotas.go).
 	quotas *quota.Quotas
-	// peerIdentity is set when a controller, which names this cluster's
-	// nodes, is wired (roles.go): broker-to-broker requests are then
-	// checked.
-	peerIdentity bool
 }
 
 // Controller is what the handlers need of the metadata controller beyond
@@ -71,10 +64,6 @@ type Controller interface {
 	AlterClientQuotas(ctx context.Context, changes []cluster.QuotaChange, validateOnly bool) []error
 	SetGroupConfigs(ctx context.Context, group string, configs map[string]string, validateOnly bool) error
 	UpdateShareState(ctx context.Context, ch cluster.ShareChange) error
-	// PeerClientID is the client id this node sends role's requests
-	// with (cluster.PeerClientID); naming peers is what lets the guard
-	// check broker-to-broker requests (roles.go).
-	PeerClientID(role string) string
 }
 
 var _ Controller = (*cluster.Controller)(nil)
@@ -100,20 +89,17 @@ type Deps struct {
 
 // Register creates handlers over meta and replicas alone (no controller
 // RPCs, producer ids, coordinators or quotas) and registers them with reg.
-func Register(reg *protocol.Registry, cfg Config, meta cluster.Metadata, replicas *replication.Manager, logger zerolog.Logger) *Handlers {
-	return New(reg, cfg, Deps{Meta: meta, Replicas: replicas}, logger)
+func Register(reg *protocol.Registry, cfg Config, meta cluster.Metadata, replicas *replication.Manager) *Handlers {
+	return New(reg, cfg, Deps{Meta: meta, Replicas: replicas})
 }
 
 // New creates the handlers over d and registers every API with reg.
-func New(reg *protocol.Registry, cfg Config, d Deps, logger zerolog.Logger) *Handlers {
+func New(reg *protocol.Registry, cfg Config, d Deps) *Handlers {
 	h := &Handlers{
-		cfg: cfg, meta: d.Meta, replicas: d.Replicas, reg: reg, logger: logger,
+		cfg: cfg, meta: d.Meta, replicas: d.Replicas, reg: reg,
 		ctrl: d.Controller, pids: d.ProducerIDs, groups: d.Groups, txn: d.Txn,
 		shareCoord: d.ShareCoord, shareMgr: d.ShareMgr, shareCfg: d.ShareCfg, quotas: d.Quotas,
 	}
-	// Broker-to-broker requests are checked when the controller names
-	// this cluster's nodes (roles.go); the broker always wires one.
-	h.peerIdentity = d.Controller != nil
 	// The peer check comes first: a request refused there costs no quota.
 	reg.Wrap(func(fn protocol.HandlerFunc) protocol.HandlerFunc { return h.guard(h.quotaAware(fn)) })
 	for _, r := range []func(*protocol.Registry){

@@ -88,7 +88,7 @@ func limitsStack(t *testing.T, cfg Config, n int, replicas ...int32) *Handlers {
 		t.Fatal(err)
 	}
 	t.Cleanup(rm.Close)
-	return Register(protocol.NewRegistry(), cfg, meta, rm, zerolog.Nop())
+	return Register(protocol.NewRegistry(), cfg, meta, rm)
 }
 
 // testBatch is a v2 batch of n records of valueLen bytes, as a producer

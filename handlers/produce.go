@@ -97,8 +97,7 @@ func (h *Handlers) produce(ctx context.Context, req *protocol.Request) (kmsg.Res
 					msg := "Cannot append to internal topic " + t.Topic
 					rp.ErrorMessage = &msg
 				}
-				h.logger.Warn().Uint64("conn", req.Conn.ID).Str("remote", req.Conn.RemoteAddr).Str("client_id", req.ClientID).
-					Str("topic", t.Topic).Int32("partition", p.Partition).Msg("produce to an internal topic refused")
+				req.Logger().Warn().Str("topic", t.Topic).Int32("partition", p.Partition).Msg("produce to an internal topic refused")
 			default:
 				entries = append(entries, entry{topic: t.Topic, records: p.Records, rp: rp})
 			}

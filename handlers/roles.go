@@ -104,10 +104,9 @@ func replicaID(req *protocol.Request) int32 {
 func (h *Handlers) guard(fn protocol.HandlerFunc) protocol.HandlerFunc {
 	return func(ctx context.Context, req *protocol.Request) (kmsg.Response, error) {
 		replica := replicaID(req)
-		if h.peerIdentity && (InterBrokerAPI(req.Key) || replica >= 0) {
+		if h.ctrl != nil && (InterBrokerAPI(req.Key) || replica >= 0) {
 			if err := h.checkPeer(req, replica); err != nil {
-				h.logger.Warn().Uint64("conn", req.Conn.ID).Str("remote", req.Conn.RemoteAddr).
-					Str("client_id", req.ClientID).Str("api", kmsg.NameForKey(req.Key)).Err(err).
+				req.Logger().Warn().Str("api", kmsg.NameForKey(req.Key)).Err(err).
 					Msg("broker-to-broker request from a client that is not a node of this cluster; closing the connection")
 				return nil, fmt.Errorf("refused %s: %w", kmsg.NameForKey(req.Key), err)
 			}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"testing"
 
-	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/gokafka/gokafka/idempotent"
@@ -25,7 +24,7 @@ func TestInitProducerIDUsesTheAllocatorItIsGiven(t *testing.T) {
 		return 5000, 10, nil
 	})
 	reg := protocol.NewRegistry()
-	New(reg, Config{NodeID: 1}, Deps{Meta: h.meta, Replicas: h.replicas, ProducerIDs: pids}, zerolog.Nop())
+	New(reg, Config{NodeID: 1}, Deps{Meta: h.meta, Replicas: h.replicas, ProducerIDs: pids})
 	fn, ok := reg.Handler(22, 4)
 	if !ok {
 		t.Fatal("InitProducerId not served with an allocator")

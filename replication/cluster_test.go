@@ -242,7 +242,7 @@ func (n *simNode) start() {
 		t.Fatal(err)
 	}
 	reg := protocol.NewRegistry()
-	handlers.Register(reg, handlers.Config{NodeID: n.id}, meta, n.rm, logger)
+	handlers.Register(reg, handlers.Config{NodeID: n.id}, meta, n.rm)
 	n.srv = protocol.NewServer(protocol.DefaultConfig(), reg, logger)
 	go n.srv.Serve(ln)
 	n.up = true
