@@ -294,10 +294,7 @@ func Start(ctx context.Context, cfg Config, logger zerolog.Logger) (_ *Server, e
 // watchQuotas returns the client quotas to enforce, kept in step with
 // the metadata.
 func (s *Server) watchQuotas(cfg quota.Config) *quota.Quotas {
-	if cfg.WindowNum == 0 {
-		cfg = quota.DefaultConfig()
-	}
-	q := quota.New(cfg)
+	q := quota.New(cfg) // unset windowing takes Kafka's defaults
 	// The first image is read after the watch is registered and may
 	// race with it: only a newer image replaces the quotas.
 	var mu sync.Mutex

@@ -227,6 +227,7 @@ func (s *Server) startConn(nc net.Conn, lc ListenerConfig) {
 	}
 	c.listener, c.ip = lc.Name, hostOf(nc.RemoteAddr().String())
 	c.outBytes = newBudget(s.cfg.MaxQueuedResponseBytes)
+	c.parkFn = c.park
 	lg := s.logger.With().Uint64("conn", id).Str("remote", c.info.RemoteAddr)
 	if lc.Name != "" {
 		lg = lg.Str("listener", lc.Name)
@@ -329,9 +330,12 @@ type conn struct {
 	reason    CloseReason
 	reasonErr error
 
-	// park gives back the queued.max.requests slot of the request being
-	// served (Request.Park); set by the reader before each request.
-	park func()
+	// parked is set once the request being served has given back its
+	// queued.max.requests slot (park), so that it is given back once; the
+	// reader clears it before each request. parkFn is c.park, made once
+	// per connection so that requests do not each allocate it.
+	parked atomic.Bool
+	parkFn func()
 	// outBytes bounds the bytes of responses queued for the writer
 	// (MaxQueuedResponseBytes).
 	outBytes *budget
@@ -396,12 +400,7 @@ func (c *conn) readLoop() {
 			c.setReason(CloseShutdown, nil)
 			return
 		}
-		var parked atomic.Bool
-		c.park = func() {
-			if !parked.Swap(true) {
-				c.srv.requests.give(1)
-			}
-		}
+		c.parked.Store(false)
 		resp, ok := c.serve(buf)
 		c.park()
 		putRequestBuf(buf)
@@ -479,6 +478,14 @@ func (c *conn) readFailed(err error) {
 // serve decodes and handles one frame. It returns the encoded response
 // (an empty frame when none is due) and false when the connection must
 // close. Nothing keeps a Produce frame once it returns (see putRequestBuf).
+// park gives back the queued.max.requests slot of the request being
+// served (Request.Park), at most once per request.
+func (c *conn) park() {
+	if !c.parked.Swap(true) {
+		c.srv.requests.give(1)
+	}
+}
+
 func (c *conn) serve(in []byte) (out frame, ok bool) {
 	c.throttle = 0
 	h, err := parseHeaderPrefix(in)
@@ -525,7 +532,7 @@ func (c *conn) serve(in []byte) (out frame, ok bool) {
 
 	preq := &Request{
 		Key: h.key, Version: h.version, CorrelationID: h.correlationID,
-		ClientID: h.clientID, Body: req, Conn: c.info, Size: len(in), park: c.park,
+		ClientID: h.clientID, Body: req, Conn: c.info, Size: len(in), park: c.parkFn,
 		logger: c.requestLogger(h.clientID),
 	}
 	resp, err, panicked := c.callHandler(entry.fn, preq)

@@ -255,7 +255,6 @@ func (m *Manager) sensorCount() int {
 // Quotas holds the managers of the three client quotas a broker
 // enforces.
 type Quotas struct {
-	cfg Config
 	// Produce is producer_byte_rate, counted in request bytes.
 	Produce *Manager
 	// Fetch is consumer_byte_rate, counted in response bytes.
@@ -269,7 +268,6 @@ type Quotas struct {
 func New(cfg Config) *Quotas {
 	cfg = cfg.valid()
 	return &Quotas{
-		cfg:     cfg,
 		Produce: newManager(cfg, ProducerByteRate, 0),
 		Fetch:   newManager(cfg, ConsumerByteRate, 0),
 		// Kafka bounds request-time throttles to one window.
@@ -281,9 +279,6 @@ func New(cfg Config) *Quotas {
 func (q *Quotas) Enabled() bool {
 	return q.Produce.Enabled() || q.Fetch.Enabled() || q.Request.Enabled()
 }
-
-// Config returns the windowing in use.
-func (q *Quotas) Config() Config { return q.cfg }
 
 // Update installs a new set of configured quotas. The rates measured so
 // far are kept.

@@ -13,12 +13,14 @@ type Config struct {
 // DefaultConfig returns Kafka's defaults: 11 samples of one second.
 func DefaultConfig() Config { return Config{WindowNum: 11, WindowSize: time.Second} }
 
+// valid is c with Kafka's defaults in place of unset or unusable values.
 func (c Config) valid() Config {
+	def := DefaultConfig()
 	if c.WindowNum < 1 {
-		c.WindowNum = 11
+		c.WindowNum = def.WindowNum
 	}
 	if c.WindowSize < time.Millisecond {
-		c.WindowSize = time.Second
+		c.WindowSize = def.WindowSize
 	}
 	return c
 }
