@@ -380,21 +380,18 @@ func (s *settings) brokerDefaults() cluster.BrokerDefaults {
 
 // protocolConfig is the connection runtime's limits.
 func (s *settings) protocolConfig() protocol.Config {
-	return protocol.Config{
-		MaxRequestBytes:    int32(min(s.positive("socket.request.max.bytes"), math.MaxInt32)),
-		IdleTimeout:        ms(s.i64("connections.max.idle.ms")),
-		MaxQueuedResponses: 8,
-		// gokafka's own bound (Kafka holds one response per
-		// connection): see protocol/limits.go.
-		MaxQueuedResponseBytes: 64 << 20,
-
-		MaxConnections:               int(min(s.positive("max.connections"), math.MaxInt32)),
-		ListenerMaxConnections:       s.listenerLimits(),
-		MaxConnectionsPerIP:          int(min(s.positive("max.connections.per.ip"), math.MaxInt32)),
-		MaxConnectionsPerIPOverrides: s.ipOverrides(),
-		QueuedMaxRequests:            int(min(s.positive("queued.max.requests"), math.MaxInt32)),
-		QueuedMaxRequestBytes:        s.i64("queued.max.request.bytes"),
-	}
+	// The per-connection response bounds are gokafka's own (Kafka holds
+	// one response per connection), kept at protocol's defaults.
+	c := protocol.DefaultConfig()
+	c.MaxRequestBytes = int32(min(s.positive("socket.request.max.bytes"), math.MaxInt32))
+	c.IdleTimeout = ms(s.i64("connections.max.idle.ms"))
+	c.MaxConnections = int(min(s.positive("max.connections"), math.MaxInt32))
+	c.ListenerMaxConnections = s.listenerLimits()
+	c.MaxConnectionsPerIP = int(min(s.positive("max.connections.per.ip"), math.MaxInt32))
+	c.MaxConnectionsPerIPOverrides = s.ipOverrides()
+	c.QueuedMaxRequests = int(min(s.positive("queued.max.requests"), math.MaxInt32))
+	c.QueuedMaxRequestBytes = s.i64("queued.max.request.bytes")
+	return c
 }
 
 // logsConfig is the log manager's background intervals.
