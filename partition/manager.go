@@ -180,9 +180,16 @@ func (m *Manager) scanLogDir(dir string) (jobs []openJob, marker string, stale b
 	if clean {
 		marker = mk
 	}
-	rp := m.readCheckpoint(dir, recoveryPointCheckpointFile)
-	hw := m.readCheckpoint(dir, replicationCheckpointFile)
-	ls := m.readCheckpoint(dir, logStartCheckpointFile)
+	rp, rpRead := m.readCheckpoint(dir, recoveryPointCheckpointFile)
+	if rpRead {
+		// What is on disk is known from here on, so a truncation above
+		// every recovery point needs no checkpoint rewrite (attach).
+		m.ckMu.Lock()
+		m.rpOnDisk[dir] = rp
+		m.ckMu.Unlock()
+	}
+	hw, _ := m.readCheckpoint(dir, replicationCheckpointFile)
+	ls, _ := m.readCheckpoint(dir, logStartCheckpointFile)
 	names, err := fs.ReadDir(dir)
 	if err != nil {
 		return nil, "", false, err
@@ -383,21 +390,24 @@ func (m *Manager) checkMeta(dir string) error {
 // is logged and treated as empty, which is always safe: a zero recovery
 // point means full recovery, a zero HW is raised again by replication, a
 // zero log start is raised to the first segment.
-func (m *Manager) readCheckpoint(dir, name string) map[TopicPartition]int64 {
+func (m *Manager) readCheckpoint(dir, name string) (cp map[TopicPartition]int64, read bool) {
 	path := filepath.Join(dir, name)
 	data, ok, err := readWholeFile(m.fsFor(dir), path)
-	if err != nil || !ok {
-		if err != nil {
-			m.logger.Warn().Err(err).Str("file", path).Msg("cannot read checkpoint")
-		}
-		return map[TopicPartition]int64{}
-	}
-	cp, err := decodeOffsetCheckpoint(data)
 	if err != nil {
-		m.logger.Warn().Err(err).Str("file", path).Msg("ignoring malformed checkpoint")
-		return map[TopicPartition]int64{}
+		m.logger.Warn().Err(err).Str("file", path).Msg("cannot read checkpoint")
+		return map[TopicPartition]int64{}, false
 	}
-	return cp
+	if !ok {
+		return map[TopicPartition]int64{}, true
+	}
+	cp, err = decodeOffsetCheckpoint(data)
+	if err != nil {
+		// Read as empty by every open, so what it holds is as good as
+		// nothing.
+		m.logger.Warn().Err(err).Str("file", path).Msg("ignoring malformed checkpoint")
+		return map[TopicPartition]int64{}, true
+	}
+	return cp, true
 }
 
 // Get returns the log of tp, nil if this broker has none.

@@ -691,3 +691,42 @@ func TestTruncationOfUnflushedTailWritesNoRootCheckpoint(t *testing.T) {
 		t.Fatalf("%d root checkpoint writes for a truncation below the recovery point, want 1", n)
 	}
 }
+
+// After a restart the recovery points on disk are the ones the open just
+// read: a follower truncating data it never flushed rewrites no root
+// checkpoint then either.
+func TestTruncationAfterRestartOfUnflushedTailWritesNoRootCheckpoint(t *testing.T) {
+	mem := NewMemFS()
+	mcfg := ManagerConfig{Dirs: []string{"/d1"}, NodeID: 1, ClusterID: "c1", Defaults: smallConfig()}
+	m, err := OpenManager(mem, mcfg, nil, testLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tp := TopicPartition{Topic: "t", Partition: 0}
+	l, _ := m.GetOrCreate(tp)
+	appendRecords(t, l, 5, 10)
+	if err := m.Close(); err != nil { // flushes and writes the checkpoints
+		t.Fatal(err)
+	}
+	var writes atomic.Int32
+	efs := &ErrorFS{FS: mem, Inject: func(op, name string) error {
+		if op == "open" && strings.HasSuffix(name, recoveryPointCheckpointFile+tmpSuffix) {
+			writes.Add(1)
+		}
+		return nil
+	}}
+	m2, err := OpenManager(efs, mcfg, nil, testLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m2.Close()
+	l2 := m2.Get(tp)
+	appendRecords(t, l2, 5, 10) // not flushed
+	before := writes.Load()
+	if err := l2.TruncateTo(70); err != nil {
+		t.Fatal(err)
+	}
+	if n := writes.Load() - before; n != 0 {
+		t.Fatalf("%d root checkpoint writes for a truncation above the recovery point read at open", n)
+	}
+}
