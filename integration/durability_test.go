@@ -168,13 +168,7 @@ func verifyAfterCrash(t *testing.T, b *broker, topic string, acked map[uint64]se
 	}
 
 	got := seqRecords(t, consumeKgo(t, b, topic, partitionList(killParts), total), killParts)
-	seen := map[uint64]seqAck{}
-	for _, r := range got {
-		if prev, dup := seen[r.seq]; dup {
-			t.Errorf("record seq %d stored twice: partition %d offsets %d and %d", r.seq, r.partition, prev.offset, r.offset)
-		}
-		seen[r.seq] = seqAck{r.partition, r.offset}
-	}
+	checkNoDuplicates(t, got)
 	checkAcked(t, acked, got)
 	return ends
 }

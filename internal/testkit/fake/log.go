@@ -103,21 +103,24 @@ func (l *Log) Read(tp partition.TopicPartition, offset, maxOffset int64, _ int32
 
 func (l *Log) Leader(partition.TopicPartition) (int32, bool) { return 0, true }
 
-// Fetch answers the first partition asked for with every batch from its
+// Fetch answers every partition asked for with every batch from its
 // offset on; the last stable offset is the high watermark.
 func (l *Log) Fetch(_ context.Context, fp replication.FetchParams) []replication.FetchResult {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	fpp := fp.Partitions[0]
-	p := l.part(fpp.TP)
-	r := replication.FetchResult{HighWatermark: p.leo, LastStableOffset: p.leo, LogStartOffset: 0}
-	for _, b := range p.batches {
-		h, _ := partition.ParseBatchHeader(b)
-		if h.LastOffset() >= fpp.Offset {
-			r.Records = append(r.Records, b...)
+	out := make([]replication.FetchResult, 0, len(fp.Partitions))
+	for _, fpp := range fp.Partitions {
+		p := l.part(fpp.TP)
+		r := replication.FetchResult{HighWatermark: p.leo, LastStableOffset: p.leo, LogStartOffset: 0}
+		for _, b := range p.batches {
+			h, _ := partition.ParseBatchHeader(b)
+			if h.LastOffset() >= fpp.Offset {
+				r.Records = append(r.Records, b...)
+			}
 		}
+		out = append(out, r)
 	}
-	return []replication.FetchResult{r}
+	return out
 }
 
 // ListOffset answers earliest (-2) with 0 and anything else with the log end.
