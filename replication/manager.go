@@ -197,15 +197,19 @@ func (p *Partition) applyLocked(eff Effects) *ISRProposal {
 // Registration offsets start at 1, so 0 (a fetch that did not say) is
 // unknown like -1.
 func (p *Partition) noteReplicaEpoch(id int32, epoch int64) {
+	p.mu.Lock()
+	p.noteReplicaEpochLocked(id, epoch)
+	p.mu.Unlock()
+}
+
+func (p *Partition) noteReplicaEpochLocked(id int32, epoch int64) {
 	if epoch <= 0 {
 		epoch = -1
 	}
-	p.mu.Lock()
 	if p.mu.replicaEpochs == nil {
 		p.mu.replicaEpochs = map[int32]int64{}
 	}
 	p.mu.replicaEpochs[id] = epoch
-	p.mu.Unlock()
 }
 
 // endOffsetForEpochLocked answers OffsetForLeaderEpoch from the log's
@@ -1090,9 +1094,6 @@ func (m *Manager) readAll(ctx context.Context, fp FetchParams, record bool) ([]F
 		p, err := m.leader(part.TP, part.CurrentLeaderEpoch)
 		if err == nil && fp.FromFollower {
 			err = p.checkReplica(fp.ReplicaID, part.CurrentLeaderEpoch)
-			if err == nil && record {
-				p.noteReplicaEpoch(fp.ReplicaID, fp.ReplicaEpoch)
-			}
 		}
 		if err != nil {
 			r.Err = err
@@ -1126,7 +1127,7 @@ func (m *Manager) readAll(ctx context.Context, fp FetchParams, record bool) ([]F
 			// position is news all the same (Kafka reads such a partition
 			// with zero bytes and records it like any other).
 			if fp.FromFollower && record {
-				m.followerFetched(p, fp.ReplicaID, part.Offset, part.LogStartOffset, leo)
+				m.followerFetched(p, fp.ReplicaID, fp.ReplicaEpoch, part.Offset, part.LogStartOffset, leo)
 				hw := p.log.HighWatermark()
 				r.HighWatermark, r.LastStableOffset = hw, hw
 			}
@@ -1177,7 +1178,7 @@ func (m *Manager) readAll(ctx context.Context, fp FetchParams, record bool) ([]F
 			minOne = false
 		}
 		if fp.FromFollower && record {
-			m.followerFetched(p, fp.ReplicaID, part.Offset, part.LogStartOffset, leo)
+			m.followerFetched(p, fp.ReplicaID, fp.ReplicaEpoch, part.Offset, part.LogStartOffset, leo)
 			// The HW may have moved with this fetch; answer it.
 			hw := p.log.HighWatermark()
 			r.HighWatermark, r.LastStableOffset = hw, hw
@@ -1222,10 +1223,13 @@ func (p *Partition) checkDivergence(part FetchPartition) (epoch int32, end int64
 	return -1, -1, false, nil
 }
 
-// followerFetched records a follower's position with the ISR state machine.
-func (m *Manager) followerFetched(p *Partition, id int32, offset, logStart, leaderLEO int64) {
+// followerFetched records a follower's position, and the broker epoch its fetch
+// carried, with the ISR state machine.
+func (m *Manager) followerFetched(p *Partition, id int32, brokerEpoch, offset, logStart, leaderLEO int64) {
 	now := m.now().UnixMilli()
 	p.mu.Lock()
+	// The broker epoch first: a proposal this fetch triggers names it.
+	p.noteReplicaEpochLocked(id, brokerEpoch)
 	st := p.mu.st
 	var prop *ISRProposal
 	if st != nil {
