@@ -251,3 +251,14 @@ func resolveTopicConfig(im *Image, t *TopicInfo, nodeID int32, bd BrokerDefaults
 	cv.Synonyms = chain
 	return cv
 }
+
+// MinInsyncReplicas returns topic t's effective min.insync.replicas (1 when
+// unset or invalid), as the controller's elections and the leaders' ISR
+// rules both read it.
+func MinInsyncReplicas(im *Image, t *TopicInfo, nodeID int32, bd BrokerDefaults) int {
+	n, err := strconv.Atoi(TopicConfigValue(im, t, nodeID, bd, "min.insync.replicas"))
+	if err != nil || n < 1 {
+		return 1
+	}
+	return n
+}

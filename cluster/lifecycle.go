@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -260,13 +259,7 @@ func (c *Controller) policyFor(im *Image) policy {
 		unclean: func(t *TopicInfo) bool {
 			return TopicConfigValue(im, t, c.cfg.NodeID, c.cfg.BrokerDefaults, "unclean.leader.election.enable") == "true"
 		},
-		minISR: func(t *TopicInfo) int {
-			n, err := strconv.Atoi(TopicConfigValue(im, t, c.cfg.NodeID, c.cfg.BrokerDefaults, "min.insync.replicas"))
-			if err != nil || n < 1 {
-				return 1
-			}
-			return n
-		},
+		minISR: func(t *TopicInfo) int { return MinInsyncReplicas(im, t, c.cfg.NodeID, c.cfg.BrokerDefaults) },
 	}
 }
 

@@ -51,15 +51,6 @@ func LogConfig(im *cluster.Image, t *cluster.TopicInfo, nodeID int32, bd cluster
 	return cfg
 }
 
-// minInsyncReplicas returns the topic's effective min.insync.replicas.
-func minInsyncReplicas(im *cluster.Image, t *cluster.TopicInfo, nodeID int32, bd cluster.BrokerDefaults) int {
-	n, err := strconv.Atoi(cluster.TopicConfigValue(im, t, nodeID, bd, "min.insync.replicas"))
-	if err != nil || n < 1 {
-		return 1
-	}
-	return n
-}
-
 // Config is the replica manager's configuration; the fields carry Kafka's
 // broker property names.
 type Config struct {

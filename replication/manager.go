@@ -557,7 +557,7 @@ func (m *Manager) reconcile(prev, next *cluster.Image) error {
 			continue
 		}
 		cfg := LogConfig(next, t, m.nodeID, bd)
-		minISR := minInsyncReplicas(next, t, m.nodeID, bd)
+		minISR := cluster.MinInsyncReplicas(next, t, m.nodeID, bd)
 		for i := range t.Partitions {
 			pi := &t.Partitions[i]
 			if !slices.Contains(pi.Replicas, m.nodeID) {
