@@ -187,9 +187,6 @@ func (s *leaderState) maximalISR() []int32 {
 // ISR returns the committed ISR.
 func (s *leaderState) ISR() []int32 { return s.committed }
 
-// MinISR returns the min.insync.replicas the leader holds itself to.
-func (s *leaderState) MinISR() int { return s.minISR }
-
 // EpochStart returns the LEO at which this leader's epoch started.
 func (s *leaderState) EpochStart() int64 { return s.epochStartOffset }
 

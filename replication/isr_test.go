@@ -219,7 +219,7 @@ func TestMinISRChangeAppliesWithAStalePartitionRecord(t *testing.T) {
 	h.collect(h.s.AlterPartitionDone(h.lastProposal().Seq, AlterOK, LeaderAndISR{LeaderEpoch: 5, PartitionEpoch: 8, Replicas: []int32{1, 2, 3}, ISR: []int32{1, 2, 3}}))
 	// The image still holds partition epoch 7, now with min.insync.replicas=4.
 	h.collect(h.s.UpdateLeaderAndISR(LeaderAndISR{LeaderEpoch: 5, PartitionEpoch: 7, Replicas: []int32{1, 2, 3}, ISR: []int32{1, 2}, MinISR: 4}, h.now))
-	if got := h.s.MinISR(); got != 4 {
+	if got := h.s.minISR; got != 4 {
 		t.Fatalf("min.insync.replicas %d after the config change, want 4", got)
 	}
 	if !sameSet(h.s.ISR(), []int32{1, 2, 3}) {
