@@ -312,42 +312,6 @@ func (r *snappyReader) Read(p []byte) (int, error) {
 	return n, nil
 }
 
-// recordTimestamps calls fn for each record of an in-memory batch with
-// its absolute offset and timestamp, stopping when fn returns false.
-func recordTimestamps(batch []byte, h BatchHeader, maxRecordBytes int32, fn func(offset, ts int64) bool) error {
-	it, err := NewRecordIter(h, bytes.NewReader(batch[BatchHeaderSize:]), maxRecordBytes, false)
-	if err != nil {
-		return err
-	}
-	defer it.Close()
-	for it.Next() {
-		if !fn(it.Offset, it.Timestamp) {
-			return nil
-		}
-	}
-	return it.Err()
-}
-
-// findInBatch returns the offset and timestamp of the first record in the
-// batch with timestamp >= target (exact == when exact is set). ok is false
-// when no record qualifies.
-func findInBatch(batch []byte, h BatchHeader, target int64, exact bool) (off, ts int64, ok bool, err error) {
-	if h.TimestampType() == 1 {
-		if h.MaxTimestamp >= target {
-			return h.BaseOffset, h.MaxTimestamp, true, nil
-		}
-		return 0, 0, false, nil
-	}
-	err = recordTimestamps(batch, h, maxDecompressed, func(o, t int64) bool {
-		if (exact && t == target) || (!exact && t >= target) {
-			off, ts, ok = o, t, true
-			return false
-		}
-		return true
-	})
-	return off, ts, ok, err
-}
-
 // Record parses the current record of an iterator made withBody: its key,
 // value (nil when null) and headers, copied out of Body. TimestampDelta
 // is left 0; the record's timestamp is Timestamp.
