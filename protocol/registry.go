@@ -58,6 +58,8 @@ type ConnInfo struct {
 	// (empty for a server started with Serve).
 	Listener string
 	exposes  func(key int16) bool
+	// principal is who the connection authenticated as (Principal).
+	principal principalBox
 }
 
 // Exposes reports whether the connection's listener serves key.
