@@ -57,6 +57,13 @@ type Config struct {
 	// broker-to-broker APIs. Empty means the first listener that is not a
 	// controller listener, as in Kafka.
 	InterBrokerListenerName string
+	// SecurityProtocolMap is listener.security.protocol.map, by upper-case
+	// listener name. Empty maps each listener named for a protocol to it.
+	SecurityProtocolMap map[string]string
+	// ListenerSettings are the listener.name.<name>.<property> values by
+	// upper-case listener name, then property: a listener's own value of
+	// a property that also has a broker-wide one.
+	ListenerSettings map[string]map[string]string
 
 	Protocol protocol.Config
 	Logs     partition.ManagerConfig
@@ -112,6 +119,26 @@ type Listener struct {
 	Name string
 	Host string
 	Port int
+	// SecurityProtocol is the listener's from listener.security.protocol.map.
+	SecurityProtocol string
+}
+
+// SecurityProtocols are Kafka's listener security protocols.
+var SecurityProtocols = []string{"PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"}
+
+// securityProtocol resolves a listener's security protocol as Kafka does:
+// from the map, else PLAINTEXT for a controller listener (KRaft's default).
+func securityProtocol(cfg *Config, name string) (string, error) {
+	if p, ok := cfg.SecurityProtocolMap[name]; ok {
+		return p, nil
+	}
+	if len(cfg.SecurityProtocolMap) == 0 && slices.Contains(SecurityProtocols, name) {
+		return name, nil
+	}
+	if slices.Contains(cfg.ControllerListenerNames, name) {
+		return "PLAINTEXT", nil
+	}
+	return "", fmt.Errorf("no security protocol defined for listener %s in listener.security.protocol.map", name)
 }
 
 // ParseListener parses NAME://host:port.
@@ -144,6 +171,12 @@ func Start(ctx context.Context, cfg Config, logger zerolog.Logger) (_ *Server, e
 		pl, err := ParseListener(l)
 		if err != nil {
 			return nil, err
+		}
+		if pl.SecurityProtocol, err = securityProtocol(&cfg, pl.Name); err != nil {
+			return nil, err
+		}
+		if pl.SecurityProtocol != "PLAINTEXT" {
+			return nil, fmt.Errorf("listener %s: security protocol %s is not supported", pl.Name, pl.SecurityProtocol)
 		}
 		if slices.Contains(cfg.ControllerListenerNames, pl.Name) {
 			qc.BindAddr = net.JoinHostPort(pl.Host, strconv.Itoa(pl.Port))
@@ -276,7 +309,7 @@ func Start(ctx context.Context, cfg Config, logger zerolog.Logger) (_ *Server, e
 	// CONTROLLER listener only, the other broker-to-broker APIs on the
 	// inter-broker listener only.
 	for i, ln := range s.listeners {
-		lc := protocol.ListenerConfig{Name: s.names[i], Exposes: func(key int16) bool { return !handlers.InterBrokerAPI(key) }}
+		lc := protocol.ListenerConfig{Name: s.names[i], SecurityProtocol: lns[i].SecurityProtocol, Exposes: func(key int16) bool { return !handlers.InterBrokerAPI(key) }}
 		if i == interBroker {
 			lc.Exposes = func(key int16) bool { return !handlers.ControllerOnlyAPI(key) }
 		}

@@ -47,6 +47,7 @@ func hostileCluster(t *testing.T) (c *cluster, internalAddrs, ctrlAddrs []string
 		settings["GOKAFKA_NODE_ID"] = strconv.Itoa(i + 1)
 		settings["GOKAFKA_LISTENERS"] = fmt.Sprintf("CLIENT://127.0.0.1:%d,INTERNAL://127.0.0.1:%d,CONTROLLER://127.0.0.1:%d", client[i], internal[i], ctrl[i])
 		settings["GOKAFKA_INTER_BROKER_LISTENER_NAME"] = "INTERNAL"
+		settings["GOKAFKA_LISTENER_SECURITY_PROTOCOL_MAP"] = "CLIENT:PLAINTEXT,INTERNAL:PLAINTEXT,CONTROLLER:PLAINTEXT"
 		settings["GOKAFKA_CONTROLLER_QUORUM_VOTERS"] = strings.Join(voters, ",")
 		c.nodes = append(c.nodes, newBroker(t, brokerOpts{Port: client[i], Env: settings}))
 		internalAddrs = append(internalAddrs, fmt.Sprintf("127.0.0.1:%d", internal[i]))

@@ -161,6 +161,9 @@ type ListenerConfig struct {
 	// Name is the listener name (PLAINTEXT, CONTROLLER, ...); its
 	// connections count against listener.name.<name>.max.connections.
 	Name string
+	// SecurityProtocol is the listener's: PLAINTEXT, SSL, SASL_PLAINTEXT
+	// or SASL_SSL (empty is PLAINTEXT).
+	SecurityProtocol string
 	// Exposes reports whether the listener serves an API key; nil exposes
 	// every registered API.
 	Exposes func(key int16) bool

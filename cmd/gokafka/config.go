@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -42,6 +43,7 @@ var properties = []property{
 	{"node.id", "1", "This node's id, as broker and as metadata quorum voter."},
 	{"process.roles", "broker,controller", "Roles of this node; gokafka nodes are always broker,controller."},
 	{"listeners", "PLAINTEXT://127.0.0.1:9092", "Comma-separated listener URLs the broker binds; add CONTROLLER://host:port when controller.quorum.voters is set."},
+	{"listener.security.protocol.map", "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL", "Listener name to security protocol (PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL) as NAME:PROTOCOL pairs; a controller listener missing from it is PLAINTEXT, as in Kafka's KRaft mode."},
 	{"controller.listener.names", "CONTROLLER", "Listener names that carry the metadata quorum's traffic."},
 	{"inter.broker.listener.name", "", "Listener the brokers reach each other on, the only one serving broker-to-broker requests; empty means the first listener that is not a controller listener."},
 	{"controller.quorum.voters", "", "Metadata quorum voters as id@host:port of their CONTROLLER listeners; empty for a single-node cluster."},
@@ -154,24 +156,25 @@ func loadConfig(path string) (*settings, error) {
 			known[p.name] = true
 		}
 		for _, k := range v.AllKeys() {
-			if !known[k] && !listenerMaxConnections.MatchString(k) {
+			if !known[k] && !listenerProperty.MatchString(k) {
 				return nil, fmt.Errorf("config %s: unknown property %q", path, k)
 			}
 		}
 	}
 	s := &settings{values: map[string]string{}, set: map[string]bool{}}
-	// listener.name.<name>.max.connections, from the file and from
-	// GOKAFKA_LISTENER_NAME_<NAME>_MAX_CONNECTIONS.
+	// listener.name.<name>.<property>, from the file and from
+	// GOKAFKA_LISTENER_NAME_<NAME>_<PROPERTY>.
 	for _, k := range v.AllKeys() {
-		if listenerMaxConnections.MatchString(k) {
+		if listenerProperty.MatchString(k) {
 			s.values[k] = strings.TrimSpace(v.GetString(k))
 		}
 	}
+	names := listenerNames(v.GetString("listeners"))
 	for _, kv := range os.Environ() {
 		k, val, _ := strings.Cut(kv, "=")
-		if name, ok := strings.CutPrefix(k, "GOKAFKA_LISTENER_NAME_"); ok {
-			if name, ok := strings.CutSuffix(name, "_MAX_CONNECTIONS"); ok && name != "" {
-				s.values["listener.name."+strings.ToLower(name)+".max.connections"] = strings.TrimSpace(val)
+		if rest, ok := strings.CutPrefix(k, "GOKAFKA_LISTENER_NAME_"); ok {
+			if key := listenerEnvKey(names, rest); key != "" {
+				s.values[key] = strings.TrimSpace(val)
 			}
 		}
 	}
@@ -192,20 +195,93 @@ type settings struct {
 
 func (s *settings) str(name string) string { return s.values[name] }
 
-// listenerMaxConnections matches Kafka's per-listener connection limit,
-// listener.name.<listener name in lower case>.max.connections.
-var listenerMaxConnections = regexp.MustCompile(`^listener\.name\.[a-z0-9_-]+\.max\.connections$`)
+// listenerProperty matches a per-listener property as Kafka names them,
+// listener.name.<listener name in lower case>.<property>: the listener's
+// own value of <property> (max.connections, ssl.*, sasl.*, <mechanism>.sasl.jaas.config).
+var listenerProperty = regexp.MustCompile(`^listener\.name\.[a-z0-9_-]+\.[a-z0-9._-]+$`)
+
+// listenerNames returns the upper-case names of a listeners value.
+func listenerNames(listeners string) []string {
+	var out []string
+	for _, l := range strings.Split(listeners, ",") {
+		if name, _, ok := strings.Cut(strings.TrimSpace(l), "://"); ok && name != "" {
+			out = append(out, strings.ToUpper(name))
+		}
+	}
+	return out
+}
+
+// listenerEnvKey maps the rest of GOKAFKA_LISTENER_NAME_<NAME>_<PROPERTY>
+// to listener.name.<name>.<property>. Listener names may hold underscores
+// (SASL_SSL), so the name is the longest configured listener name that
+// prefixes it; the property's underscores are dots. "" when none matches.
+func listenerEnvKey(names []string, rest string) string {
+	best := ""
+	for _, n := range names {
+		if strings.HasPrefix(rest, n+"_") && len(n) > len(best) {
+			best = n
+		}
+	}
+	if best == "" {
+		// A listener not (yet) in listeners: only the unambiguous
+		// max.connections is recognised.
+		if name, ok := strings.CutSuffix(rest, "_MAX_CONNECTIONS"); ok && name != "" {
+			return "listener.name." + strings.ToLower(name) + ".max.connections"
+		}
+		return ""
+	}
+	if len(rest) == len(best)+1 {
+		return ""
+	}
+	prop := strings.ToLower(strings.ReplaceAll(rest[len(best)+1:], "_", "."))
+	return "listener.name." + strings.ToLower(best) + "." + prop
+}
+
+// listenerSettings returns every listener.name.<name>.<property> by
+// upper-case listener name, then property.
+func (s *settings) listenerSettings() map[string]map[string]string {
+	out := map[string]map[string]string{}
+	for k, v := range s.values {
+		if !listenerProperty.MatchString(k) {
+			continue
+		}
+		rest := strings.TrimPrefix(k, "listener.name.")
+		name, prop, _ := strings.Cut(rest, ".")
+		name = strings.ToUpper(name)
+		if out[name] == nil {
+			out[name] = map[string]string{}
+		}
+		out[name][prop] = v
+	}
+	return out
+}
 
 // listenerLimits returns listener.name.<name>.max.connections by upper-case
 // listener name.
 func (s *settings) listenerLimits() map[string]int {
 	out := map[string]int{}
-	for k := range s.values {
-		if !listenerMaxConnections.MatchString(k) {
-			continue
+	for name, props := range s.listenerSettings() {
+		if _, ok := props["max.connections"]; ok {
+			out[name] = int(min(s.positive("listener.name."+strings.ToLower(name)+".max.connections"), math.MaxInt32))
 		}
-		name := strings.TrimSuffix(strings.TrimPrefix(k, "listener.name."), ".max.connections")
-		out[strings.ToUpper(name)] = int(min(s.positive(k), math.MaxInt32))
+	}
+	return out
+}
+
+// securityProtocols parses listener.security.protocol.map.
+func (s *settings) securityProtocols() map[string]string {
+	out := map[string]string{}
+	for _, pair := range s.list("listener.security.protocol.map") {
+		name, proto, ok := strings.Cut(pair, ":")
+		name, proto = strings.ToUpper(strings.TrimSpace(name)), strings.ToUpper(strings.TrimSpace(proto))
+		switch {
+		case !ok || name == "":
+			s.errs = append(s.errs, fmt.Sprintf("listener.security.protocol.map: %q is not NAME:PROTOCOL", pair))
+		case !slices.Contains(broker.SecurityProtocols, proto):
+			s.errs = append(s.errs, fmt.Sprintf("listener.security.protocol.map: unknown security protocol %q for listener %s", proto, name))
+		default:
+			out[name] = proto
+		}
 	}
 	return out
 }
@@ -321,6 +397,8 @@ func (s *settings) brokerConfig() (broker.Config, error) {
 		Quorum:                   s.quorumConfig(voters),
 		ControllerListenerNames:  upper(s.list("controller.listener.names")),
 		InterBrokerListenerName:  strings.ToUpper(s.str("inter.broker.listener.name")),
+		SecurityProtocolMap:      s.securityProtocols(),
+		ListenerSettings:         s.listenerSettings(),
 		Groups:                   s.groupConfig(),
 		Share:                    s.shareConfig(),
 	}

@@ -142,3 +142,40 @@ func TestConnectionLimitsConfig(t *testing.T) {
 		t.Error("an override without a count was accepted")
 	}
 }
+
+func TestListenerSecurityProtocolsAndPerListenerSettings(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "c.yaml")
+	os.WriteFile(path, []byte("listeners: \"SASL_SSL://127.0.0.1:9093,INTERNAL://127.0.0.1:9094\"\n"+
+		"listener.security.protocol.map: \"SASL_SSL:SASL_SSL,INTERNAL:SSL\"\n"+
+		"listener.name.internal.ssl.client.auth: required\n"), 0o644)
+	t.Setenv("GOKAFKA_LISTENER_NAME_SASL_SSL_SASL_ENABLED_MECHANISMS", "PLAIN")
+	s, err := loadConfig(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := s.brokerConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.SecurityProtocolMap["INTERNAL"] != "SSL" || cfg.SecurityProtocolMap["SASL_SSL"] != "SASL_SSL" {
+		t.Errorf("security protocols %v", cfg.SecurityProtocolMap)
+	}
+	if got := cfg.ListenerSettings["INTERNAL"]["ssl.client.auth"]; got != "required" {
+		t.Errorf("listener.name.internal.ssl.client.auth = %q", got)
+	}
+	if got := cfg.ListenerSettings["SASL_SSL"]["sasl.enabled.mechanisms"]; got != "PLAIN" {
+		t.Errorf("listener settings %v", cfg.ListenerSettings)
+	}
+}
+
+func TestListenerSecurityProtocolMapRejectsUnknownProtocol(t *testing.T) {
+	t.Setenv("GOKAFKA_LISTENER_SECURITY_PROTOCOL_MAP", "PLAINTEXT:TLS")
+	s, err := loadConfig("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.brokerConfig(); err == nil || !strings.Contains(err.Error(), "unknown security protocol") {
+		t.Fatalf("brokerConfig: %v", err)
+	}
+}
