@@ -1,0 +1,113 @@
+package handlers
+
+// Authorization: the one place the handlers ask the authorizer (package
+// acl) whether a request's principal may do something, and log the
+// answer. With no authorizer (authorizer.class.name empty) everything is
+// allowed, as before ACLs existed.
+//
+// Which operation each API checks follows Kafka's KafkaApis; each
+// handler's file says what it checks. Refusals answer Kafka's
+// *_AUTHORIZATION_FAILED codes through errorCode, like every other error.
+//
+// A request forwarded by another node to the active controller (a
+// CreateTopics, CreateAcls, ... that the node already authorized for its
+// client, cluster.IsForwarded) is allowed when the forwarding node's own
+// principal has CLUSTER_ACTION, as Kafka trusts an Envelope from a
+// principal with CLUSTER_ACTION. With an authorizer on, a node's own
+// principal must therefore be a super user (super.users), as Kafka
+// requires of its brokers.
+
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/gokafka/gokafka/acl"
+	"github.com/gokafka/gokafka/cluster"
+	"github.com/gokafka/gokafka/internal/kafkaerr"
+	"github.com/gokafka/gokafka/protocol"
+)
+
+var (
+	errTopicAuthorization   = kafkaerr.New(kerr.TopicAuthorizationFailed, "topic authorization failed")
+	errGroupAuthorization   = kafkaerr.New(kerr.GroupAuthorizationFailed, "group authorization failed")
+	errClusterAuthorization = kafkaerr.New(kerr.ClusterAuthorizationFailed, "cluster authorization failed")
+	errTxnIDAuthorization   = kafkaerr.New(kerr.TransactionalIDAuthorizationFailed, "transactional id authorization failed")
+	errSecurityDisabled     = kafkaerr.New(kerr.SecurityDisabled, "no authorizer is configured on the broker")
+)
+
+// authzOff is the KIP-430 authorized-operations value that says "not
+// requested" (INT32_MIN).
+const authzOff = int32(-2147483648)
+
+// aclRequest is who a request acts as, for the authorizer.
+func aclRequest(req *protocol.Request) acl.Request {
+	return acl.Request{Principal: req.Conn.Principal().String(), Host: req.Conn.ClientHost()}
+}
+
+// authorize reports whether req's principal may perform op on the named
+// resource, logging the decision at debug.
+func (h *Handlers) authorize(req *protocol.Request, op acl.Operation, rt acl.ResourceType, name string) bool {
+	if h.authz == nil {
+		return true
+	}
+	r := aclRequest(req)
+	ok := h.authz.Authorize(r, op, rt, name)
+	if !ok && cluster.IsForwarded(req.ClientID) && h.authz.Authorize(r, acl.OpClusterAction, acl.ResourceCluster, acl.ClusterName) {
+		ok = true
+	}
+	req.Logger().Debug().Str("principal", r.Principal).Str("host", r.Host).Str("operation", op.String()).
+		Str("resource_type", rt.String()).Str("resource", name).Bool("allowed", ok).Msg("authorization")
+	return ok
+}
+
+// authorizeCluster checks op on the cluster resource.
+func (h *Handlers) authorizeCluster(req *protocol.Request, op acl.Operation) bool {
+	return h.authorize(req, op, acl.ResourceCluster, acl.ClusterName)
+}
+
+// authorizeByType reports whether req's principal may perform op on some
+// resource of type rt (acl.Authorizer.AuthorizeByResourceType).
+func (h *Handlers) authorizeByType(req *protocol.Request, op acl.Operation, rt acl.ResourceType) bool {
+	if h.authz == nil {
+		return true
+	}
+	r := aclRequest(req)
+	ok := h.authz.AuthorizeByResourceType(r, op, rt)
+	req.Logger().Debug().Str("principal", r.Principal).Str("host", r.Host).Str("operation", op.String()).
+		Str("resource_type", rt.String()).Str("resource", "*any*").Bool("allowed", ok).Msg("authorization")
+	return ok
+}
+
+// topicAuthorizer returns a check of op on topics that asks the
+// authorizer once per distinct name of the request.
+func (h *Handlers) topicAuthorizer(req *protocol.Request, op acl.Operation) func(topic string) bool {
+	if h.authz == nil {
+		return func(string) bool { return true }
+	}
+	seen := map[string]bool{}
+	return func(topic string) bool {
+		ok, done := seen[topic]
+		if !done {
+			ok = h.authorize(req, op, acl.ResourceTopic, topic)
+			seen[topic] = ok
+		}
+		return ok
+	}
+}
+
+// authorizedOperations is KIP-430's bit field of the operations req's
+// principal may perform on the named resource (bit n for the operation
+// with code n). Without an authorizer it lists every operation the
+// resource type supports, as Kafka does.
+func (h *Handlers) authorizedOperations(req *protocol.Request, rt acl.ResourceType, name string) int32 {
+	var ops []acl.Operation
+	if h.authz == nil {
+		ops = acl.SupportedOperations(rt)
+	} else {
+		ops = h.authz.AuthorizedOperations(aclRequest(req), rt, name)
+	}
+	var bits int32
+	for _, op := range ops {
+		bits |= 1 << op
+	}
+	return bits
+}
