@@ -49,7 +49,7 @@ func (h *Handlers) consumerGroupDescribe(_ context.Context, req *protocol.Reques
 	for _, id := range r.Groups {
 		rg := kmsg.NewConsumerGroupDescribeResponseGroup()
 		rg.Group = id
-		rg.AuthorizedOperations = groupAuthorizedOperations(r.IncludeAuthorizedOperations)
+		rg.AuthorizedOperations = h.groupAuthorizedOperations(req, r.IncludeAuthorizedOperations, id)
 		if c == nil {
 			rg.ErrorCode = errorCode(group.ErrCoordinatorNotAvailable)
 			resp.Groups = append(resp.Groups, rg)

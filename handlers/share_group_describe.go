@@ -28,7 +28,7 @@ func (h *Handlers) shareGroupDescribe(_ context.Context, req *protocol.Request) 
 	for _, id := range r.GroupIDs {
 		rg := kmsg.NewShareGroupDescribeResponseGroup()
 		rg.GroupID = id
-		rg.AuthorizedOperations = groupAuthorizedOperations(r.IncludeAuthorizedOperations)
+		rg.AuthorizedOperations = h.groupAuthorizedOperations(req, r.IncludeAuthorizedOperations, id)
 		if !h.shareReady() {
 			rg.ErrorCode = errorCode(share.ErrCoordinatorUnavailable)
 			resp.Groups = append(resp.Groups, rg)
