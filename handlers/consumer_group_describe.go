@@ -8,6 +8,9 @@ package handlers
 // assignment. A group that does not exist, or is a classic group, answers
 // GROUP_ID_NOT_FOUND. v1 adds the member type: every member here uses the
 // consumer protocol (1).
+//
+// Authorization (authz.go): DESCRIBE on each group
+// (GROUP_AUTHORIZATION_FAILED).
 
 import (
 	"bytes"
@@ -16,6 +19,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/gokafka/gokafka/acl"
 	"github.com/gokafka/gokafka/cluster"
 	"github.com/gokafka/gokafka/group"
 	"github.com/gokafka/gokafka/protocol"
@@ -50,6 +54,12 @@ func (h *Handlers) consumerGroupDescribe(_ context.Context, req *protocol.Reques
 		rg := kmsg.NewConsumerGroupDescribeResponseGroup()
 		rg.Group = id
 		rg.AuthorizedOperations = h.groupAuthorizedOperations(req, r.IncludeAuthorizedOperations, id)
+		if !h.authorize(req, acl.OpDescribe, acl.ResourceGroup, id) {
+			rg.AuthorizedOperations = authzOff
+			rg.ErrorCode = errorCode(errGroupAuthorization)
+			resp.Groups = append(resp.Groups, rg)
+			continue
+		}
 		if c == nil {
 			rg.ErrorCode = errorCode(group.ErrCoordinatorNotAvailable)
 			resp.Groups = append(resp.Groups, rg)

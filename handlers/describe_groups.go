@@ -46,7 +46,7 @@ func (h *Handlers) describeGroups(_ context.Context, req *protocol.Request) (kms
 		rg.Group = id
 		rg.AuthorizedOperations = h.groupAuthorizedOperations(req, r.IncludeAuthorizedOperations, id)
 		if !h.authorize(req, acl.OpDescribe, acl.ResourceGroup, id) {
-			rg.AuthorizedOperations = math.MinInt32
+			rg.AuthorizedOperations = authzOff
 			rg.ErrorCode = errorCode(errGroupAuthorization)
 			resp.Groups = append(resp.Groups, rg)
 			continue

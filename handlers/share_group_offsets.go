@@ -15,6 +15,10 @@ package handlers
 // sets start offsets; Delete removes a topic's share state, so the next
 // consumption starts by share.auto.offset.reset. Both go through the
 // metadata quorum and leaders rebuild their share partitions from it.
+//
+// Authorization (authz.go): DESCRIBE (Describe), READ (Alter) or DELETE
+// (Delete) on the group, else GROUP_AUTHORIZATION_FAILED, as Kafka checks
+// the group.
 
 import (
 	"context"
@@ -23,6 +27,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/gokafka/gokafka/acl"
 	"github.com/gokafka/gokafka/cluster"
 	"github.com/gokafka/gokafka/protocol"
 	"github.com/gokafka/gokafka/share"
@@ -41,7 +46,7 @@ func (h *Handlers) describeShareGroupOffsets(_ context.Context, req *protocol.Re
 	for _, g := range r.Groups {
 		rg := kmsg.NewDescribeShareGroupOffsetsResponseGroup()
 		rg.GroupID = g.GroupID
-		if err := h.shareOffsetsGroupErr(g.GroupID, false); err != nil {
+		if err := h.shareOffsetsGroupErr(req, acl.OpDescribe, g.GroupID, false); err != nil {
 			rg.ErrorCode, rg.ErrorMessage = errorCode(err), errorMessage(err)
 			resp.Groups = append(resp.Groups, rg)
 			continue
@@ -79,7 +84,7 @@ func (h *Handlers) describeShareGroupOffsets(_ context.Context, req *protocol.Re
 func (h *Handlers) alterShareGroupOffsets(ctx context.Context, req *protocol.Request) (kmsg.Response, error) {
 	r := req.Body.(*kmsg.AlterShareGroupOffsetsRequest)
 	resp := r.ResponseKind().(*kmsg.AlterShareGroupOffsetsResponse)
-	if err := h.shareOffsetsGroupErr(r.GroupID, true); err != nil {
+	if err := h.shareOffsetsGroupErr(req, acl.OpRead, r.GroupID, true); err != nil {
 		resp.ErrorCode, resp.ErrorMessage = errorCode(err), errorMessage(err)
 		return resp, nil
 	}
@@ -127,7 +132,7 @@ func (h *Handlers) alterShareGroupOffsets(ctx context.Context, req *protocol.Req
 func (h *Handlers) deleteShareGroupOffsets(ctx context.Context, req *protocol.Request) (kmsg.Response, error) {
 	r := req.Body.(*kmsg.DeleteShareGroupOffsetsRequest)
 	resp := r.ResponseKind().(*kmsg.DeleteShareGroupOffsetsResponse)
-	if err := h.shareOffsetsGroupErr(r.GroupID, true); err != nil {
+	if err := h.shareOffsetsGroupErr(req, acl.OpDelete, r.GroupID, true); err != nil {
 		resp.ErrorCode, resp.ErrorMessage = errorCode(err), errorMessage(err)
 		return resp, nil
 	}
@@ -158,11 +163,15 @@ func (h *Handlers) deleteShareGroupOffsets(ctx context.Context, req *protocol.Re
 }
 
 // shareOffsetsGroupErr checks the group of a Describe, Alter or
-// DeleteShareGroupOffsets: COORDINATOR_NOT_AVAILABLE while the share side
-// is not wired, NOT_COORDINATOR where another broker coordinates it, and
-// with requireEmpty (Alter, Delete) NON_EMPTY_GROUP while it has members.
-func (h *Handlers) shareOffsetsGroupErr(groupID string, requireEmpty bool) error {
+// DeleteShareGroupOffsets: GROUP_AUTHORIZATION_FAILED without op on the
+// group (Kafka's DESCRIBE, READ and DELETE respectively),
+// COORDINATOR_NOT_AVAILABLE while the share side is not wired,
+// NOT_COORDINATOR where another broker coordinates it, and with
+// requireEmpty (Alter, Delete) NON_EMPTY_GROUP while it has members.
+func (h *Handlers) shareOffsetsGroupErr(req *protocol.Request, op acl.Operation, groupID string, requireEmpty bool) error {
 	switch {
+	case !h.authorize(req, op, acl.ResourceGroup, groupID):
+		return errGroupAuthorization
 	case !h.shareReady():
 		return share.ErrCoordinatorUnavailable
 	case requireEmpty:
