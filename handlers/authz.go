@@ -15,12 +15,16 @@ package handlers
 // principal has CLUSTER_ACTION, as Kafka trusts an Envelope from a
 // principal with CLUSTER_ACTION. With an authorizer on, a node's own
 // principal must therefore be a super user (super.users), as Kafka
-// requires of its brokers.
+// requires of its brokers. Every broker-to-broker API (InterBrokerAPI)
+// needs CLUSTER_ACTION on the cluster (refuseClusterAction, run by guard
+// in roles.go), as do the replica forms of Fetch and
+// OffsetForLeaderEpoch and AddPartitionsToTxn v4+.
 
 import (
 	"fmt"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/gokafka/gokafka/acl"
 	"github.com/gokafka/gokafka/cluster"
@@ -147,4 +151,58 @@ func (h *Handlers) shareTopicAuthorizer(req *protocol.Request) func(id [16]byte)
 		t := im.TopicByID(cluster.TopicID(id))
 		return t == nil || read(t.Name)
 	}
+}
+
+// authorizeConfigResource checks op (DESCRIBE_CONFIGS or ALTER_CONFIGS) on
+// a config resource as Kafka's ConfigHelper does: a topic on the topic,
+// a group on the group, brokers, broker loggers and anything else on the
+// cluster; the error is the resource's own authorization failure.
+func (h *Handlers) authorizeConfigResource(req *protocol.Request, op acl.Operation, typ int8, name string) error {
+	switch typ {
+	case resourceTopic:
+		if !h.authorize(req, op, acl.ResourceTopic, name) {
+			return errTopicAuthorization
+		}
+	case resourceGroup:
+		if !h.authorize(req, op, acl.ResourceGroup, name) {
+			return errGroupAuthorization
+		}
+	default:
+		if !h.authorizeCluster(req, op) {
+			return errClusterAuthorization
+		}
+	}
+	return nil
+}
+
+// refuseClusterAction checks CLUSTER_ACTION on the cluster for a
+// broker-to-broker request (InterBrokerAPI), as Kafka checks every one of
+// them. A refused request with a top-level error code is answered
+// CLUSTER_AUTHORIZATION_FAILED; one without (resp nil) has its connection
+// closed. WriteTxnMarkers answers per partition in its own handler.
+func (h *Handlers) refuseClusterAction(req *protocol.Request) (resp kmsg.Response, refused bool) {
+	if req.Key == int16(kmsg.WriteTxnMarkers) || h.authorizeCluster(req, acl.OpClusterAction) {
+		return nil, false
+	}
+	req.Logger().Warn().Str("api", kmsg.NameForKey(req.Key)).Str("principal", req.Conn.Principal().String()).
+		Msg("broker-to-broker request without CLUSTER_ACTION refused")
+	code := errorCode(errClusterAuthorization)
+	switch r := req.Body.ResponseKind().(type) {
+	case *kmsg.AlterPartitionResponse:
+		r.ErrorCode = code
+		return r, true
+	case *kmsg.BrokerRegistrationResponse:
+		r.ErrorCode = code
+		return r, true
+	case *kmsg.BrokerHeartbeatResponse:
+		r.ErrorCode = code
+		return r, true
+	case *kmsg.AllocateProducerIDsResponse:
+		r.ErrorCode = code
+		return r, true
+	case *kmsg.AssignReplicasToDirsResponse:
+		r.ErrorCode = code
+		return r, true
+	}
+	return nil, true
 }

@@ -111,6 +111,14 @@ func (h *Handlers) guard(fn protocol.HandlerFunc) protocol.HandlerFunc {
 				return nil, fmt.Errorf("refused %s: %w", kmsg.NameForKey(req.Key), err)
 			}
 		}
+		if InterBrokerAPI(req.Key) {
+			if resp, refused := h.refuseClusterAction(req); refused {
+				if resp == nil {
+					return nil, fmt.Errorf("refused %s: %w", kmsg.NameForKey(req.Key), errClusterAuthorization)
+				}
+				return resp, nil
+			}
+		}
 		if cluster.IsForwarded(req.ClientID) {
 			ctx = cluster.WithNoForward(ctx)
 		}
