@@ -11,6 +11,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // aclEnv turns ACLs on. The nodes reach each other over PLAINTEXT as
@@ -152,5 +153,44 @@ func TestACLAPIsAnswerSecurityDisabledWithoutAnAuthorizer(t *testing.T) {
 	}
 	if _, err := allACLs(adm); !errors.Is(err, kerr.SecurityDisabled) {
 		t.Fatalf("DescribeAcls: %v, want SECURITY_DISABLED", err)
+	}
+}
+
+// With ACLs on and no ACL for it, the anonymous principal of a PLAINTEXT
+// client may do nothing: its topic creation, listing and produce are
+// refused with Kafka's codes. allow.everyone.if.no.acl.found lets it
+// through again.
+func TestAnonymousClientWithoutACLsIsRefused(t *testing.T) {
+	b := startBroker(t, brokerOpts{Env: map[string]string{
+		"GOKAFKA_AUTHORIZER_CLASS_NAME":     "kafka.security.authorizer.AclAuthorizer",
+		"GOKAFKA_AUTO_CREATE_TOPICS_ENABLE": "false",
+	}})
+	adm := b.admin(t)
+	ctx := testCtx(t, 30*time.Second)
+	res, err := adm.CreateTopic(ctx, 1, 1, nil, "orders")
+	if err == nil {
+		err = res.Err
+	}
+	if !errors.Is(err, kerr.TopicAuthorizationFailed) {
+		t.Fatalf("CreateTopics without CREATE: %v, want TOPIC_AUTHORIZATION_FAILED", err)
+	}
+	created, err := adm.CreateACLs(ctx, kadm.NewACLs().Topics("orders").Allow("User:ANONYMOUS").Operations(kadm.OpAll))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(created) != 1 || !errors.Is(created[0].Err, kerr.ClusterAuthorizationFailed) {
+		t.Fatalf("CreateAcls without ALTER on the cluster: %+v, want CLUSTER_AUTHORIZATION_FAILED", created)
+	}
+	if _, err := allACLs(adm); !errors.Is(err, kerr.ClusterAuthorizationFailed) {
+		t.Fatalf("DescribeAcls without DESCRIBE on the cluster: %v, want CLUSTER_AUTHORIZATION_FAILED", err)
+	}
+
+	open := startBroker(t, brokerOpts{Env: map[string]string{
+		"GOKAFKA_AUTHORIZER_CLASS_NAME":          "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+		"GOKAFKA_ALLOW_EVERYONE_IF_NO_ACL_FOUND": "true",
+	}})
+	cl := open.client(t, kgo.DefaultProduceTopic("orders"), kgo.AllowAutoTopicCreation())
+	if err := cl.ProduceSync(ctx, &kgo.Record{Value: []byte("v")}).FirstErr(); err != nil {
+		t.Fatalf("produce with allow.everyone.if.no.acl.found: %v", err)
 	}
 }
