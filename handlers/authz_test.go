@@ -398,3 +398,77 @@ func TestACLAPIsNeedAnAuthorizerAndClusterRights(t *testing.T) {
 		t.Fatalf("DescribeAcls with an unknown pattern type: code %d, want INVALID_REQUEST", d.ErrorCode)
 	}
 }
+
+func TestKIP848AndShareGroupAPIsCheckGroupAndTopics(t *testing.T) {
+	h := authzStack(t, acl.Config{},
+		allowACL(acl.ResourceGroup, "g", acl.PatternLiteral, "User:alice", acl.OpRead),
+		allowACL(acl.ResourceTopic, "t", acl.PatternLiteral, "User:alice", acl.OpDescribe))
+	hb := func(p string, topics ...string) int16 {
+		r := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+		r.Group, r.MemberEpoch, r.SubscribedTopicNames = "g", 0, topics
+		return as(t, h, p, 0, r).(*kmsg.ConsumerGroupHeartbeatResponse).ErrorCode
+	}
+	if code := hb("User:bob", "t"); code != groupAuthz {
+		t.Errorf("ConsumerGroupHeartbeat without group READ: code %d", code)
+	}
+	if code := hb("User:alice", "t", "secret"); code != topicAuthz {
+		t.Errorf("ConsumerGroupHeartbeat subscribing to a topic it may not describe: code %d", code)
+	}
+	if code := hb("User:alice", "t"); code == groupAuthz || code == topicAuthz {
+		t.Errorf("ConsumerGroupHeartbeat with its rights refused: code %d", code)
+	}
+	cgd := kmsg.NewPtrConsumerGroupDescribeRequest()
+	cgd.Groups = []string{"g"}
+	if code := as(t, h, "User:alice", 0, cgd).(*kmsg.ConsumerGroupDescribeResponse).Groups[0].ErrorCode; code == groupAuthz {
+		t.Error("ConsumerGroupDescribe with READ (implying DESCRIBE) refused")
+	}
+	if code := as(t, h, "User:bob", 0, cgd).(*kmsg.ConsumerGroupDescribeResponse).Groups[0].ErrorCode; code != groupAuthz {
+		t.Errorf("ConsumerGroupDescribe without DESCRIBE: code %d", code)
+	}
+	members := []kmsg.ConsumerGroupDescribeResponseGroupMember{{SubscribedTopics: []string{"t"}, Assignment: kmsg.Assignment{TopicPartitions: []kmsg.AssignmentTopicPartition{{Topic: "secret"}}}}}
+	if got := undescribableTopics(members, h.topicAuthorizer(&protocol.Request{Conn: aliceConn()}, acl.OpDescribe)); !slices.Equal(got, []string{"secret"}) {
+		t.Errorf("topics of a described group alice may not describe: %v, want [secret]", got)
+	}
+	sgo := kmsg.NewPtrDescribeShareGroupOffsetsRequest()
+	sgo.Groups = []kmsg.DescribeShareGroupOffsetsRequestGroup{{GroupID: "g"}}
+	if code := as(t, h, "User:bob", 0, sgo).(*kmsg.DescribeShareGroupOffsetsResponse).Groups[0].ErrorCode; code != groupAuthz {
+		t.Errorf("DescribeShareGroupOffsets without DESCRIBE on the group: code %d", code)
+	}
+}
+
+func aliceConn() *protocol.ConnInfo {
+	c := &protocol.ConnInfo{RemoteAddr: "10.0.0.1:40000"}
+	c.SetPrincipal(protocol.Principal{Type: "User", Name: "alice"})
+	return c
+}
+
+func TestProducerTransactionAndQuotaDescribesAreAuthorized(t *testing.T) {
+	h := authzStack(t, acl.Config{},
+		allowACL(acl.ResourceTopic, "t", acl.PatternLiteral, "User:alice", acl.OpRead),
+		allowACL(acl.ResourceTransactionalID, "tx", acl.PatternLiteral, "User:alice", acl.OpDescribe))
+	dp := kmsg.NewPtrDescribeProducersRequest()
+	dp.Topics = []kmsg.DescribeProducersRequestTopic{{Topic: "t", Partitions: []int32{0}}, {Topic: "secret", Partitions: []int32{0}}}
+	got := as(t, h, "User:alice", 0, dp).(*kmsg.DescribeProducersResponse)
+	if got.Topics[0].Partitions[0].ErrorCode != 0 || got.Topics[1].Partitions[0].ErrorCode != topicAuthz {
+		t.Errorf("DescribeProducers codes %d, %d; want 0 and TOPIC_AUTHORIZATION_FAILED", got.Topics[0].Partitions[0].ErrorCode, got.Topics[1].Partitions[0].ErrorCode)
+	}
+	dt := kmsg.NewPtrDescribeTransactionsRequest()
+	dt.TransactionalIDs = []string{"tx", "other"}
+	states := as(t, h, "User:alice", 0, dt).(*kmsg.DescribeTransactionsResponse).TransactionStates
+	if states[0].ErrorCode == txnAuthz || states[1].ErrorCode != txnAuthz {
+		t.Errorf("DescribeTransactions codes %d, %d; want tx past authorization and other TRANSACTIONAL_ID_AUTHORIZATION_FAILED", states[0].ErrorCode, states[1].ErrorCode)
+	}
+	dr := kmsg.NewPtrDeleteRecordsRequest()
+	dr.Topics = []kmsg.DeleteRecordsRequestTopic{{Topic: "t", Partitions: []kmsg.DeleteRecordsRequestTopicPartition{{Partition: 0, Offset: 0}}}}
+	if code := as(t, h, "User:alice", 1, dr).(*kmsg.DeleteRecordsResponse).Topics[0].Partitions[0].ErrorCode; code != topicAuthz {
+		t.Errorf("DeleteRecords without DELETE: code %d", code)
+	}
+	if code := as(t, h, "User:alice", 1, kmsg.NewPtrDescribeClientQuotasRequest()).(*kmsg.DescribeClientQuotasResponse).ErrorCode; code != clusterAuthz {
+		t.Errorf("DescribeClientQuotas without DESCRIBE_CONFIGS on the cluster: code %d", code)
+	}
+	aq := kmsg.NewPtrAlterClientQuotasRequest()
+	aq.Entries = []kmsg.AlterClientQuotasRequestEntry{{Entity: []kmsg.AlterClientQuotasRequestEntryEntity{{Type: "client-id"}}}}
+	if code := as(t, h, "User:alice", 1, aq).(*kmsg.AlterClientQuotasResponse).Entries[0].ErrorCode; code != clusterAuthz {
+		t.Errorf("AlterClientQuotas without ALTER_CONFIGS on the cluster: code %d", code)
+	}
+}

@@ -15,6 +15,8 @@ package handlers
 import (
 	"bytes"
 	"context"
+	"fmt"
+	"maps"
 	"slices"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -50,6 +52,7 @@ func (h *Handlers) consumerGroupDescribe(_ context.Context, req *protocol.Reques
 	r := req.Body.(*kmsg.ConsumerGroupDescribeRequest)
 	resp := r.ResponseKind().(*kmsg.ConsumerGroupDescribeResponse)
 	c := h.coordinator()
+	describe := h.topicAuthorizer(req, acl.OpDescribe)
 	for _, id := range r.Groups {
 		rg := kmsg.NewConsumerGroupDescribeResponseGroup()
 		rg.Group = id
@@ -87,7 +90,37 @@ func (h *Handlers) consumerGroupDescribe(_ context.Context, req *protocol.Reques
 			rm.MemberType = 1
 			rg.Members = append(rg.Members, rm)
 		}
+		if refused := undescribableTopics(rg.Members, describe); len(refused) > 0 {
+			// Kafka describes a group only to who may describe every
+			// topic its members subscribe to or are assigned.
+			err := fmt.Errorf("%w: the group's members use topics %v the client may not describe", errTopicAuthorization, refused)
+			rg = kmsg.NewConsumerGroupDescribeResponseGroup()
+			rg.Group, rg.AuthorizedOperations = id, authzOff
+			rg.ErrorCode, rg.ErrorMessage = errorCode(err), errorMessage(err)
+		}
 		resp.Groups = append(resp.Groups, rg)
 	}
 	return resp, nil
+}
+
+// undescribableTopics returns the topics the members subscribe to or are
+// assigned that describe refuses, sorted.
+func undescribableTopics(members []kmsg.ConsumerGroupDescribeResponseGroupMember, describe func(string) bool) []string {
+	refused := map[string]bool{}
+	check := func(t string) {
+		if t != "" && !describe(t) {
+			refused[t] = true
+		}
+	}
+	for _, m := range members {
+		for _, t := range m.SubscribedTopics {
+			check(t)
+		}
+		for _, a := range [2]kmsg.Assignment{m.Assignment, m.TargetAssignment} {
+			for _, tp := range a.TopicPartitions {
+				check(tp.Topic)
+			}
+		}
+	}
+	return slices.Sorted(maps.Keys(refused))
 }

@@ -16,9 +16,11 @@ package handlers
 // consumption starts by share.auto.offset.reset. Both go through the
 // metadata quorum and leaders rebuild their share partitions from it.
 //
-// Authorization (authz.go): DESCRIBE (Describe), READ (Alter) or DELETE
-// (Delete) on the group, else GROUP_AUTHORIZATION_FAILED, as Kafka checks
-// the group.
+// Authorization (authz.go), as Kafka's: DESCRIBE (Describe), READ (Alter)
+// or DELETE (Delete) on the group, else GROUP_AUTHORIZATION_FAILED; then
+// DESCRIBE (Describe) or READ (Alter, Delete) on each topic, else
+// TOPIC_AUTHORIZATION_FAILED for it (a Describe of all the group's topics
+// leaves such topics out).
 
 import (
 	"context"
@@ -43,6 +45,7 @@ func (h *Handlers) describeShareGroupOffsets(_ context.Context, req *protocol.Re
 	r := req.Body.(*kmsg.DescribeShareGroupOffsetsRequest)
 	resp := r.ResponseKind().(*kmsg.DescribeShareGroupOffsetsResponse)
 	im := h.meta.Image()
+	describe := h.topicAuthorizer(req, acl.OpDescribe)
 	for _, g := range r.Groups {
 		rg := kmsg.NewDescribeShareGroupOffsetsResponseGroup()
 		rg.GroupID = g.GroupID
@@ -60,6 +63,12 @@ func (h *Handlers) describeShareGroupOffsets(_ context.Context, req *protocol.Re
 		}
 		byTopic := map[string]int{}
 		for _, oi := range h.shareMgr.Offsets(g.GroupID, want) {
+			allowed := describe(oi.Topic)
+			if !allowed && want == nil {
+				// All of the group's topics: Kafka leaves out those the
+				// client may not describe.
+				continue
+			}
 			i, ok := byTopic[oi.Topic]
 			if !ok {
 				i = len(rg.Topics)
@@ -70,7 +79,11 @@ func (h *Handlers) describeShareGroupOffsets(_ context.Context, req *protocol.Re
 			}
 			rp := kmsg.NewDescribeShareGroupOffsetsResponseGroupTopicPartition()
 			rp.Partition, rp.StartOffset, rp.LeaderEpoch, rp.Lag = oi.Partition, oi.StartOffset, oi.LeaderEpoch, oi.Lag
-			if im.Partition(oi.Topic, oi.Partition) == nil {
+			switch {
+			case !allowed:
+				rp.ErrorCode = errorCode(errTopicAuthorization)
+				rp.StartOffset, rp.LeaderEpoch, rp.Lag = -1, -1, -1
+			case im.Partition(oi.Topic, oi.Partition) == nil:
 				rp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 				rp.StartOffset, rp.LeaderEpoch, rp.Lag = -1, -1, -1
 			}
@@ -89,12 +102,15 @@ func (h *Handlers) alterShareGroupOffsets(ctx context.Context, req *protocol.Req
 		return resp, nil
 	}
 	im := h.meta.Image()
+	read := h.topicAuthorizer(req, acl.OpRead)
 	offsets := map[string]map[int32]int64{}
 	partErr := map[string]map[int32]error{}
 	for _, t := range r.Topics {
 		partErr[t.Topic] = map[int32]error{}
 		for _, p := range t.Partitions {
 			switch {
+			case !read(t.Topic):
+				partErr[t.Topic][p.Partition] = errTopicAuthorization
 			case im.Partition(t.Topic, p.Partition) == nil:
 				partErr[t.Topic][p.Partition] = kerr.UnknownTopicOrPartition
 			case p.StartOffset < 0:
@@ -137,9 +153,10 @@ func (h *Handlers) deleteShareGroupOffsets(ctx context.Context, req *protocol.Re
 		return resp, nil
 	}
 	im := h.meta.Image()
+	read := h.topicAuthorizer(req, acl.OpRead)
 	var topics []string
 	for _, t := range r.Topics {
-		if im.Topic(t.Topic) != nil {
+		if read(t.Topic) && im.Topic(t.Topic) != nil {
 			topics = append(topics, t.Topic)
 		}
 	}
@@ -155,6 +172,9 @@ func (h *Handlers) deleteShareGroupOffsets(ctx context.Context, req *protocol.Re
 			rt.TopicID = ti.ID
 		} else {
 			e = kerr.UnknownTopicOrPartition
+		}
+		if !read(t.Topic) {
+			rt.TopicID, e = [16]byte{}, errTopicAuthorization
 		}
 		rt.ErrorCode, rt.ErrorMessage = errorCode(e), errorMessage(e)
 		resp.Topics = append(resp.Topics, rt)
