@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"hash/crc32"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -56,22 +57,13 @@ func as(t *testing.T, h *Handlers, principal string, version int16, body kmsg.Re
 		t.Fatalf("%s v%d not served", kmsg.NameForKey(body.Key()), version)
 	}
 	conn := &protocol.ConnInfo{RemoteAddr: "10.0.0.1:40000"}
-	typ, name, _ := cutPrincipal(principal)
+	typ, name, _ := strings.Cut(principal, ":")
 	conn.SetPrincipal(protocol.Principal{Type: typ, Name: name})
 	resp, err := fn(context.Background(), &protocol.Request{Key: body.Key(), Version: version, Body: body, Conn: conn, ClientID: "test"})
 	if err != nil {
 		t.Fatalf("%s: %v", kmsg.NameForKey(body.Key()), err)
 	}
 	return resp
-}
-
-func cutPrincipal(p string) (string, string, bool) {
-	for i := range p {
-		if p[i] == ':' {
-			return p[:i], p[i+1:], true
-		}
-	}
-	return "User", p, false
 }
 
 func produceReq(topic string, txnID *string, batch []byte) *kmsg.ProduceRequest {
