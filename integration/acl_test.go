@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"sort"
 	"strings"
 	"testing"
@@ -164,6 +165,7 @@ func TestAnonymousClientWithoutACLsIsRefused(t *testing.T) {
 	b := startBroker(t, brokerOpts{Env: map[string]string{
 		"GOKAFKA_AUTHORIZER_CLASS_NAME":     "kafka.security.authorizer.AclAuthorizer",
 		"GOKAFKA_AUTO_CREATE_TOPICS_ENABLE": "false",
+		"GOKAFKA_LOG_LEVEL":                 "debug",
 	}})
 	adm := b.admin(t)
 	ctx := testCtx(t, 30*time.Second)
@@ -184,6 +186,21 @@ func TestAnonymousClientWithoutACLsIsRefused(t *testing.T) {
 	if _, err := allACLs(adm); !errors.Is(err, kerr.ClusterAuthorizationFailed) {
 		t.Fatalf("DescribeAcls without DESCRIBE on the cluster: %v, want CLUSTER_AUTHORIZATION_FAILED", err)
 	}
+	// Each decision is logged at debug with who, what and the answer.
+	eventually(t, 10*time.Second, func() error {
+		log, err := os.ReadFile(b.logPath)
+		if err != nil {
+			return err
+		}
+		for _, line := range strings.Split(string(log), "\n") {
+			if strings.Contains(line, "authorization") && strings.Contains(line, "principal=User:ANONYMOUS") &&
+				strings.Contains(line, "operation=CREATE") && strings.Contains(line, "resource=orders") &&
+				strings.Contains(line, "allowed=false") {
+				return nil
+			}
+		}
+		return fmt.Errorf("no debug line for the refused CREATE on topic orders")
+	})
 
 	open := startBroker(t, brokerOpts{Env: map[string]string{
 		"GOKAFKA_AUTHORIZER_CLASS_NAME":          "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
