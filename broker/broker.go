@@ -17,6 +17,7 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/gokafka/gokafka/acl"
 	"github.com/gokafka/gokafka/cluster"
 	"github.com/gokafka/gokafka/coordinator"
 	"github.com/gokafka/gokafka/group"
@@ -87,6 +88,9 @@ type Config struct {
 	// Quota is the windowing of client quota rates
 	// (quota.window.num, quota.window.size.seconds).
 	Quota quota.Config
+	// Authorizer turns ACLs on (authorizer.class.name, super.users,
+	// allow.everyone.if.no.acl.found); nil authorizes nothing.
+	Authorizer *acl.Config
 }
 
 // Server is a running broker.
@@ -278,7 +282,7 @@ func Start(ctx context.Context, cfg Config, logger zerolog.Logger) (_ *Server, e
 	handlers.New(reg, handlers.Config{NodeID: cfg.NodeID, AutoCreateTopics: cfg.AutoCreateTopics, FetchMaxBytes: cfg.FetchMaxBytes}, handlers.Deps{
 		Meta: s.meta, Replicas: s.replicas, Controller: s.meta, ProducerIDs: pids,
 		Groups: s.groups, Txn: s.txn, ShareCoord: s.shareC, ShareMgr: s.shareM, ShareCfg: cfg.Share,
-		Quotas: s.watchQuotas(cfg.Quota),
+		Quotas: s.watchQuotas(cfg.Quota), Authorizer: s.watchACLs(cfg.Authorizer),
 	})
 	pcfg := cfg.Protocol
 	if pcfg.InterBrokerListener == "" {
@@ -344,6 +348,31 @@ func (s *Server) watchQuotas(cfg quota.Config) *quota.Quotas {
 	s.meta.Watch(func(_, next *cluster.Image) { update(next) })
 	update(s.meta.Image())
 	return q
+}
+
+// watchACLs returns an authorizer kept up to date with the ACLs of the
+// metadata, or nil when cfg is nil (no authorization). As for quotas, the
+// first image may race with the watch: only a newer image replaces the
+// ACLs.
+func (s *Server) watchACLs(cfg *acl.Config) *acl.Authorizer {
+	if cfg == nil {
+		return nil
+	}
+	a := acl.New(*cfg)
+	var mu sync.Mutex
+	var applied *cluster.Image
+	update := func(im *cluster.Image) {
+		mu.Lock()
+		defer mu.Unlock()
+		if applied != nil && (im.Offset < applied.Offset || cluster.SameACLs(im, applied)) {
+			return
+		}
+		applied = im
+		a.Update(im.ACLs)
+	}
+	s.meta.Watch(func(_, next *cluster.Image) { update(next) })
+	update(s.meta.Image())
+	return a
 }
 
 // advertised returns the address listener i is registered with: the

@@ -1,8 +1,8 @@
 // Package cluster owns gokafka's cluster metadata: registered brokers and
 // their epochs, topics with their ids, partition assignments, leaders,
 // leader and partition epochs, ISRs and ELRs, topic, broker and group
-// config overrides, share-group checkpoints, producer-id blocks and client
-// quotas.
+// config overrides, share-group checkpoints, producer-id blocks, client
+// quotas and ACL bindings.
 //
 // # What it must not touch
 //
@@ -30,6 +30,7 @@
 //	forward.go      requests forwarded to the active controller
 //	configs.go      topic config definitions and their resolution
 //	quotas.go       client quotas
+//	acls.go         ACL bindings (package acl decides from them)
 //	share.go        share-group checkpoints and group config overrides, stored
 //	cleanshutdown.go  the broker epoch of a clean shutdown (KIP-966)
 //

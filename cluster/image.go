@@ -2,6 +2,8 @@ package cluster
 
 import (
 	"sort"
+
+	"github.com/gokafka/gokafka/acl"
 )
 
 // TopicID is a topic's 16-byte UUID.
@@ -114,6 +116,9 @@ type Image struct {
 	ShareGroups map[string]*ShareGroupState
 	// ClientQuotas holds client quota values by QuotaEntity.Key.
 	ClientQuotas map[string]*ClientQuota
+	// ACLs are the ACL bindings, sorted (acl.Binding.Less); replaced,
+	// never changed in place, on every ACL change.
+	ACLs []acl.Binding
 	// NextProducerID is the first producer id no broker has been given.
 	NextProducerID int64
 }

@@ -4,6 +4,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"slices"
+
+	"github.com/gokafka/gokafka/acl"
 )
 
 // CommandType names a metadata change.
@@ -74,6 +77,8 @@ type Command struct {
 	LogDirs []string `json:"log_dirs,omitempty"`
 	// Quotas are the changes of a CmdClientQuotas.
 	Quotas []QuotaChange `json:"quotas,omitempty"`
+	// ACLs are the bindings of a CmdCreateACLs or CmdDeleteACLs.
+	ACLs []acl.Binding `json:"acls,omitempty"`
 }
 
 // State is the metadata state machine. It is not safe for concurrent use;
@@ -88,6 +93,8 @@ type State struct {
 	groupConfigs  map[string]map[string]string
 	shareGroups   map[string]*ShareGroupState
 	clientQuotas  map[string]*ClientQuota
+	// acls are sorted and replaced, never changed in place (acls.go).
+	acls []acl.Binding
 	// nextProducerID is the first producer id not yet given to a broker.
 	nextProducerID int64
 }
@@ -233,6 +240,8 @@ func (s *State) apply(offset int64, cmd *Command) error {
 		s.applyShare(cmd.Share)
 	case CmdClientQuotas:
 		s.applyQuotas(cmd.Quotas)
+	case CmdCreateACLs, CmdDeleteACLs:
+		s.applyACLs(cmd)
 	case CmdChangePartitions:
 		// Check every change before applying any, so the command is
 		// all or nothing.
@@ -285,6 +294,7 @@ func (s *State) Image(controllerID int32) *Image {
 		GroupConfigs:   maps.Clone(s.groupConfigs),
 		ShareGroups:    maps.Clone(s.shareGroups),
 		ClientQuotas:   maps.Clone(s.clientQuotas),
+		ACLs:           s.acls,
 		NextProducerID: s.nextProducerID,
 	}
 }
@@ -300,12 +310,13 @@ type snapshot struct {
 	GroupConfigs   map[string]map[string]string `json:"group_configs,omitempty"`
 	ShareGroups    map[string]*ShareGroupState  `json:"share_groups,omitempty"`
 	ClientQuotas   []*ClientQuota               `json:"client_quotas,omitempty"`
+	ACLs           []acl.Binding                `json:"acls,omitempty"`
 }
 
 // MarshalSnapshot serialises the state.
 func (s *State) MarshalSnapshot() ([]byte, error) {
 	snap := snapshot{ClusterID: s.clusterID, Offset: s.offset, BrokerConfigs: s.brokerConfigs, NextProducerID: s.nextProducerID,
-		GroupConfigs: s.groupConfigs, ShareGroups: s.shareGroups}
+		GroupConfigs: s.groupConfigs, ShareGroups: s.shareGroups, ACLs: s.acls}
 	im := s.Image(-1)
 	for _, id := range im.BrokerIDs() {
 		snap.Brokers = append(snap.Brokers, s.brokers[id])
@@ -346,6 +357,9 @@ func (s *State) RestoreSnapshot(b []byte) error {
 	for _, cq := range snap.ClientQuotas {
 		fresh.clientQuotas[cq.Entity.Key()] = cq
 	}
+	fresh.acls = snap.ACLs
+	slices.SortFunc(fresh.acls, compareBindings)
+	fresh.acls = slices.Compact(fresh.acls)
 	*s = *fresh
 	return nil
 }

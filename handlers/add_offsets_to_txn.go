@@ -7,6 +7,10 @@ package handlers
 // producer then commits with TxnOffsetCommit. The offsets topic is created
 // here if it does not exist yet (its partition count decides the
 // partition). PRODUCER_FENCED is INVALID_PRODUCER_EPOCH before v2.
+//
+// Authorization (authz.go), as Kafka's: WRITE on the transactional id
+// (TRANSACTIONAL_ID_AUTHORIZATION_FAILED), then READ on the group
+// (GROUP_AUTHORIZATION_FAILED).
 
 import (
 	"context"
@@ -14,6 +18,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/gokafka/gokafka/acl"
 	"github.com/gokafka/gokafka/group"
 	"github.com/gokafka/gokafka/protocol"
 	"github.com/gokafka/gokafka/txn"
@@ -26,6 +31,14 @@ func (h *Handlers) registerAddOffsetsToTxn(reg *protocol.Registry) {
 func (h *Handlers) addOffsetsToTxn(ctx context.Context, req *protocol.Request) (kmsg.Response, error) {
 	r := req.Body.(*kmsg.AddOffsetsToTxnRequest)
 	resp := r.ResponseKind().(*kmsg.AddOffsetsToTxnResponse)
+	if !h.authorize(req, acl.OpWrite, acl.ResourceTransactionalID, r.TransactionalID) {
+		resp.ErrorCode = errorCode(errTxnIDAuthorization)
+		return resp, nil
+	}
+	if !h.authorize(req, acl.OpRead, acl.ResourceGroup, r.Group) {
+		resp.ErrorCode = errorCode(errGroupAuthorization)
+		return resp, nil
+	}
 	if h.txn == nil || h.groups == nil {
 		resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
 		return resp, nil

@@ -11,6 +11,13 @@ package handlers
 // its partitions are in the ongoing transaction (INVALID_TXN_STATE if
 // not): the partition leader's question before the first transactional
 // batch. PRODUCER_FENCED is INVALID_PRODUCER_EPOCH before v2.
+//
+// Authorization (authz.go), as Kafka's: v4+ (broker to broker) needs
+// CLUSTER_ACTION on the cluster (CLUSTER_AUTHORIZATION_FAILED); each
+// transaction needs WRITE on its transactional id
+// (TRANSACTIONAL_ID_AUTHORIZATION_FAILED on every partition) and WRITE on
+// each topic: a refused topic answers TOPIC_AUTHORIZATION_FAILED and the
+// others OPERATION_NOT_ATTEMPTED.
 
 import (
 	"context"
@@ -18,6 +25,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/gokafka/gokafka/acl"
 	"github.com/gokafka/gokafka/protocol"
 	"github.com/gokafka/gokafka/txn"
 )
@@ -31,14 +39,20 @@ func (h *Handlers) addPartitionsToTxn(ctx context.Context, req *protocol.Request
 	resp := r.ResponseKind().(*kmsg.AddPartitionsToTxnResponse)
 	fenced := req.Version < 2
 	im := h.meta.Image()
+	if req.Version >= 4 && !h.authorizeCluster(req, acl.OpClusterAction) {
+		resp.ErrorCode = errorCode(errClusterAuthorization)
+		return resp, nil
+	}
+	write := h.topicAuthorizer(req, acl.OpWrite)
 
 	// one adds (or verifies) the partitions of one transaction and returns
 	// an error code per topic and partition.
 	one := func(id string, pid int64, epoch int16, verify bool, topics map[string][]int32, order []string) map[string][]int16 {
 		out := map[string][]int16{}
 		var tps []txn.TopicPartition
-		unknown := false
+		unknown, refused := false, false
 		for _, t := range order {
+			refused = refused || !write(t)
 			for _, p := range topics[t] {
 				if im.Partition(t, p) == nil {
 					unknown = true
@@ -56,6 +70,18 @@ func (h *Handlers) addPartitionsToTxn(ctx context.Context, req *protocol.Request
 			}
 		}
 		switch {
+		case !h.authorize(req, acl.OpWrite, acl.ResourceTransactionalID, id):
+			setAll(func(string, int32) int16 { return errorCode(errTxnIDAuthorization) })
+		case refused:
+			setAll(func(t string, p int32) int16 {
+				switch {
+				case !write(t):
+					return errorCode(errTopicAuthorization)
+				case im.Partition(t, p) == nil:
+					return kerr.UnknownTopicOrPartition.Code
+				}
+				return kerr.OperationNotAttempted.Code
+			})
 		case h.txn == nil:
 			setAll(func(string, int32) int16 { return kerr.CoordinatorNotAvailable.Code })
 		case verify:

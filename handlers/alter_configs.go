@@ -7,6 +7,11 @@ package handlers
 // CreateTopics' (INVALID_CONFIG); broker resources accept the dynamically
 // updatable broker configs only (INVALID_REQUEST otherwise). ValidateOnly
 // checks without changing anything.
+//
+// Authorization (authz.go), as Kafka's: ALTER_CONFIGS on the topic
+// (TOPIC_AUTHORIZATION_FAILED), the group (GROUP_AUTHORIZATION_FAILED), or
+// the cluster for brokers and broker loggers
+// (CLUSTER_AUTHORIZATION_FAILED).
 
 import (
 	"context"
@@ -15,6 +20,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/gokafka/gokafka/acl"
 	"github.com/gokafka/gokafka/cluster"
 	"github.com/gokafka/gokafka/protocol"
 )
@@ -30,8 +36,11 @@ func (h *Handlers) alterConfigs(ctx context.Context, req *protocol.Request) (kms
 		rr := kmsg.NewAlterConfigsResponseResource()
 		rr.ResourceType, rr.ResourceName = res.ResourceType, res.ResourceName
 		configs := make(map[string]string, len(res.Configs))
-		var err error
+		err := h.authorizeConfigResource(req, acl.OpAlterConfigs, int8(res.ResourceType), res.ResourceName)
 		for _, c := range res.Configs {
+			if err != nil {
+				break
+			}
 			if c.Value == nil {
 				err = fmt.Errorf("%w: null value for %s", cluster.ErrInvalidRequest, c.Name)
 				break

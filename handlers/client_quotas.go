@@ -16,6 +16,10 @@ package handlers
 // match), its default, or any name; strict leaves out entities with
 // other parts. A bad filter is answered with the request-level error
 // (INVALID_REQUEST; UNSUPPORTED_VERSION for an unknown entity type).
+//
+// Authorization (authz.go), as Kafka's: DescribeClientQuotas needs
+// DESCRIBE_CONFIGS and AlterClientQuotas ALTER_CONFIGS on the cluster
+// (CLUSTER_AUTHORIZATION_FAILED).
 
 import (
 	"context"
@@ -24,6 +28,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/gokafka/gokafka/acl"
 	"github.com/gokafka/gokafka/cluster"
 	"github.com/gokafka/gokafka/protocol"
 )
@@ -38,7 +43,9 @@ func (h *Handlers) alterClientQuotas(ctx context.Context, req *protocol.Request)
 	resp := r.ResponseKind().(*kmsg.AlterClientQuotasResponse)
 	changes := alterClientQuotasChanges(r)
 	errs := make([]error, len(changes))
-	if a := h.ctrl; a != nil {
+	if !h.authorizeCluster(req, acl.OpAlterConfigs) {
+		fillErrs(errs, errClusterAuthorization)
+	} else if a := h.ctrl; a != nil {
 		errs = a.AlterClientQuotas(ctx, changes, r.ValidateOnly)
 	} else {
 		for i := range errs {
@@ -65,6 +72,10 @@ func (h *Handlers) alterClientQuotas(ctx context.Context, req *protocol.Request)
 func (h *Handlers) describeClientQuotas(_ context.Context, req *protocol.Request) (kmsg.Response, error) {
 	r := req.Body.(*kmsg.DescribeClientQuotasRequest)
 	resp := r.ResponseKind().(*kmsg.DescribeClientQuotasResponse)
+	if !h.authorizeCluster(req, acl.OpDescribeConfigs) {
+		resp.ErrorCode, resp.ErrorMessage = errorCode(errClusterAuthorization), errorMessage(errClusterAuthorization)
+		return resp, nil
+	}
 	filters := make([]cluster.QuotaFilter, 0, len(r.Components))
 	for _, c := range r.Components {
 		filters = append(filters, cluster.QuotaFilter{Type: c.EntityType, MatchType: int8(c.MatchType), Match: c.Match})

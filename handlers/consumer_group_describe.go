@@ -8,14 +8,20 @@ package handlers
 // assignment. A group that does not exist, or is a classic group, answers
 // GROUP_ID_NOT_FOUND. v1 adds the member type: every member here uses the
 // consumer protocol (1).
+//
+// Authorization (authz.go): DESCRIBE on each group
+// (GROUP_AUTHORIZATION_FAILED).
 
 import (
 	"bytes"
 	"context"
+	"fmt"
+	"maps"
 	"slices"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/gokafka/gokafka/acl"
 	"github.com/gokafka/gokafka/cluster"
 	"github.com/gokafka/gokafka/group"
 	"github.com/gokafka/gokafka/protocol"
@@ -46,10 +52,17 @@ func (h *Handlers) consumerGroupDescribe(_ context.Context, req *protocol.Reques
 	r := req.Body.(*kmsg.ConsumerGroupDescribeRequest)
 	resp := r.ResponseKind().(*kmsg.ConsumerGroupDescribeResponse)
 	c := h.coordinator()
+	describe := h.topicAuthorizer(req, acl.OpDescribe)
 	for _, id := range r.Groups {
 		rg := kmsg.NewConsumerGroupDescribeResponseGroup()
 		rg.Group = id
-		rg.AuthorizedOperations = groupAuthorizedOperations(r.IncludeAuthorizedOperations)
+		rg.AuthorizedOperations = h.groupAuthorizedOperations(req, r.IncludeAuthorizedOperations, id)
+		if !h.authorize(req, acl.OpDescribe, acl.ResourceGroup, id) {
+			rg.AuthorizedOperations = authzOff
+			rg.ErrorCode = errorCode(errGroupAuthorization)
+			resp.Groups = append(resp.Groups, rg)
+			continue
+		}
 		if c == nil {
 			rg.ErrorCode = errorCode(group.ErrCoordinatorNotAvailable)
 			resp.Groups = append(resp.Groups, rg)
@@ -77,7 +90,37 @@ func (h *Handlers) consumerGroupDescribe(_ context.Context, req *protocol.Reques
 			rm.MemberType = 1
 			rg.Members = append(rg.Members, rm)
 		}
+		if refused := undescribableTopics(rg.Members, describe); len(refused) > 0 {
+			// Kafka describes a group only to who may describe every
+			// topic its members subscribe to or are assigned.
+			err := fmt.Errorf("%w: the group's members use topics %v the client may not describe", errTopicAuthorization, refused)
+			rg = kmsg.NewConsumerGroupDescribeResponseGroup()
+			rg.Group, rg.AuthorizedOperations = id, authzOff
+			rg.ErrorCode, rg.ErrorMessage = errorCode(err), errorMessage(err)
+		}
 		resp.Groups = append(resp.Groups, rg)
 	}
 	return resp, nil
+}
+
+// undescribableTopics returns the topics the members subscribe to or are
+// assigned that describe refuses, sorted.
+func undescribableTopics(members []kmsg.ConsumerGroupDescribeResponseGroupMember, describe func(string) bool) []string {
+	refused := map[string]bool{}
+	check := func(t string) {
+		if t != "" && !describe(t) {
+			refused[t] = true
+		}
+	}
+	for _, m := range members {
+		for _, t := range m.SubscribedTopics {
+			check(t)
+		}
+		for _, a := range [2]kmsg.Assignment{m.Assignment, m.TargetAssignment} {
+			for _, tp := range a.TopicPartitions {
+				check(tp.Topic)
+			}
+		}
+	}
+	return slices.Sorted(maps.Keys(refused))
 }

@@ -11,6 +11,10 @@ package handlers
 // the default, or "range"). v1 (Kafka 4.0) adds SubscribedTopicRegex,
 // matched against whole topic names, and requires the client to choose
 // its member id; v0 members joining without one get one from the broker.
+//
+// Authorization (authz.go), as Kafka's: READ on the group
+// (GROUP_AUTHORIZATION_FAILED) and DESCRIBE on every subscribed topic name
+// (TOPIC_AUTHORIZATION_FAILED).
 
 import (
 	"context"
@@ -30,6 +34,10 @@ func (h *Handlers) consumerGroupHeartbeat(_ context.Context, req *protocol.Reque
 	r := req.Body.(*kmsg.ConsumerGroupHeartbeatRequest)
 	resp := r.ResponseKind().(*kmsg.ConsumerGroupHeartbeatResponse)
 	if h.refuseShareGroupConsumer(r.Group, resp) {
+		return resp, nil
+	}
+	if err := h.authorizeMember(req, r.Group, r.SubscribedTopicNames); err != nil {
+		resp.ErrorCode, resp.ErrorMessage = errorCode(err), errorMessage(err)
 		return resp, nil
 	}
 	c := h.coordinator()

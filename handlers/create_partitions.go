@@ -6,6 +6,9 @@ package handlers
 // INVALID_PARTITIONS. Explicit assignments for the new partitions are
 // checked like CreateTopics' (INVALID_REPLICA_ASSIGNMENT). A topic named
 // twice fails with INVALID_REQUEST. ValidateOnly checks without creating.
+//
+// Authorization (authz.go): ALTER on each topic
+// (TOPIC_AUTHORIZATION_FAILED), as in Kafka.
 
 import (
 	"context"
@@ -13,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/gokafka/gokafka/acl"
 	"github.com/gokafka/gokafka/protocol"
 )
 
@@ -34,6 +38,9 @@ func (h *Handlers) createPartitions(ctx context.Context, req *protocol.Request) 
 			rt.ErrorCode = kerr.InvalidRequest.Code
 			msg := "duplicate topic in request: " + t.Topic
 			rt.ErrorMessage = &msg
+		} else if !h.authorize(req, acl.OpAlter, acl.ResourceTopic, t.Topic) {
+			rt.ErrorCode = errorCode(errTopicAuthorization)
+			rt.ErrorMessage = errorMessage(errTopicAuthorization)
 		} else {
 			var assignment [][]int32
 			for _, a := range t.Assignment {

@@ -11,6 +11,11 @@ package handlers
 // new partition has a leader serving it, so a client can produce at once.
 // v5+ answers with the topic's partition count, replication factor and
 // effective configs; v7+ with its id. ValidateOnly checks without creating.
+//
+// Authorization (authz.go), as Kafka's: CREATE on the cluster, or on each
+// topic (TOPIC_AUTHORIZATION_FAILED); the created topic's configs (v5+)
+// only with DESCRIBE_CONFIGS on it, else its config error is
+// TOPIC_AUTHORIZATION_FAILED.
 
 import (
 	"context"
@@ -19,6 +24,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/gokafka/gokafka/acl"
 	"github.com/gokafka/gokafka/cluster"
 	"github.com/gokafka/gokafka/protocol"
 )
@@ -35,6 +41,10 @@ func (h *Handlers) createTopics(ctx context.Context, req *protocol.Request) (kms
 	for _, t := range r.Topics {
 		count[t.Topic]++
 	}
+	create := func(string) bool { return true }
+	if h.authz != nil && !h.authorizeCluster(req, acl.OpCreate) {
+		create = h.topicAuthorizer(req, acl.OpCreate)
+	}
 	var specs []cluster.TopicSpec
 	var specIdx []int
 	for i, t := range r.Topics {
@@ -47,6 +57,13 @@ func (h *Handlers) createTopics(ctx context.Context, req *protocol.Request) (kms
 			if req.Version >= 1 {
 				msg := "create topics request contains a duplicate topic: " + t.Topic
 				resp.Topics[i].ErrorMessage = &msg
+			}
+			continue
+		}
+		if !create(t.Topic) {
+			resp.Topics[i].ErrorCode = errorCode(errTopicAuthorization)
+			if req.Version >= 1 {
+				resp.Topics[i].ErrorMessage = strPtr("Authorization failed.")
 			}
 			continue
 		}
@@ -113,6 +130,11 @@ func (h *Handlers) createTopics(ctx context.Context, req *protocol.Request) (kms
 		rt.TopicID = t.ID
 		rt.NumPartitions = int32(len(t.Partitions))
 		rt.ReplicationFactor = int16(len(t.Partitions[0].Replicas))
+		if !h.authorize(req, acl.OpDescribeConfigs, acl.ResourceTopic, t.Name) {
+			// Kafka returns the configs only to who may describe them.
+			rt.ConfigErrorCode = errorCode(errTopicAuthorization)
+			continue
+		}
 		for _, cv := range cluster.EffectiveTopicConfigs(im, t, h.cfg.NodeID, bd) {
 			rc := kmsg.NewCreateTopicsResponseTopicConfig()
 			rc.Name = cv.Name

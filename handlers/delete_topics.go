@@ -6,6 +6,10 @@ package handlers
 // removes it from the metadata and then every broker drops its logs.
 // Unknown names get UNKNOWN_TOPIC_OR_PARTITION, unknown ids UNKNOWN_TOPIC_ID;
 // with delete.topic.enable off, TOPIC_DELETION_DISABLED.
+//
+// Authorization (authz.go), as Kafka's: DELETE on each topic
+// (TOPIC_AUTHORIZATION_FAILED); a topic named by id also needs DESCRIBE,
+// without which its name is not answered.
 
 import (
 	"context"
@@ -13,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/gokafka/gokafka/acl"
 	"github.com/gokafka/gokafka/cluster"
 	"github.com/gokafka/gokafka/protocol"
 )
@@ -40,6 +45,7 @@ func (h *Handlers) deleteTopics(ctx context.Context, req *protocol.Request) (kms
 			items = append(items, item{name: &n})
 		}
 	}
+	deleteAllowed := h.topicAuthorizer(req, acl.OpDelete)
 	var names []string
 	var idx []int
 	for i, it := range items {
@@ -53,9 +59,24 @@ func (h *Handlers) deleteTopics(ctx context.Context, req *protocol.Request) (kms
 				continue
 			}
 			name := t.Name
+			if !h.authorize(req, acl.OpDescribe, acl.ResourceTopic, name) {
+				// A topic named by id keeps its name from who may
+				// not describe it, as Kafka answers.
+				resp.Topics[i].Topic = nil
+				resp.Topics[i].ErrorCode = errorCode(errTopicAuthorization)
+				continue
+			}
 			resp.Topics[i].Topic = &name
+			if !deleteAllowed(name) {
+				resp.Topics[i].ErrorCode = errorCode(errTopicAuthorization)
+				continue
+			}
 			names = append(names, name)
 		} else {
+			if !deleteAllowed(*it.name) {
+				resp.Topics[i].ErrorCode = errorCode(errTopicAuthorization)
+				continue
+			}
 			if t := im.Topics[*it.name]; t != nil {
 				resp.Topics[i].TopicID = t.ID
 			}

@@ -5,6 +5,10 @@ package handlers
 // Lists the registered brokers with the cluster and controller ids. Only
 // the broker endpoint type (1) is served; asking for controllers (2, v1+)
 // gets UNSUPPORTED_ENDPOINT_TYPE, as from a broker in Kafka.
+//
+// Authorization (authz.go), as Kafka's: anyone may describe the cluster;
+// the cluster's authorized operations (KIP-430), when asked, are those of
+// the principal, 0 without DESCRIBE on the cluster.
 
 import (
 	"context"
@@ -12,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/gokafka/gokafka/acl"
 	"github.com/gokafka/gokafka/protocol"
 )
 
@@ -37,6 +42,12 @@ func (h *Handlers) describeCluster(_ context.Context, req *protocol.Request) (km
 		}
 		host, port := endpoint(b, req.Conn)
 		resp.Brokers = append(resp.Brokers, kmsg.DescribeClusterResponseBroker{NodeID: b.NodeID, Host: host, Port: port, Rack: b.Rack})
+	}
+	if r.IncludeClusterAuthorizedOperations {
+		resp.ClusterAuthorizedOperations = 0
+		if h.authorizeCluster(req, acl.OpDescribe) {
+			resp.ClusterAuthorizedOperations = h.authorizedOperations(req, acl.ResourceCluster, acl.ClusterName)
+		}
 	}
 	return resp, nil
 }

@@ -10,6 +10,11 @@ package handlers
 // cluster-wide dynamic defaults), else INVALID_REQUEST. ConfigNames filters
 // the listing; null means all. v3+ adds config types, and documentation is
 // left null.
+//
+// Authorization (authz.go), as Kafka's: DESCRIBE_CONFIGS on the topic
+// (TOPIC_AUTHORIZATION_FAILED), the group (GROUP_AUTHORIZATION_FAILED), or
+// the cluster for brokers and broker loggers
+// (CLUSTER_AUTHORIZATION_FAILED).
 
 import (
 	"context"
@@ -19,6 +24,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/gokafka/gokafka/acl"
 	"github.com/gokafka/gokafka/cluster"
 	"github.com/gokafka/gokafka/protocol"
 )
@@ -42,18 +48,19 @@ func (h *Handlers) describeConfigs(_ context.Context, req *protocol.Request) (km
 		rr := kmsg.NewDescribeConfigsResponseResource()
 		rr.ResourceType, rr.ResourceName = res.ResourceType, res.ResourceName
 		var values []cluster.ConfigValue
-		var err error
-		switch res.ResourceType {
-		case resourceTopic:
+		err := h.authorizeConfigResource(req, acl.OpDescribeConfigs, int8(res.ResourceType), res.ResourceName)
+		switch {
+		case err != nil:
+		case res.ResourceType == resourceTopic:
 			t := im.Topics[res.ResourceName]
 			if t == nil {
 				err = fmt.Errorf("%w: topic %s", cluster.ErrUnknownTopic, res.ResourceName)
 				break
 			}
 			values = cluster.EffectiveTopicConfigs(im, t, h.cfg.NodeID, h.meta.BrokerDefaults())
-		case resourceBroker:
+		case res.ResourceType == resourceBroker:
 			values, err = h.brokerConfigs(im, res.ResourceName)
-		case resourceGroup:
+		case res.ResourceType == resourceGroup:
 			values = h.groupConfigValues(im, res.ResourceName)
 		default:
 			err = fmt.Errorf("%w: unsupported resource type %d", cluster.ErrInvalidRequest, res.ResourceType)

@@ -5,8 +5,11 @@ package handlers
 // A group this coordinator does not know is described as Dead with no
 // error (GROUP_ID_NOT_FOUND is v6+). Member metadata, assignments and the
 // protocol are reported only for a Stable group, as Kafka does. v3 may ask
-// for the authorized operations: with no authorizer every group operation
-// (READ, DELETE, DESCRIBE) is allowed. v4 adds group.instance.id.
+// for the authorized operations (KIP-430): with no authorizer every group
+// operation is allowed. v4 adds group.instance.id.
+//
+// Authorization (authz.go): DESCRIBE on each group, else
+// GROUP_AUTHORIZATION_FAILED for it, as in Kafka.
 
 import (
 	"context"
@@ -14,21 +17,18 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/gokafka/gokafka/acl"
 	"github.com/gokafka/gokafka/group"
 	"github.com/gokafka/gokafka/protocol"
 )
 
-// groupOperations is the ACL operation bitfield of a group: READ (3),
-// DELETE (6) and DESCRIBE (8).
-const groupOperations = 1<<3 | 1<<6 | 1<<8
-
 // groupAuthorizedOperations is a described group's AuthorizedOperations:
-// groupOperations when the request asks for them, else INT32_MIN (not
-// asked), as DescribeGroups, ConsumerGroupDescribe and ShareGroupDescribe
-// all answer.
-func groupAuthorizedOperations(include bool) int32 {
+// the group operations req's principal may perform when the request asks
+// for them, else INT32_MIN (not asked), as DescribeGroups,
+// ConsumerGroupDescribe and ShareGroupDescribe all answer.
+func (h *Handlers) groupAuthorizedOperations(req *protocol.Request, include bool, id string) int32 {
 	if include {
-		return groupOperations
+		return h.authorizedOperations(req, acl.ResourceGroup, id)
 	}
 	return math.MinInt32
 }
@@ -44,7 +44,13 @@ func (h *Handlers) describeGroups(_ context.Context, req *protocol.Request) (kms
 	for _, id := range r.Groups {
 		rg := kmsg.NewDescribeGroupsResponseGroup()
 		rg.Group = id
-		rg.AuthorizedOperations = groupAuthorizedOperations(r.IncludeAuthorizedOperations)
+		rg.AuthorizedOperations = h.groupAuthorizedOperations(req, r.IncludeAuthorizedOperations, id)
+		if !h.authorize(req, acl.OpDescribe, acl.ResourceGroup, id) {
+			rg.AuthorizedOperations = authzOff
+			rg.ErrorCode = errorCode(errGroupAuthorization)
+			resp.Groups = append(resp.Groups, rg)
+			continue
+		}
 		if c == nil {
 			rg.ErrorCode = errorCode(group.ErrCoordinatorNotAvailable)
 			resp.Groups = append(resp.Groups, rg)

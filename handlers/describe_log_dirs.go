@@ -10,6 +10,9 @@ package handlers
 // adds a top-level error code, always NONE here: there are no ACLs to
 // refuse CLUSTER DESCRIBE. gokafka has no future replicas (no
 // AlterReplicaLogDirs), so IsFuture is always false.
+//
+// Authorization (authz.go): DESCRIBE on the cluster; without it Kafka
+// answers no directories (and CLUSTER_AUTHORIZATION_FAILED from v3).
 
 import (
 	"context"
@@ -18,6 +21,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/gokafka/gokafka/acl"
 	"github.com/gokafka/gokafka/protocol"
 )
 
@@ -28,6 +32,13 @@ func (h *Handlers) registerDescribeLogDirs(reg *protocol.Registry) {
 func (h *Handlers) describeLogDirs(_ context.Context, req *protocol.Request) (kmsg.Response, error) {
 	r := req.Body.(*kmsg.DescribeLogDirsRequest)
 	resp := r.ResponseKind().(*kmsg.DescribeLogDirsResponse)
+	if !h.authorizeCluster(req, acl.OpDescribe) {
+		// Kafka answers no directories, with the error from v3 on.
+		if req.Version >= 3 {
+			resp.ErrorCode = errorCode(errClusterAuthorization)
+		}
+		return resp, nil
+	}
 	var want map[string]map[int32]bool
 	if r.Topics != nil {
 		want = map[string]map[int32]bool{}

@@ -3,6 +3,10 @@ package handlers
 // DescribeTransactions (key 65), v0 (KIP-664): the state of transactional
 // ids this broker coordinates (NOT_COORDINATOR for the others,
 // TRANSACTIONAL_ID_NOT_FOUND for unknown ones).
+//
+// Authorization (authz.go), as Kafka's: DESCRIBE on each transactional id
+// (TRANSACTIONAL_ID_AUTHORIZATION_FAILED); the partitions of topics the
+// client may not DESCRIBE are left out.
 
 import (
 	"context"
@@ -10,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/gokafka/gokafka/acl"
 	"github.com/gokafka/gokafka/protocol"
 )
 
@@ -20,10 +25,16 @@ func (h *Handlers) registerDescribeTransactions(reg *protocol.Registry) {
 func (h *Handlers) describeTransactions(_ context.Context, req *protocol.Request) (kmsg.Response, error) {
 	r := req.Body.(*kmsg.DescribeTransactionsRequest)
 	resp := r.ResponseKind().(*kmsg.DescribeTransactionsResponse)
+	describe := h.topicAuthorizer(req, acl.OpDescribe)
 	for _, id := range r.TransactionalIDs {
 		s := kmsg.NewDescribeTransactionsResponseTransactionState()
 		s.TransactionalID = id
 		s.StartTimestamp, s.ProducerID, s.ProducerEpoch = -1, -1, -1
+		if !h.authorize(req, acl.OpDescribe, acl.ResourceTransactionalID, id) {
+			s.ErrorCode = errorCode(errTxnIDAuthorization)
+			resp.TransactionStates = append(resp.TransactionStates, s)
+			continue
+		}
 		if h.txn == nil {
 			s.ErrorCode = kerr.CoordinatorNotAvailable.Code
 			resp.TransactionStates = append(resp.TransactionStates, s)
@@ -38,6 +49,11 @@ func (h *Handlers) describeTransactions(_ context.Context, req *protocol.Request
 		s.State, s.TimeoutMillis, s.StartTimestamp = d.State.String(), d.TimeoutMs, d.StartMs
 		s.ProducerID, s.ProducerEpoch = d.ProducerID, d.Epoch
 		for _, tp := range d.Partitions {
+			if !describe(tp.Topic) {
+				// Kafka leaves out the partitions of topics the client
+				// may not describe.
+				continue
+			}
 			n := len(s.Topics)
 			if n == 0 || s.Topics[n-1].Topic != tp.Topic {
 				t := kmsg.NewDescribeTransactionsResponseTransactionStateTopic()

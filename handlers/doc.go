@@ -14,6 +14,9 @@
 // roles.go says which APIs only nodes send each other (InterBrokerAPI,
 // exposed on the inter-broker listener only) and checks that such a
 // request, or a replica fetch, comes from a node of this cluster in its
-// current run. config_floors.go holds the floors on segment settings a
+// current run. authz.go is the one place the handlers ask the authorizer
+// (package acl) whether a request's principal may do what it asks, and
+// log the answer; each handler's file says which operations it checks.
+// config_floors.go holds the floors on segment settings a
 // client may set.
 package handlers

@@ -8,6 +8,9 @@ package handlers
 // new request for the id answers CONCURRENT_TRANSACTIONS. A retry of a
 // completed EndTxn with the same outcome succeeds; the other outcome is
 // INVALID_TXN_STATE. PRODUCER_FENCED is INVALID_PRODUCER_EPOCH before v2.
+//
+// Authorization (authz.go): WRITE on the transactional id
+// (TRANSACTIONAL_ID_AUTHORIZATION_FAILED), as in Kafka.
 
 import (
 	"context"
@@ -15,6 +18,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/gokafka/gokafka/acl"
 	"github.com/gokafka/gokafka/protocol"
 )
 
@@ -25,6 +29,10 @@ func (h *Handlers) registerEndTxn(reg *protocol.Registry) {
 func (h *Handlers) endTxn(ctx context.Context, req *protocol.Request) (kmsg.Response, error) {
 	r := req.Body.(*kmsg.EndTxnRequest)
 	resp := r.ResponseKind().(*kmsg.EndTxnResponse)
+	if !h.authorize(req, acl.OpWrite, acl.ResourceTransactionalID, r.TransactionalID) {
+		resp.ErrorCode = errorCode(errTxnIDAuthorization)
+		return resp, nil
+	}
 	if h.txn == nil {
 		resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
 		return resp, nil

@@ -41,6 +41,11 @@ package handlers
 // FetchRequest collects partitions in a LinkedHashMap, which answers a
 // sessionless fetch the same way. So a request pins at most one file per
 // distinct partition it names, however long it is.
+//
+// Authorization (authz.go), as Kafka's: a consumer needs READ on each
+// topic (TOPIC_AUTHORIZATION_FAILED); a follower's fetch needs
+// CLUSTER_ACTION on the cluster, or every partition answers
+// TOPIC_AUTHORIZATION_FAILED.
 
 import (
 	"context"
@@ -49,6 +54,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/gokafka/gokafka/acl"
 	"github.com/gokafka/gokafka/cluster"
 	"github.com/gokafka/gokafka/partition"
 	"github.com/gokafka/gokafka/protocol"
@@ -74,7 +80,12 @@ func (h *Handlers) fetch(ctx context.Context, req *protocol.Request) (kmsg.Respo
 	useIDs := req.Version >= 13
 
 	params := h.fetchParams(ctx, req, r)
-	slots := planFetch(req, r, resp, im, useIDs, &params)
+	allowed := h.topicAuthorizer(req, acl.OpRead)
+	if params.FromFollower {
+		follower := h.authorizeCluster(req, acl.OpClusterAction)
+		allowed = func(string) bool { return follower }
+	}
+	slots := planFetch(req, r, resp, im, useIDs, &params, allowed)
 	results := h.replicas.Fetch(ctx, params)
 	spliced := fillFetchResponse(req, resp, slots, results)
 	emptyNullRecordSets(resp)
@@ -134,7 +145,7 @@ type fetchSlot struct {
 // there and read from nowhere, the others are appended to
 // params.Partitions. The slots returned are in response order, one per
 // response partition.
-func planFetch(req *protocol.Request, r *kmsg.FetchRequest, resp *kmsg.FetchResponse, im *cluster.Image, useIDs bool, params *replication.FetchParams) []fetchSlot {
+func planFetch(req *protocol.Request, r *kmsg.FetchRequest, resp *kmsg.FetchResponse, im *cluster.Image, useIDs bool, params *replication.FetchParams, allowed func(topic string) bool) []fetchSlot {
 	parts := dedupFetchPartitions(r, useIDs)
 	slots := make([]fetchSlot, 0, len(parts))
 	for _, fp := range parts {
@@ -161,6 +172,11 @@ func planFetch(req *protocol.Request, r *kmsg.FetchRequest, resp *kmsg.FetchResp
 				continue
 			}
 			name = ti.Name
+		}
+		if !allowed(name) {
+			rt.Partitions[at.part].ErrorCode = errorCode(errTopicAuthorization)
+			slots = append(slots, at)
+			continue
 		}
 		at.idx = len(params.Partitions)
 		slots = append(slots, at)

@@ -9,6 +9,10 @@ package handlers
 // __transaction_state partition, created the same way on the first
 // request. Other types INVALID_REQUEST.
 // v4+ batches keys (KIP-699) and answers per key; v0-v3 carry one key.
+//
+// Authorization (authz.go), as Kafka's: DESCRIBE on the group
+// (GROUP_AUTHORIZATION_FAILED) or on the transactional id
+// (TRANSACTIONAL_ID_AUTHORIZATION_FAILED) the key names.
 
 import (
 	"context"
@@ -16,6 +20,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/gokafka/gokafka/acl"
 	"github.com/gokafka/gokafka/protocol"
 )
 
@@ -35,6 +40,10 @@ func (h *Handlers) findCoordinator(ctx context.Context, req *protocol.Request) (
 		c.Key, c.NodeID, c.Port = key, -1, -1
 		var err error
 		switch {
+		case r.CoordinatorType == 1 && !h.authorize(req, acl.OpDescribe, acl.ResourceTransactionalID, key):
+			err = errTxnIDAuthorization
+		case r.CoordinatorType == 0 && !h.authorize(req, acl.OpDescribe, acl.ResourceGroup, key):
+			err = errGroupAuthorization
 		case r.CoordinatorType == 1 && h.txn == nil:
 			err = kerr.CoordinatorNotAvailable
 		case r.CoordinatorType == 1:

@@ -3,6 +3,7 @@ package handlers
 import (
 	"context"
 
+	"github.com/gokafka/gokafka/acl"
 	"github.com/gokafka/gokafka/cluster"
 	"github.com/gokafka/gokafka/group"
 	"github.com/gokafka/gokafka/idempotent"
@@ -49,6 +50,9 @@ type Handlers struct {
 	shareCfg   share.Config
 	// quotas enforces client quotas; nil enforces none (quotas.go).
 	quotas *quota.Quotas
+	// authz decides what each principal may do; nil allows everything
+	// (authz.go).
+	authz *acl.Authorizer
 }
 
 // Controller is what the handlers need of the metadata controller beyond
@@ -64,6 +68,8 @@ type Controller interface {
 	AlterClientQuotas(ctx context.Context, changes []cluster.QuotaChange, validateOnly bool) []error
 	SetGroupConfigs(ctx context.Context, group string, configs map[string]string, validateOnly bool) error
 	UpdateShareState(ctx context.Context, ch cluster.ShareChange) error
+	CreateACLs(ctx context.Context, bindings []acl.Binding) []error
+	DeleteACLs(ctx context.Context, filters []acl.Filter) ([][]acl.Binding, []error)
 }
 
 var _ Controller = (*cluster.Controller)(nil)
@@ -85,6 +91,8 @@ type Deps struct {
 	ShareMgr    *share.Manager
 	ShareCfg    share.Config
 	Quotas      *quota.Quotas
+	// Authorizer, if set, authorizes every request (authz.go).
+	Authorizer *acl.Authorizer
 }
 
 // Register creates handlers over meta and replicas alone (no controller
@@ -99,6 +107,7 @@ func New(reg *protocol.Registry, cfg Config, d Deps) *Handlers {
 		cfg: cfg, meta: d.Meta, replicas: d.Replicas, reg: reg,
 		ctrl: d.Controller, pids: d.ProducerIDs, groups: d.Groups, txn: d.Txn,
 		shareCoord: d.ShareCoord, shareMgr: d.ShareMgr, shareCfg: d.ShareCfg, quotas: d.Quotas,
+		authz: d.Authorizer,
 	}
 	// The peer check comes first: a request refused there costs no quota.
 	reg.Wrap(func(fn protocol.HandlerFunc) protocol.HandlerFunc { return h.guard(h.quotaAware(fn)) })
@@ -131,6 +140,7 @@ func New(reg *protocol.Registry, cfg Config, d Deps) *Handlers {
 		h.registerListTransactions,
 		h.registerShare,
 		h.registerClientQuotas,
+		h.registerACLs,
 	} {
 		r(reg)
 	}

@@ -7,6 +7,11 @@ package handlers
 // SUBTRACT (3), the last two for list configs only (INVALID_CONFIG
 // otherwise). A name given twice for one resource is INVALID_REQUEST. The
 // result is validated as a whole and replaces the overrides.
+//
+// Authorization (authz.go), as Kafka's: ALTER_CONFIGS on the topic
+// (TOPIC_AUTHORIZATION_FAILED), the group (GROUP_AUTHORIZATION_FAILED), or
+// the cluster for brokers and broker loggers
+// (CLUSTER_AUTHORIZATION_FAILED).
 
 import (
 	"context"
@@ -17,6 +22,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/gokafka/gokafka/acl"
 	"github.com/gokafka/gokafka/cluster"
 	"github.com/gokafka/gokafka/protocol"
 )
@@ -31,7 +37,10 @@ func (h *Handlers) incrementalAlterConfigs(ctx context.Context, req *protocol.Re
 	for _, res := range r.Resources {
 		rr := kmsg.NewIncrementalAlterConfigsResponseResource()
 		rr.ResourceType, rr.ResourceName = res.ResourceType, res.ResourceName
-		err := h.incrementalAlter(ctx, res, r.ValidateOnly)
+		err := h.authorizeConfigResource(req, acl.OpAlterConfigs, int8(res.ResourceType), res.ResourceName)
+		if err == nil {
+			err = h.incrementalAlter(ctx, res, r.ValidateOnly)
+		}
 		rr.ErrorCode = errorCode(err)
 		rr.ErrorMessage = errorMessage(err)
 		resp.Resources = append(resp.Resources, rr)

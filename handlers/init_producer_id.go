@@ -17,6 +17,11 @@ package handlers
 // bumps its own epoch; anyone else is PRODUCER_FENCED (INVALID_PRODUCER_EPOCH
 // before v4). A transaction timeout above transaction.max.timeout.ms is
 // INVALID_TRANSACTION_TIMEOUT; the empty transactional id INVALID_REQUEST.
+//
+// Authorization (authz.go), as Kafka's: a transactional producer needs
+// WRITE on its transactional id (TRANSACTIONAL_ID_AUTHORIZATION_FAILED);
+// an idempotent one needs IDEMPOTENT_WRITE on the cluster or WRITE on some
+// topic (KIP-679), else CLUSTER_AUTHORIZATION_FAILED.
 
 import (
 	"context"
@@ -24,6 +29,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/gokafka/gokafka/acl"
 	"github.com/gokafka/gokafka/protocol"
 )
 
@@ -38,6 +44,14 @@ func (h *Handlers) initProducerID(ctx context.Context, req *protocol.Request) (k
 	r := req.Body.(*kmsg.InitProducerIDRequest)
 	resp := r.ResponseKind().(*kmsg.InitProducerIDResponse)
 	resp.ProducerID, resp.ProducerEpoch = -1, -1
+	if r.TransactionalID != nil && !h.authorize(req, acl.OpWrite, acl.ResourceTransactionalID, *r.TransactionalID) {
+		resp.ErrorCode = errorCode(errTxnIDAuthorization)
+		return resp, nil
+	}
+	if r.TransactionalID == nil && !h.authorizeCluster(req, acl.OpIdempotentWrite) && !h.authorizeByType(req, acl.OpWrite, acl.ResourceTopic) {
+		resp.ErrorCode = errorCode(errClusterAuthorization)
+		return resp, nil
+	}
 	if r.TransactionalID != nil {
 		if h.txn == nil {
 			resp.ErrorCode = kerr.CoordinatorNotAvailable.Code

@@ -10,12 +10,16 @@ package handlers
 // exempt. Below v7 a missing protocol name is answered "" (the field was
 // not nullable). v9 may set SkipAssignment for a rejoining static leader
 // (KIP-814).
+//
+// Authorization (authz.go): READ on the group, else
+// GROUP_AUTHORIZATION_FAILED, as in Kafka.
 
 import (
 	"context"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/gokafka/gokafka/acl"
 	"github.com/gokafka/gokafka/group"
 	"github.com/gokafka/gokafka/protocol"
 )
@@ -34,7 +38,9 @@ func (h *Handlers) joinGroup(ctx context.Context, req *protocol.Request) (kmsg.R
 		return resp, nil
 	}
 	var res group.JoinResult
-	if c := h.coordinator(); c == nil {
+	if !h.authorize(req, acl.OpRead, acl.ResourceGroup, r.Group) {
+		res = group.JoinResult{Err: errGroupAuthorization, Generation: -1}
+	} else if c := h.coordinator(); c == nil {
 		res = group.JoinResult{Err: group.ErrCoordinatorNotAvailable, MemberID: r.MemberID, Generation: -1}
 	} else {
 		p := group.JoinParams{

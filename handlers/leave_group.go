@@ -6,12 +6,16 @@ package handlers
 // administrative removal of a static member, by group.instance.id alone
 // (KIP-345), and answer per member. For v0-v2 the member's error is the
 // response's error.
+//
+// Authorization (authz.go): READ on the group, else
+// GROUP_AUTHORIZATION_FAILED, as in Kafka.
 
 import (
 	"context"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/gokafka/gokafka/acl"
 	"github.com/gokafka/gokafka/group"
 	"github.com/gokafka/gokafka/protocol"
 )
@@ -30,6 +34,10 @@ func (h *Handlers) leaveGroup(_ context.Context, req *protocol.Request) (kmsg.Re
 		for _, m := range r.Members {
 			members = append(members, group.LeaveMember{MemberID: m.MemberID, InstanceID: m.InstanceID})
 		}
+	}
+	if !h.authorize(req, acl.OpRead, acl.ResourceGroup, r.Group) {
+		resp.ErrorCode = errorCode(errGroupAuthorization)
+		return resp, nil
 	}
 	c := h.coordinator()
 	if c == nil {

@@ -38,10 +38,22 @@ func (f *limitsMeta) Image() *cluster.Image {
 }
 func (f *limitsMeta) Watch(func(prev, next *cluster.Image)) {}
 func (f *limitsMeta) PeerClientID(role string) string       { return "gokafka-test-" + role }
-func (f *limitsMeta) CreateTopics(context.Context, []cluster.TopicSpec, bool) []error {
-	return []error{errNotHere}
+func (f *limitsMeta) CreateTopics(_ context.Context, specs []cluster.TopicSpec, _ bool) []error {
+	return allErrsNotHere(len(specs))
 }
-func (f *limitsMeta) DeleteTopics(context.Context, []string) []error { return []error{errNotHere} }
+func (f *limitsMeta) DeleteTopics(_ context.Context, names []string) []error {
+	return allErrsNotHere(len(names))
+}
+
+// allErrsNotHere answers each of n items errNotHere, as a Metadata
+// answers one error per item.
+func allErrsNotHere(n int) []error {
+	errs := make([]error, n)
+	for i := range errs {
+		errs[i] = errNotHere
+	}
+	return errs
+}
 func (f *limitsMeta) CreatePartitions(context.Context, string, int32, [][]int32, bool) error {
 	return errNotHere
 }

@@ -8,6 +8,10 @@ package handlers
 // states are Empty, Assigning, Reconciling, Stable) or "share" (KIP-932).
 // While a partition is still loading the error is
 // COORDINATOR_LOAD_IN_PROGRESS and the groups already loaded are listed.
+//
+// Authorization (authz.go), as Kafka's: DESCRIBE on the cluster lists
+// every group; without it, only the groups the client may DESCRIBE are
+// listed.
 
 import (
 	"context"
@@ -15,6 +19,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/gokafka/gokafka/acl"
 	"github.com/gokafka/gokafka/group"
 	"github.com/gokafka/gokafka/protocol"
 )
@@ -31,6 +36,12 @@ func (h *Handlers) listGroups(_ context.Context, req *protocol.Request) (kmsg.Re
 		resp.ErrorCode = errorCode(group.ErrCoordinatorNotAvailable)
 		return resp, nil
 	}
+	// DESCRIBE on the cluster lists every group; without it, only the
+	// groups the client may describe, as Kafka lists them.
+	visible := func(string) bool { return true }
+	if h.authz != nil && !h.authorizeCluster(req, acl.OpDescribe) {
+		visible = func(id string) bool { return h.authorize(req, acl.OpDescribe, acl.ResourceGroup, id) }
+	}
 	var states []string
 	if req.Version >= 4 {
 		states = r.StatesFilter
@@ -45,6 +56,9 @@ func (h *Handlers) listGroups(_ context.Context, req *protocol.Request) (kmsg.Re
 	}
 	if len(types) == 0 || types["share"] {
 		for _, g := range h.shareListGroups(states) {
+			if !visible(g.GroupID) {
+				continue
+			}
 			rg := kmsg.NewListGroupsResponseGroup()
 			rg.Group, rg.ProtocolType, rg.GroupState, rg.GroupType = g.GroupID, "share", g.State, "share"
 			resp.Groups = append(resp.Groups, rg)
@@ -56,7 +70,7 @@ func (h *Handlers) listGroups(_ context.Context, req *protocol.Request) (kmsg.Re
 	groups, err := c.ListGroups(states)
 	resp.ErrorCode = errorCode(err)
 	for _, g := range groups {
-		if len(types) > 0 && !types[g.Type] {
+		if len(types) > 0 && !types[g.Type] || !visible(g.GroupID) {
 			continue
 		}
 		rg := kmsg.NewListGroupsResponseGroup()

@@ -15,6 +15,9 @@ package handlers
 // failover. v1+ answers a single offset; v0 answers a list of at most
 // MaxNumOffsets offsets, which gokafka fills with the one offset found (the
 // list form dates from when offsets were looked up per segment).
+//
+// Authorization (authz.go): each topic needs DESCRIBE
+// (TOPIC_AUTHORIZATION_FAILED), as in Kafka.
 
 import (
 	"context"
@@ -22,6 +25,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/gokafka/gokafka/acl"
 	"github.com/gokafka/gokafka/partition"
 	"github.com/gokafka/gokafka/protocol"
 )
@@ -33,6 +37,7 @@ func (h *Handlers) registerListOffsets(reg *protocol.Registry) {
 func (h *Handlers) listOffsets(_ context.Context, req *protocol.Request) (kmsg.Response, error) {
 	r := req.Body.(*kmsg.ListOffsetsRequest)
 	resp := r.ResponseKind().(*kmsg.ListOffsetsResponse)
+	describe := h.topicAuthorizer(req, acl.OpDescribe)
 	for _, t := range r.Topics {
 		rt := kmsg.NewListOffsetsResponseTopic()
 		rt.Topic = t.Topic
@@ -45,7 +50,9 @@ func (h *Handlers) listOffsets(_ context.Context, req *protocol.Request) (kmsg.R
 				// Earliest local offset (KIP-405): all of the log is local.
 				ts = -2
 			}
-			if ts == -3 && req.Version < 7 || ts < -3 {
+			if !describe(t.Topic) {
+				rp.ErrorCode = errorCode(errTopicAuthorization)
+			} else if ts == -3 && req.Version < 7 || ts < -3 {
 				rp.ErrorCode = kerr.UnsupportedVersion.Code
 			} else {
 				tp := partition.TopicPartition{Topic: t.Topic, Partition: p.Partition}

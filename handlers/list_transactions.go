@@ -5,6 +5,9 @@ package handlers
 // state names (unknown names are echoed in UnknownStateFilters), producer
 // ids and, from v1, a minimum running time of ongoing transactions.
 // COORDINATOR_LOAD_IN_PROGRESS while a partition is loading.
+//
+// Authorization (authz.go): only the transactional ids the client may
+// DESCRIBE are listed, as in Kafka.
 
 import (
 	"context"
@@ -13,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/gokafka/gokafka/acl"
 	"github.com/gokafka/gokafka/protocol"
 	"github.com/gokafka/gokafka/txn"
 )
@@ -45,6 +49,9 @@ func (h *Handlers) listTransactions(_ context.Context, req *protocol.Request) (k
 	now := time.Now().UnixMilli()
 	for _, l := range list {
 		if req.Version >= 1 && r.DurationFilterMillis >= 0 && (l.StartMs < 0 || now-l.StartMs < r.DurationFilterMillis) {
+			continue
+		}
+		if !h.authorize(req, acl.OpDescribe, acl.ResourceTransactionalID, l.TransactionID) {
 			continue
 		}
 		s := kmsg.NewListTransactionsResponseTransactionState()

@@ -10,6 +10,14 @@ package handlers
 // Internal topics are not auto-created here. The cluster id is reported
 // from v2, the controller id from v1, leader epochs from v7, topic ids from
 // v10.
+//
+// Authorization (authz.go), as Kafka's: a topic needs DESCRIBE; one the
+// client may not describe is left out of an all-topics answer and
+// answered TOPIC_AUTHORIZATION_FAILED when named (by id: without its
+// name). Auto-creating a topic needs CREATE on the cluster or on the
+// topic (else TOPIC_AUTHORIZATION_FAILED). Authorized operations
+// (KIP-430) are filled when asked: the cluster's (v8-v10, 0 without
+// DESCRIBE on the cluster) and each topic's.
 
 import (
 	"context"
@@ -18,6 +26,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/gokafka/gokafka/acl"
 	"github.com/gokafka/gokafka/cluster"
 	"github.com/gokafka/gokafka/protocol"
 )
@@ -40,29 +49,52 @@ func (h *Handlers) metadata(ctx context.Context, req *protocol.Request) (kmsg.Re
 		err  int16
 	}
 	var topics []wanted
+	describe := h.topicAuthorizer(req, acl.OpDescribe)
 	if all {
 		for _, n := range im.TopicNames() {
-			topics = append(topics, wanted{name: n})
+			// Kafka leaves out, silently, the topics a client may not
+			// describe.
+			if describe(n) {
+				topics = append(topics, wanted{name: n})
+			}
 		}
 	} else {
 		var create []cluster.TopicSpec
+		createAllowed := func(string) bool { return true }
+		if allowAuto && h.cfg.AutoCreateTopics && h.authz != nil {
+			if !h.authorizeCluster(req, acl.OpCreate) {
+				createAllowed = h.topicAuthorizer(req, acl.OpCreate)
+			}
+		}
 		for _, t := range r.Topics {
 			if t.Topic == nil || *t.Topic == "" {
 				id := cluster.TopicID(t.TopicID)
-				if ti := im.TopicByID(id); ti != nil {
-					topics = append(topics, wanted{name: ti.Name})
-				} else {
+				if ti := im.TopicByID(id); ti == nil {
 					topics = append(topics, wanted{id: id, err: kerr.UnknownTopicID.Code})
+				} else if !describe(ti.Name) {
+					// Topic ids are not secret: Kafka answers them with
+					// the error, without the name.
+					topics = append(topics, wanted{id: id, err: errorCode(errTopicAuthorization)})
+				} else {
+					topics = append(topics, wanted{name: ti.Name})
 				}
 				continue
 			}
 			name := *t.Topic
+			if !describe(name) {
+				topics = append(topics, wanted{name: name, err: errorCode(errTopicAuthorization)})
+				continue
+			}
 			if im.Topics[name] == nil {
 				if err := cluster.ValidateTopicName(name); err != nil {
 					topics = append(topics, wanted{name: name, err: kerr.InvalidTopicException.Code})
 					continue
 				}
 				if allowAuto && h.cfg.AutoCreateTopics {
+					if !createAllowed(name) {
+						topics = append(topics, wanted{name: name, err: errorCode(errTopicAuthorization)})
+						continue
+					}
 					create = append(create, cluster.TopicSpec{Name: name, NumPartitions: -1, ReplicationFactor: -1})
 				}
 			}
@@ -76,6 +108,12 @@ func (h *Handlers) metadata(ctx context.Context, req *protocol.Request) (kmsg.Re
 				}
 			}
 			im = h.meta.Image()
+		}
+	}
+	if req.Version >= 8 && req.Version <= 10 && r.IncludeClusterAuthorizedOperations {
+		resp.AuthorizedOperations = 0
+		if h.authorizeCluster(req, acl.OpDescribe) {
+			resp.AuthorizedOperations = h.authorizedOperations(req, acl.ResourceCluster, acl.ClusterName)
 		}
 	}
 
@@ -108,6 +146,9 @@ func (h *Handlers) metadata(ctx context.Context, req *protocol.Request) (kmsg.Re
 			} else {
 				rt.TopicID = t.ID
 				rt.IsInternal = t.Internal()
+				if req.Version >= 8 && r.IncludeTopicAuthorizedOperations {
+					rt.AuthorizedOperations = h.authorizedOperations(req, acl.ResourceTopic, t.Name)
+				}
 				for _, p := range t.Partitions {
 					rp := kmsg.NewMetadataResponseTopicPartition()
 					rp.Partition = p.Partition

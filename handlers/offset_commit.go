@@ -13,6 +13,10 @@ package handlers
 // __consumer_offsets partition. For a consumer-protocol group (KIP-848)
 // the generation is the member epoch: v9+ is required of its members, a
 // wrong epoch answers STALE_MEMBER_EPOCH.
+//
+// Authorization (authz.go), as Kafka's: READ on the group
+// (GROUP_AUTHORIZATION_FAILED on every partition) and READ on each topic
+// (TOPIC_AUTHORIZATION_FAILED).
 
 import (
 	"context"
@@ -21,6 +25,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/gokafka/gokafka/acl"
 	"github.com/gokafka/gokafka/group"
 	"github.com/gokafka/gokafka/protocol"
 )
@@ -48,6 +53,8 @@ func (h *Handlers) offsetCommit(ctx context.Context, req *protocol.Request) (kms
 		expire = now + r.RetentionTimeMillis
 	}
 
+	groupOK := h.authorize(req, acl.OpRead, acl.ResourceGroup, r.Group)
+	read := h.topicAuthorizer(req, acl.OpRead)
 	type slot struct{ t, p int }
 	var slots []slot
 	for ti, t := range r.Topics {
@@ -57,6 +64,10 @@ func (h *Handlers) offsetCommit(ctx context.Context, req *protocol.Request) (kms
 			rp := kmsg.NewOffsetCommitResponseTopicPartition()
 			rp.Partition = pt.Partition
 			switch {
+			case !groupOK:
+				rp.ErrorCode = errorCode(errGroupAuthorization)
+			case !read(t.Topic):
+				rp.ErrorCode = errorCode(errTopicAuthorization)
 			case c == nil:
 				rp.ErrorCode = kerr.CoordinatorNotAvailable.Code
 			case im.Partition(t.Topic, pt.Partition) == nil:

@@ -6,12 +6,17 @@ package handlers
 // consumer group with members only those of topics none of them subscribes
 // to (GROUP_SUBSCRIBED_TO_TOPIC otherwise); any other group with members
 // answers NON_EMPTY_GROUP.
+//
+// Authorization (authz.go), as Kafka's: DELETE on the group
+// (GROUP_AUTHORIZATION_FAILED for the request) and READ on each topic
+// (TOPIC_AUTHORIZATION_FAILED for its partitions).
 
 import (
 	"context"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/gokafka/gokafka/acl"
 	"github.com/gokafka/gokafka/group"
 	"github.com/gokafka/gokafka/protocol"
 )
@@ -23,13 +28,21 @@ func (h *Handlers) registerOffsetDelete(reg *protocol.Registry) {
 func (h *Handlers) offsetDelete(ctx context.Context, req *protocol.Request) (kmsg.Response, error) {
 	r := req.Body.(*kmsg.OffsetDeleteRequest)
 	resp := r.ResponseKind().(*kmsg.OffsetDeleteResponse)
+	if !h.authorize(req, acl.OpDelete, acl.ResourceGroup, r.Group) {
+		resp.ErrorCode = errorCode(errGroupAuthorization)
+		return resp, nil
+	}
 	c := h.coordinator()
 	if c == nil {
 		resp.ErrorCode = errorCode(group.ErrCoordinatorNotAvailable)
 		return resp, nil
 	}
+	read := h.topicAuthorizer(req, acl.OpRead)
 	var tps []group.TopicPartition
 	for _, t := range r.Topics {
+		if !read(t.Topic) {
+			continue
+		}
 		for _, p := range t.Partitions {
 			tps = append(tps, group.TopicPartition{Topic: t.Topic, Partition: p.Partition})
 		}
@@ -45,7 +58,13 @@ func (h *Handlers) offsetDelete(ctx context.Context, req *protocol.Request) (kms
 		rt.Topic = t.Topic
 		for _, p := range t.Partitions {
 			rp := kmsg.NewOffsetDeleteResponseTopicPartition()
-			rp.Partition, rp.ErrorCode = p.Partition, errorCode(errs[i])
+			rp.Partition = p.Partition
+			if !read(t.Topic) {
+				rp.ErrorCode = errorCode(errTopicAuthorization)
+				rt.Partitions = append(rt.Partitions, rp)
+				continue
+			}
+			rp.ErrorCode = errorCode(errs[i])
 			i++
 			rt.Partitions = append(rt.Partitions, rp)
 		}

@@ -12,6 +12,11 @@ package handlers
 // answers offset -1 and empty metadata. v9 carries the member id and epoch
 // (KIP-848): a member of a consumer-protocol group with a stale epoch
 // answers STALE_MEMBER_EPOCH.
+//
+// Authorization (authz.go), as Kafka's: DESCRIBE on the group
+// (GROUP_AUTHORIZATION_FAILED); a named topic the client may not describe
+// answers TOPIC_AUTHORIZATION_FAILED, and an all-topics fetch leaves such
+// topics out.
 
 import (
 	"context"
@@ -19,6 +24,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/gokafka/gokafka/acl"
 	"github.com/gokafka/gokafka/group"
 	"github.com/gokafka/gokafka/protocol"
 )
@@ -27,16 +33,27 @@ func (h *Handlers) registerOffsetFetch(reg *protocol.Registry) {
 	reg.Register(9, 0, 9, h.offsetFetch)
 }
 
-// fetchGroupOffsets answers one group: topics nil means all.
-func (h *Handlers) fetchGroupOffsets(groupID string, memberID *string, memberEpoch int32, topics map[string][]int32, order []string) (map[string][]group.FetchedOffset, []string, error) {
+// fetchGroupOffsets answers one group: topics nil means all. refused
+// holds the named topics the client may not describe, answered with -1
+// offsets.
+func (h *Handlers) fetchGroupOffsets(req *protocol.Request, groupID string, memberID *string, memberEpoch int32, topics map[string][]int32, order []string) (byTopic map[string][]group.FetchedOffset, names []string, refused map[string]bool, err error) {
+	if !h.authorize(req, acl.OpDescribe, acl.ResourceGroup, groupID) {
+		return nil, nil, nil, errGroupAuthorization
+	}
 	c := h.coordinator()
 	if c == nil {
-		return nil, nil, group.ErrCoordinatorNotAvailable
+		return nil, nil, nil, group.ErrCoordinatorNotAvailable
 	}
+	describe := h.topicAuthorizer(req, acl.OpDescribe)
+	byTopic, refused = map[string][]group.FetchedOffset{}, map[string]bool{}
 	var tps []group.TopicPartition
 	if topics != nil {
 		tps = []group.TopicPartition{}
 		for _, t := range order {
+			if !describe(t) {
+				refused[t] = true
+				continue
+			}
 			for _, p := range topics[t] {
 				tps = append(tps, group.TopicPartition{Topic: t, Partition: p})
 			}
@@ -44,17 +61,29 @@ func (h *Handlers) fetchGroupOffsets(groupID string, memberID *string, memberEpo
 	}
 	got, err := c.FetchOffsetsAs(groupID, memberID, memberEpoch, tps)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	byTopic := map[string][]group.FetchedOffset{}
-	var names []string
+	for _, t := range order {
+		if !refused[t] {
+			continue
+		}
+		names = append(names, t)
+		for _, p := range topics[t] {
+			byTopic[t] = append(byTopic[t], group.FetchedOffset{TP: group.TopicPartition{Topic: t, Partition: p}, OffsetAndMetadata: group.OffsetAndMetadata{Offset: -1, LeaderEpoch: -1}})
+		}
+	}
 	for _, o := range got {
+		if topics == nil && !describe(o.TP.Topic) {
+			// All of a group's offsets: Kafka leaves out the topics
+			// the client may not describe.
+			continue
+		}
 		if _, ok := byTopic[o.TP.Topic]; !ok {
 			names = append(names, o.TP.Topic)
 		}
 		byTopic[o.TP.Topic] = append(byTopic[o.TP.Topic], o)
 	}
-	return byTopic, names, nil
+	return byTopic, names, refused, nil
 }
 
 func (h *Handlers) offsetFetch(_ context.Context, req *protocol.Request) (kmsg.Response, error) {
@@ -79,7 +108,7 @@ func (h *Handlers) offsetFetch(_ context.Context, req *protocol.Request) (kmsg.R
 			if req.Version >= 9 {
 				memberID, epoch = g.MemberID, g.MemberEpoch
 			}
-			byTopic, names, err := h.fetchGroupOffsets(g.Group, memberID, epoch, topics, order)
+			byTopic, names, refused, err := h.fetchGroupOffsets(req, g.Group, memberID, epoch, topics, order)
 			rg.ErrorCode = errorCode(err)
 			for _, name := range names {
 				rt := kmsg.NewOffsetFetchResponseGroupTopic()
@@ -89,6 +118,9 @@ func (h *Handlers) offsetFetch(_ context.Context, req *protocol.Request) (kmsg.R
 					rp.Partition, rp.Offset, rp.LeaderEpoch, rp.Metadata = o.TP.Partition, o.Offset, o.LeaderEpoch, strPtr(o.Metadata)
 					if r.RequireStable && o.Pending {
 						rp.Offset, rp.ErrorCode = -1, kerr.UnstableOffsetCommit.Code
+					}
+					if refused[name] {
+						rp.ErrorCode = errorCode(errTopicAuthorization)
 					}
 					rt.Partitions = append(rt.Partitions, rp)
 				}
@@ -110,7 +142,7 @@ func (h *Handlers) offsetFetch(_ context.Context, req *protocol.Request) (kmsg.R
 			topics[t.Topic] = append(topics[t.Topic], t.Partitions...)
 		}
 	}
-	byTopic, names, err := h.fetchGroupOffsets(r.Group, nil, -1, topics, order)
+	byTopic, names, refused, err := h.fetchGroupOffsets(req, r.Group, nil, -1, topics, order)
 	if err != nil {
 		if req.Version >= 2 {
 			resp.ErrorCode = errorCode(err)
@@ -137,6 +169,9 @@ func (h *Handlers) offsetFetch(_ context.Context, req *protocol.Request) (kmsg.R
 			rp.Partition, rp.Offset, rp.LeaderEpoch, rp.Metadata = o.TP.Partition, o.Offset, o.LeaderEpoch, strPtr(o.Metadata)
 			if req.Version >= 7 && r.RequireStable && o.Pending {
 				rp.Offset, rp.ErrorCode = -1, kerr.UnstableOffsetCommit.Code
+			}
+			if refused[name] {
+				rp.ErrorCode = errorCode(errTopicAuthorization)
 			}
 			rt.Partitions = append(rt.Partitions, rp)
 		}

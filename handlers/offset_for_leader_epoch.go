@@ -11,12 +11,18 @@ package handlers
 // before it wrote anything in it. The current leader epoch (v2+) is
 // checked: older is FENCED_LEADER_EPOCH, newer UNKNOWN_LEADER_EPOCH, -1
 // skips the check.
+//
+// Authorization (authz.go), as Kafka's: a replica's request (replica id >=
+// 0) needs CLUSTER_ACTION on the cluster, or every partition answers
+// CLUSTER_AUTHORIZATION_FAILED; each topic needs DESCRIBE
+// (TOPIC_AUTHORIZATION_FAILED).
 
 import (
 	"context"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/gokafka/gokafka/acl"
 	"github.com/gokafka/gokafka/partition"
 	"github.com/gokafka/gokafka/protocol"
 )
@@ -28,6 +34,21 @@ func (h *Handlers) registerOffsetForLeaderEpoch(reg *protocol.Registry) {
 func (h *Handlers) offsetForLeaderEpoch(_ context.Context, req *protocol.Request) (kmsg.Response, error) {
 	r := req.Body.(*kmsg.OffsetForLeaderEpochRequest)
 	resp := r.ResponseKind().(*kmsg.OffsetForLeaderEpochResponse)
+	describe := h.topicAuthorizer(req, acl.OpDescribe)
+	if replicaID(req) >= 0 && !h.authorizeCluster(req, acl.OpClusterAction) {
+		for _, t := range r.Topics {
+			rt := kmsg.NewOffsetForLeaderEpochResponseTopic()
+			rt.Topic = t.Topic
+			for _, p := range t.Partitions {
+				rp := kmsg.NewOffsetForLeaderEpochResponseTopicPartition()
+				rp.Partition, rp.LeaderEpoch, rp.EndOffset = p.Partition, -1, -1
+				rp.ErrorCode = errorCode(errClusterAuthorization)
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			resp.Topics = append(resp.Topics, rt)
+		}
+		return resp, nil
+	}
 	for _, t := range r.Topics {
 		rt := kmsg.NewOffsetForLeaderEpochResponseTopic()
 		rt.Topic = t.Topic
@@ -37,6 +58,12 @@ func (h *Handlers) offsetForLeaderEpoch(_ context.Context, req *protocol.Request
 			current := p.CurrentLeaderEpoch
 			if req.Version < 2 {
 				current = -1
+			}
+			if !describe(t.Topic) {
+				rp.ErrorCode = errorCode(errTopicAuthorization)
+				rp.LeaderEpoch, rp.EndOffset = -1, -1
+				rt.Partitions = append(rt.Partitions, rp)
+				continue
 			}
 			epoch, end, err := h.replicas.OffsetForLeaderEpoch(partition.TopicPartition{Topic: t.Topic, Partition: p.Partition}, current, p.LeaderEpoch)
 			rp.ErrorCode = errorCode(err)

@@ -33,6 +33,12 @@ package handlers
 // once, under the request's one timeout, with the request parked
 // (protocol.Request.Park) rather than holding a queued.max.requests slot.
 //
+// Authorization (authz.go), as Kafka's: a request carrying transactional
+// batches needs WRITE on its transactional id, or every partition answers
+// TRANSACTIONAL_ID_AUTHORIZATION_FAILED; each topic needs WRITE
+// (TOPIC_AUTHORIZATION_FAILED). Idempotence needs nothing more here: it
+// was checked when the producer got its id (InitProducerId, KIP-679).
+//
 // Internal topics (__consumer_offsets, __transaction_state) are written
 // only by their coordinators: a client's produce to one is refused with
 // INVALID_TOPIC_EXCEPTION, as Kafka does.
@@ -45,6 +51,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/gokafka/gokafka/acl"
 	"github.com/gokafka/gokafka/cluster"
 	"github.com/gokafka/gokafka/idempotent"
 	"github.com/gokafka/gokafka/partition"
@@ -80,6 +87,11 @@ func (h *Handlers) produce(ctx context.Context, req *protocol.Request) (kmsg.Res
 		rt.Partitions = make([]kmsg.ProduceResponseTopicPartition, len(t.Partitions))
 		resp.Topics = append(resp.Topics, rt)
 	}
+	var txnRefused bool
+	if h.authz != nil && hasTransactionalBatch(r) {
+		txnRefused = r.TransactionID == nil || !h.authorize(req, acl.OpWrite, acl.ResourceTransactionalID, *r.TransactionID)
+	}
+	writeAllowed := h.topicAuthorizer(req, acl.OpWrite)
 	for ti, t := range r.Topics {
 		for pi, p := range t.Partitions {
 			rp := &resp.Topics[ti].Partitions[pi]
@@ -89,6 +101,10 @@ func (h *Handlers) produce(ctx context.Context, req *protocol.Request) (kmsg.Res
 			switch {
 			case r.Acks != 0 && r.Acks != 1 && r.Acks != -1:
 				rp.ErrorCode = kerr.InvalidRequiredAcks.Code
+			case txnRefused:
+				rp.ErrorCode = errorCode(errTxnIDAuthorization)
+			case !writeAllowed(t.Topic):
+				rp.ErrorCode = errorCode(errTopicAuthorization)
 			case cluster.IsInternalTopic(t.Topic):
 				// Kafka's ReplicaManager: only the broker appends to an
 				// internal topic ("Cannot append to internal topic").
@@ -163,6 +179,19 @@ func (h *Handlers) produce(ctx context.Context, req *protocol.Request) (kmsg.Res
 		return nil, nil
 	}
 	return resp, nil
+}
+
+// hasTransactionalBatch reports whether any partition of r carries a
+// transactional batch.
+func hasTransactionalBatch(r *kmsg.ProduceRequest) bool {
+	for _, t := range r.Topics {
+		for _, p := range t.Partitions {
+			if hdr, err := partition.ParseBatchHeader(p.Records); err == nil && hdr.IsTransactional() {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // txnProduceOptions sets up the KIP-890 check for a transactional batch.

@@ -74,7 +74,7 @@ func ControllerAPI(key int16) bool {
 	switch kmsg.Key(key) {
 	case kmsg.ApiVersions, kmsg.CreateTopics, kmsg.DeleteTopics, kmsg.CreatePartitions,
 		kmsg.AlterConfigs, kmsg.IncrementalAlterConfigs, kmsg.DescribeConfigs, kmsg.DescribeCluster,
-		kmsg.AlterClientQuotas, kmsg.DescribeClientQuotas:
+		kmsg.AlterClientQuotas, kmsg.DescribeClientQuotas, kmsg.CreateACLs, kmsg.DeleteACLs, kmsg.DescribeACLs:
 		return true
 	}
 	return false
@@ -109,6 +109,14 @@ func (h *Handlers) guard(fn protocol.HandlerFunc) protocol.HandlerFunc {
 				req.Logger().Warn().Str("api", kmsg.NameForKey(req.Key)).Err(err).
 					Msg("broker-to-broker request from a client that is not a node of this cluster; closing the connection")
 				return nil, fmt.Errorf("refused %s: %w", kmsg.NameForKey(req.Key), err)
+			}
+		}
+		if InterBrokerAPI(req.Key) {
+			if resp, refused := h.refuseClusterAction(req); refused {
+				if resp == nil {
+					return nil, fmt.Errorf("refused %s: %w", kmsg.NameForKey(req.Key), errClusterAuthorization)
+				}
+				return resp, nil
 			}
 		}
 		if cluster.IsForwarded(req.ClientID) {

@@ -12,12 +12,17 @@ package handlers
 // offsets ascending, one type or one per offset, every offset acquired by
 // this member (INVALID_RECORD_STATE otherwise). v2 reports the group's
 // acquisition lock duration.
+//
+// Authorization (authz.go), as Kafka's: READ on the group
+// (GROUP_AUTHORIZATION_FAILED for the request) and READ on each topic
+// (TOPIC_AUTHORIZATION_FAILED for its partitions).
 
 import (
 	"context"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/gokafka/gokafka/acl"
 	"github.com/gokafka/gokafka/cluster"
 	"github.com/gokafka/gokafka/protocol"
 	"github.com/gokafka/gokafka/share"
@@ -35,11 +40,28 @@ func (h *Handlers) shareAcknowledge(_ context.Context, req *protocol.Request) (k
 		return resp, nil
 	}
 	groupID, memberID := shareIDs(r.GroupID, r.MemberID)
+	if !h.authorize(req, acl.OpRead, acl.ResourceGroup, groupID) {
+		resp.ErrorCode = errorCode(errGroupAuthorization)
+		return resp, nil
+	}
+	read := h.shareTopicAuthorizer(req)
+	var refused []kmsg.ShareAcknowledgeResponseTopic
 	if req.Version >= 2 {
 		resp.AcquisitionLockTimeoutMillis = h.shareMgr.LockDurationMs(groupID)
 	}
 	ar := share.AckRequest{Group: groupID, Member: memberID, SessionEpoch: r.ShareSessionEpoch, Renew: req.Version >= 2 && r.IsRenewAck}
 	for _, t := range r.Topics {
+		if !read(t.TopicID) {
+			rt := kmsg.NewShareAcknowledgeResponseTopic()
+			rt.TopicID = t.TopicID
+			for _, p := range t.Partitions {
+				rp := kmsg.NewShareAcknowledgeResponseTopicPartition()
+				rp.Partition, rp.ErrorCode = p.Partition, errorCode(errTopicAuthorization)
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			refused = append(refused, rt)
+			continue
+		}
 		for _, p := range t.Partitions {
 			a := share.PartitionAcks{TP: share.TP{ID: cluster.TopicID(t.TopicID), Partition: p.Partition}}
 			for _, b := range p.AcknowledgementBatches {
@@ -70,7 +92,7 @@ func (h *Handlers) shareAcknowledge(_ context.Context, req *protocol.Request) (k
 			rp.CurrentLeader.LeaderID, rp.CurrentLeader.LeaderEpoch = st.LeaderID, st.LeaderEpoch
 			rt.Partitions = append(rt.Partitions, rp)
 		})
-	resp.Topics = topics
+	resp.Topics = append(topics, refused...)
 	if notLeader {
 		resp.NodeEndpoints = shareNodeEndpoints(im, func(b cluster.BrokerInfo) kmsg.ShareAcknowledgeResponseNodeEndpoint {
 			ne := kmsg.NewShareAcknowledgeResponseNodeEndpoint()

@@ -26,6 +26,11 @@ package handlers
 // served the same way). v2's IsRenewAck (KIP-1222) carries only
 // acknowledgements, which may be AckRenew (4): the locks are extended and
 // nothing is fetched; the fetch fields must then be zero.
+//
+// Authorization (authz.go), as Kafka's: READ on the group
+// (GROUP_AUTHORIZATION_FAILED for the request) and READ on each topic
+// (TOPIC_AUTHORIZATION_FAILED for its partitions, which are neither
+// fetched nor acknowledged).
 
 import (
 	"context"
@@ -34,6 +39,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/gokafka/gokafka/acl"
 	"github.com/gokafka/gokafka/cluster"
 	"github.com/gokafka/gokafka/protocol"
 	"github.com/gokafka/gokafka/share"
@@ -54,6 +60,12 @@ func (h *Handlers) shareFetch(ctx context.Context, req *protocol.Request) (kmsg.
 		return resp, nil
 	}
 	groupID, memberID := shareIDs(r.GroupID, r.MemberID)
+	if !h.authorize(req, acl.OpRead, acl.ResourceGroup, groupID) {
+		resp.ErrorCode = errorCode(errGroupAuthorization)
+		return resp, nil
+	}
+	read := h.shareTopicAuthorizer(req)
+	var refused []kmsg.ShareFetchResponseTopic
 	resp.AcquisitionLockTimeoutMillis = h.shareMgr.LockDurationMs(groupID)
 	renew := req.Version >= 2 && r.IsRenewAck
 	if renew && (r.MaxBytes != 0 || r.MinBytes != 0 || r.MaxRecords != 0 || r.MaxWaitMillis != 0) {
@@ -70,6 +82,18 @@ func (h *Handlers) shareFetch(ctx context.Context, req *protocol.Request) (kmsg.
 		fr.BatchSize = int(r.BatchSize)
 	}
 	for _, t := range r.Topics {
+		if !read(t.TopicID) {
+			rt := kmsg.NewShareFetchResponseTopic()
+			rt.TopicID = t.TopicID
+			for _, p := range t.Partitions {
+				rp := kmsg.NewShareFetchResponseTopicPartition()
+				rp.Partition, rp.ErrorCode = p.Partition, errorCode(errTopicAuthorization)
+				rp.Records = []byte{}
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			refused = append(refused, rt)
+			continue
+		}
 		for _, p := range t.Partitions {
 			tp := share.TP{ID: cluster.TopicID(t.TopicID), Partition: p.Partition}
 			if renew && len(p.AcknowledgementBatches) == 0 {
@@ -124,7 +148,7 @@ func (h *Handlers) shareFetch(ctx context.Context, req *protocol.Request) (kmsg.
 			}
 			rt.Partitions = append(rt.Partitions, rp)
 		})
-	resp.Topics = topics
+	resp.Topics = append(topics, refused...)
 	if notLeader {
 		resp.NodeEndpoints = shareNodeEndpoints(im, func(b cluster.BrokerInfo) kmsg.ShareFetchResponseNodeEndpoint {
 			ne := kmsg.NewShareFetchResponseNodeEndpoint()

@@ -7,12 +7,16 @@ package handlers
 // follows every membership change at once), the "simple" assignor, and
 // each member with its subscriptions and assignment. An unknown group is
 // GROUP_ID_NOT_FOUND; a group coordinated elsewhere NOT_COORDINATOR.
+//
+// Authorization (authz.go): DESCRIBE on each group
+// (GROUP_AUTHORIZATION_FAILED).
 
 import (
 	"context"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/gokafka/gokafka/acl"
 	"github.com/gokafka/gokafka/protocol"
 	"github.com/gokafka/gokafka/share"
 )
@@ -28,7 +32,13 @@ func (h *Handlers) shareGroupDescribe(_ context.Context, req *protocol.Request) 
 	for _, id := range r.GroupIDs {
 		rg := kmsg.NewShareGroupDescribeResponseGroup()
 		rg.GroupID = id
-		rg.AuthorizedOperations = groupAuthorizedOperations(r.IncludeAuthorizedOperations)
+		rg.AuthorizedOperations = h.groupAuthorizedOperations(req, r.IncludeAuthorizedOperations, id)
+		if !h.authorize(req, acl.OpDescribe, acl.ResourceGroup, id) {
+			rg.AuthorizedOperations = authzOff
+			rg.ErrorCode = errorCode(errGroupAuthorization)
+			resp.Groups = append(resp.Groups, rg)
+			continue
+		}
 		if !h.shareReady() {
 			rg.ErrorCode = errorCode(share.ErrCoordinatorUnavailable)
 			resp.Groups = append(resp.Groups, rg)

@@ -8,6 +8,10 @@ package handlers
 // The assignment, sent with a full heartbeat (subscriptions present) or
 // when the member's epoch moves, gives every member every partition of the
 // topics it subscribes to; see share/group.go.
+//
+// Authorization (authz.go), as Kafka's: READ on the group
+// (GROUP_AUTHORIZATION_FAILED) and DESCRIBE on every subscribed topic
+// (TOPIC_AUTHORIZATION_FAILED).
 
 import (
 	"context"
@@ -30,6 +34,10 @@ func (h *Handlers) shareGroupHeartbeat(_ context.Context, req *protocol.Request)
 	resp := r.ResponseKind().(*kmsg.ShareGroupHeartbeatResponse)
 	if !h.shareReady() {
 		resp.ErrorCode = errorCode(share.ErrCoordinatorUnavailable)
+		return resp, nil
+	}
+	if err := h.authorizeMember(req, r.GroupID, r.SubscribedTopicNames); err != nil {
+		resp.ErrorCode, resp.ErrorMessage = errorCode(err), errorMessage(err)
 		return resp, nil
 	}
 	if r.MemberEpoch == 0 && h.isClassicGroup(r.GroupID) {

@@ -15,6 +15,12 @@ package handlers
 // sets start offsets; Delete removes a topic's share state, so the next
 // consumption starts by share.auto.offset.reset. Both go through the
 // metadata quorum and leaders rebuild their share partitions from it.
+//
+// Authorization (authz.go), as Kafka's: DESCRIBE (Describe), READ (Alter)
+// or DELETE (Delete) on the group, else GROUP_AUTHORIZATION_FAILED; then
+// DESCRIBE (Describe) or READ (Alter, Delete) on each topic, else
+// TOPIC_AUTHORIZATION_FAILED for it (a Describe of all the group's topics
+// leaves such topics out).
 
 import (
 	"context"
@@ -23,6 +29,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/gokafka/gokafka/acl"
 	"github.com/gokafka/gokafka/cluster"
 	"github.com/gokafka/gokafka/protocol"
 	"github.com/gokafka/gokafka/share"
@@ -38,10 +45,11 @@ func (h *Handlers) describeShareGroupOffsets(_ context.Context, req *protocol.Re
 	r := req.Body.(*kmsg.DescribeShareGroupOffsetsRequest)
 	resp := r.ResponseKind().(*kmsg.DescribeShareGroupOffsetsResponse)
 	im := h.meta.Image()
+	describe := h.topicAuthorizer(req, acl.OpDescribe)
 	for _, g := range r.Groups {
 		rg := kmsg.NewDescribeShareGroupOffsetsResponseGroup()
 		rg.GroupID = g.GroupID
-		if err := h.shareOffsetsGroupErr(g.GroupID, false); err != nil {
+		if err := h.shareOffsetsGroupErr(req, acl.OpDescribe, g.GroupID, false); err != nil {
 			rg.ErrorCode, rg.ErrorMessage = errorCode(err), errorMessage(err)
 			resp.Groups = append(resp.Groups, rg)
 			continue
@@ -55,6 +63,12 @@ func (h *Handlers) describeShareGroupOffsets(_ context.Context, req *protocol.Re
 		}
 		byTopic := map[string]int{}
 		for _, oi := range h.shareMgr.Offsets(g.GroupID, want) {
+			allowed := describe(oi.Topic)
+			if !allowed && want == nil {
+				// All of the group's topics: Kafka leaves out those the
+				// client may not describe.
+				continue
+			}
 			i, ok := byTopic[oi.Topic]
 			if !ok {
 				i = len(rg.Topics)
@@ -65,7 +79,11 @@ func (h *Handlers) describeShareGroupOffsets(_ context.Context, req *protocol.Re
 			}
 			rp := kmsg.NewDescribeShareGroupOffsetsResponseGroupTopicPartition()
 			rp.Partition, rp.StartOffset, rp.LeaderEpoch, rp.Lag = oi.Partition, oi.StartOffset, oi.LeaderEpoch, oi.Lag
-			if im.Partition(oi.Topic, oi.Partition) == nil {
+			switch {
+			case !allowed:
+				rp.ErrorCode = errorCode(errTopicAuthorization)
+				rp.StartOffset, rp.LeaderEpoch, rp.Lag = -1, -1, -1
+			case im.Partition(oi.Topic, oi.Partition) == nil:
 				rp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 				rp.StartOffset, rp.LeaderEpoch, rp.Lag = -1, -1, -1
 			}
@@ -79,17 +97,20 @@ func (h *Handlers) describeShareGroupOffsets(_ context.Context, req *protocol.Re
 func (h *Handlers) alterShareGroupOffsets(ctx context.Context, req *protocol.Request) (kmsg.Response, error) {
 	r := req.Body.(*kmsg.AlterShareGroupOffsetsRequest)
 	resp := r.ResponseKind().(*kmsg.AlterShareGroupOffsetsResponse)
-	if err := h.shareOffsetsGroupErr(r.GroupID, true); err != nil {
+	if err := h.shareOffsetsGroupErr(req, acl.OpRead, r.GroupID, true); err != nil {
 		resp.ErrorCode, resp.ErrorMessage = errorCode(err), errorMessage(err)
 		return resp, nil
 	}
 	im := h.meta.Image()
+	read := h.topicAuthorizer(req, acl.OpRead)
 	offsets := map[string]map[int32]int64{}
 	partErr := map[string]map[int32]error{}
 	for _, t := range r.Topics {
 		partErr[t.Topic] = map[int32]error{}
 		for _, p := range t.Partitions {
 			switch {
+			case !read(t.Topic):
+				partErr[t.Topic][p.Partition] = errTopicAuthorization
 			case im.Partition(t.Topic, p.Partition) == nil:
 				partErr[t.Topic][p.Partition] = kerr.UnknownTopicOrPartition
 			case p.StartOffset < 0:
@@ -127,14 +148,15 @@ func (h *Handlers) alterShareGroupOffsets(ctx context.Context, req *protocol.Req
 func (h *Handlers) deleteShareGroupOffsets(ctx context.Context, req *protocol.Request) (kmsg.Response, error) {
 	r := req.Body.(*kmsg.DeleteShareGroupOffsetsRequest)
 	resp := r.ResponseKind().(*kmsg.DeleteShareGroupOffsetsResponse)
-	if err := h.shareOffsetsGroupErr(r.GroupID, true); err != nil {
+	if err := h.shareOffsetsGroupErr(req, acl.OpDelete, r.GroupID, true); err != nil {
 		resp.ErrorCode, resp.ErrorMessage = errorCode(err), errorMessage(err)
 		return resp, nil
 	}
 	im := h.meta.Image()
+	read := h.topicAuthorizer(req, acl.OpRead)
 	var topics []string
 	for _, t := range r.Topics {
-		if im.Topic(t.Topic) != nil {
+		if read(t.Topic) && im.Topic(t.Topic) != nil {
 			topics = append(topics, t.Topic)
 		}
 	}
@@ -151,6 +173,9 @@ func (h *Handlers) deleteShareGroupOffsets(ctx context.Context, req *protocol.Re
 		} else {
 			e = kerr.UnknownTopicOrPartition
 		}
+		if !read(t.Topic) {
+			rt.TopicID, e = [16]byte{}, errTopicAuthorization
+		}
 		rt.ErrorCode, rt.ErrorMessage = errorCode(e), errorMessage(e)
 		resp.Topics = append(resp.Topics, rt)
 	}
@@ -158,11 +183,15 @@ func (h *Handlers) deleteShareGroupOffsets(ctx context.Context, req *protocol.Re
 }
 
 // shareOffsetsGroupErr checks the group of a Describe, Alter or
-// DeleteShareGroupOffsets: COORDINATOR_NOT_AVAILABLE while the share side
-// is not wired, NOT_COORDINATOR where another broker coordinates it, and
-// with requireEmpty (Alter, Delete) NON_EMPTY_GROUP while it has members.
-func (h *Handlers) shareOffsetsGroupErr(groupID string, requireEmpty bool) error {
+// DeleteShareGroupOffsets: GROUP_AUTHORIZATION_FAILED without op on the
+// group (Kafka's DESCRIBE, READ and DELETE respectively),
+// COORDINATOR_NOT_AVAILABLE while the share side is not wired,
+// NOT_COORDINATOR where another broker coordinates it, and with
+// requireEmpty (Alter, Delete) NON_EMPTY_GROUP while it has members.
+func (h *Handlers) shareOffsetsGroupErr(req *protocol.Request, op acl.Operation, groupID string, requireEmpty bool) error {
 	switch {
+	case !h.authorize(req, op, acl.ResourceGroup, groupID):
+		return errGroupAuthorization
 	case !h.shareReady():
 		return share.ErrCoordinatorUnavailable
 	case requireEmpty:

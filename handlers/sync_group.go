@@ -7,12 +7,16 @@ package handlers
 // v3 adds group.instance.id (KIP-345); v5 adds the protocol type and name,
 // which must match the group's (INCONSISTENT_GROUP_PROTOCOL otherwise) and
 // are echoed back.
+//
+// Authorization (authz.go): READ on the group, else
+// GROUP_AUTHORIZATION_FAILED, as in Kafka.
 
 import (
 	"context"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/gokafka/gokafka/acl"
 	"github.com/gokafka/gokafka/group"
 	"github.com/gokafka/gokafka/protocol"
 )
@@ -28,7 +32,9 @@ func (h *Handlers) syncGroup(ctx context.Context, req *protocol.Request) (kmsg.R
 	req.Park()
 	resp := r.ResponseKind().(*kmsg.SyncGroupResponse)
 	var res group.SyncResult
-	if c := h.coordinator(); c == nil {
+	if !h.authorize(req, acl.OpRead, acl.ResourceGroup, r.Group) {
+		res.Err = errGroupAuthorization
+	} else if c := h.coordinator(); c == nil {
 		res.Err = group.ErrCoordinatorNotAvailable
 	} else {
 		p := group.SyncParams{

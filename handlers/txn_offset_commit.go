@@ -9,6 +9,11 @@ package handlers
 // leader epoch, v3 the group generation, member id and instance id
 // (KIP-447), checked like OffsetCommit's when given. Partitions of topics
 // that do not exist answer UNKNOWN_TOPIC_OR_PARTITION.
+//
+// Authorization (authz.go), as Kafka's: WRITE on the transactional id
+// (TRANSACTIONAL_ID_AUTHORIZATION_FAILED on every partition), READ on the
+// group (GROUP_AUTHORIZATION_FAILED on every partition) and READ on each
+// topic (TOPIC_AUTHORIZATION_FAILED).
 
 import (
 	"context"
@@ -17,6 +22,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/gokafka/gokafka/acl"
 	"github.com/gokafka/gokafka/group"
 	"github.com/gokafka/gokafka/protocol"
 )
@@ -35,6 +41,14 @@ func (h *Handlers) txnOffsetCommit(ctx context.Context, req *protocol.Request) (
 	if req.Version >= 3 {
 		p.MemberID, p.InstanceID, p.Generation = r.MemberID, r.InstanceID, r.Generation
 	}
+	var refuseAll error
+	switch {
+	case !h.authorize(req, acl.OpWrite, acl.ResourceTransactionalID, r.TransactionalID):
+		refuseAll = errTxnIDAuthorization
+	case !h.authorize(req, acl.OpRead, acl.ResourceGroup, r.Group):
+		refuseAll = errGroupAuthorization
+	}
+	read := h.topicAuthorizer(req, acl.OpRead)
 	type slot struct{ t, p int }
 	var slots []slot
 	for ti, t := range r.Topics {
@@ -44,6 +58,10 @@ func (h *Handlers) txnOffsetCommit(ctx context.Context, req *protocol.Request) (
 			rp := kmsg.NewTxnOffsetCommitResponseTopicPartition()
 			rp.Partition = pt.Partition
 			switch {
+			case refuseAll != nil:
+				rp.ErrorCode = errorCode(refuseAll)
+			case !read(t.Topic):
+				rp.ErrorCode = errorCode(errTopicAuthorization)
 			case c == nil:
 				rp.ErrorCode = kerr.CoordinatorNotAvailable.Code
 			case im.Partition(t.Topic, pt.Partition) == nil:

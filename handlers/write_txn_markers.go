@@ -7,6 +7,9 @@ package handlers
 // retries with the new leader). A marker in __consumer_offsets also
 // decides the group's transactional offset commits. Clients' Produce can
 // never write control batches; this is the only way in.
+//
+// Authorization (authz.go): CLUSTER_ACTION on the cluster, else every
+// partition answers CLUSTER_AUTHORIZATION_FAILED, as in Kafka.
 
 import (
 	"context"
@@ -14,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/gokafka/gokafka/acl"
 	"github.com/gokafka/gokafka/protocol"
 	"github.com/gokafka/gokafka/txn"
 )
@@ -28,6 +32,7 @@ func (h *Handlers) writeTxnMarkers(ctx context.Context, req *protocol.Request) (
 	// At most produceWorkers markers are written at once; a panic in one
 	// is the handler's (protocol.Group).
 	g := protocol.NewGroup(produceWorkers)
+	clusterOK := h.authorizeCluster(req, acl.OpClusterAction)
 	resp.Markers = make([]kmsg.WriteTxnMarkersResponseMarker, len(r.Markers))
 	for mi, m := range r.Markers {
 		rm := &resp.Markers[mi]
@@ -43,6 +48,10 @@ func (h *Handlers) writeTxnMarkers(ctx context.Context, req *protocol.Request) (
 				rp := &rt.Partitions[pi]
 				*rp = kmsg.NewWriteTxnMarkersResponseMarkerTopicPartition()
 				rp.Partition = p
+				if !clusterOK {
+					rp.ErrorCode = errorCode(errClusterAuthorization)
+					continue
+				}
 				if h.txn == nil {
 					rp.ErrorCode = kerr.CoordinatorNotAvailable.Code
 					continue

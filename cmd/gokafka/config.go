@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/viper"
 
+	"github.com/gokafka/gokafka/acl"
 	"github.com/gokafka/gokafka/broker"
 	"github.com/gokafka/gokafka/cluster"
 	"github.com/gokafka/gokafka/group"
@@ -65,6 +66,9 @@ var properties = []property{
 	{"default.replication.factor", "1", "Replication factor of auto-created topics or CreateTopics with -1."},
 	{"auto.create.topics.enable", "true", "Create unknown topics named in Metadata requests."},
 	{"delete.topic.enable", "true", "Allow DeleteTopics."},
+	{"authorizer.class.name", "", "Turns ACLs on: org.apache.kafka.metadata.authorizer.StandardAuthorizer (or kafka.security.authorizer.AclAuthorizer); empty authorizes nothing."},
+	{"super.users", "", "Semicolon-separated principals allowed everything (User:admin;User:broker); with ACLs on, the brokers' own principal must be one."},
+	{"allow.everyone.if.no.acl.found", "false", "With ACLs on, allow an operation on a resource no ACL matches."},
 	{"message.max.bytes", "1048588", "Largest record batch accepted (topic: max.message.bytes)."},
 	{"socket.request.max.bytes", "104857600", "Largest request frame; a larger size closes the connection."},
 	{"connections.max.idle.ms", "600000", "Close connections idle for this long, and connections a response could not be written to for this long."},
@@ -401,6 +405,7 @@ func (s *settings) brokerConfig() (broker.Config, error) {
 		ListenerSettings:         s.listenerSettings(),
 		Groups:                   s.groupConfig(),
 		Share:                    s.shareConfig(),
+		Authorizer:               s.authorizerConfig(),
 	}
 	s.validate(&cfg)
 	if len(s.errs) > 0 {
@@ -558,6 +563,20 @@ func (s *settings) quorumConfig(voters []cluster.Voter) cluster.QuorumConfig {
 		HeartbeatInterval: ms(s.positive("broker.heartbeat.interval.ms")),
 		SessionTimeout:    ms(s.positive("broker.session.timeout.ms")),
 		ElectionTimeout:   ms(s.positive("controller.quorum.election.timeout.ms")),
+	}
+}
+
+// authorizerConfig is the ACL authorizer's configuration, nil when
+// authorizer.class.name is empty (no authorization).
+func (s *settings) authorizerConfig() *acl.Config {
+	switch name := s.str("authorizer.class.name"); name {
+	case "":
+		return nil
+	case acl.StandardAuthorizerClass, acl.AclAuthorizerClass:
+		return &acl.Config{SuperUsers: acl.ParseSuperUsers(s.str("super.users")), AllowIfNoACL: s.boolean("allow.everyone.if.no.acl.found")}
+	default:
+		s.errs = append(s.errs, fmt.Sprintf("authorizer.class.name: unknown authorizer %q (gokafka has %s)", name, acl.StandardAuthorizerClass))
+		return nil
 	}
 }
 
