@@ -56,10 +56,15 @@ type groupEntry struct {
 	g  *classicGroup
 	// cg is set while the group is a consumer-protocol group (KIP-848);
 	// g then stays Empty and holds only the committed offsets.
-	cg    *consumerGroup
-	deps  *groupDeps
-	part  *ownedPartition
-	timer *time.Timer
+	cg *consumerGroup
+	// cgWritten is the consumer group's records as last queued for the
+	// log, by key; cgUnsure the keys whose write failed, rewritten (or
+	// tombstoned) with the next change. See persistConsumerLocked.
+	cgWritten map[string][]byte
+	cgUnsure  map[string]bool
+	deps      *groupDeps
+	part      *ownedPartition
+	timer     *time.Timer
 	// timerAt is the deadline the timer is set for, noDeadline if none.
 	timerAt int64
 }
@@ -209,6 +214,9 @@ type offsetsReplay struct {
 	log     zerolog.Logger
 	offsets map[string]map[TopicPartition]OffsetAndMetadata
 	groups  map[string]*groupValue
+	// consumer holds the records of consumer-protocol groups: by group,
+	// the last value of each key.
+	consumer map[string]map[string][]byte
 	// txnOffsets are transactional commits by producer, then group,
 	// awaiting their marker.
 	txnOffsets map[int64]map[string]map[TopicPartition]OffsetAndMetadata
@@ -219,6 +227,7 @@ func newOffsetsReplay(log zerolog.Logger) *offsetsReplay {
 		log:        log,
 		offsets:    map[string]map[TopicPartition]OffsetAndMetadata{},
 		groups:     map[string]*groupValue{},
+		consumer:   map[string]map[string][]byte{},
 		txnOffsets: map[int64]map[string]map[TopicPartition]OffsetAndMetadata{},
 	}
 }
@@ -244,6 +253,10 @@ func (st *offsetsReplay) apply(r coordinator.LogRecord) error {
 	}
 	if k.isOffset {
 		st.applyOffset(k, r)
+		return nil
+	}
+	if k.consumer {
+		st.applyConsumer(k, r)
 		return nil
 	}
 	st.applyGroup(k, r)
@@ -318,6 +331,24 @@ func (st *offsetsReplay) applyGroup(k decodedKey, r coordinator.LogRecord) {
 	st.groups[k.group] = v
 }
 
+// applyConsumer replays a consumer group's record: the last value of
+// each key wins, a tombstone deletes the key.
+func (st *offsetsReplay) applyConsumer(k decodedKey, r coordinator.LogRecord) {
+	recs := st.consumer[k.group]
+	if r.Value == nil {
+		delete(recs, string(r.Key))
+		if len(recs) == 0 {
+			delete(st.consumer, k.group)
+		}
+		return
+	}
+	if recs == nil {
+		recs = map[string][]byte{}
+		st.consumer[k.group] = recs
+	}
+	recs[string(r.Key)] = append([]byte(nil), r.Value...)
+}
+
 // startAppender gives op its appender, unless op is no longer the
 // partition's current ownership (then it reports false). The appender
 // exists before any group does: a loaded group may write at once (an
@@ -348,6 +379,25 @@ func (c *Coordinator) loadedEntries(op *ownedPartition, st *offsetsReplay) map[s
 		e.g = loadedGroup(id, e.deps, v, now)
 		e.mu.Unlock()
 		entries[id] = e
+	}
+	view := c.topicsView()
+	for id, recs := range st.consumer {
+		e := entries[id]
+		if e == nil {
+			e = c.newEntry(op)
+			entries[id] = e
+		}
+		e.cgWritten = recs
+		cg, ok, err := loadConsumerGroup(id, c.cdeps, recs, view, now)
+		if err != nil {
+			c.logger.Warn().Err(err).Str("group", id).Msg("skipping the membership of a consumer group whose records cannot be read")
+		}
+		if e.g == nil || ok && e.g.isClassicInUse() {
+			e.g = loadedGroup(id, e.deps, nil, now)
+		}
+		if ok {
+			e.cg = cg
+		}
 	}
 	for id, m := range st.offsets {
 		e := entries[id]
@@ -445,6 +495,7 @@ func (c *Coordinator) fire(e *groupEntry) {
 	e.g.tick(c.nowMs())
 	if e.cg != nil {
 		e.cg.tick(c.nowMs())
+		c.persistConsumerLocked(e)
 	}
 	c.rescheduleLocked(e)
 }
@@ -507,6 +558,8 @@ func (c *Coordinator) JoinGroup(ctx context.Context, groupID string, p JoinParam
 		e.mu.Unlock()
 		return joinError(p.MemberID, ErrInconsistentProtocol)
 	}
+	// Tombstones for a consumer group this one was until now.
+	c.persistConsumerLocked(e)
 	e.g.joinGroup(c.nowMs(), p, func(r JoinResult) { ch <- r })
 	c.rescheduleLocked(e)
 	e.mu.Unlock()
