@@ -404,3 +404,115 @@ func TestConsumerProtocolCoordinatorFailover(t *testing.T) {
 		return nil
 	})
 }
+
+// TestConsumerProtocolMembersSurviveCoordinatorKill kills the coordinator
+// of a KIP-848 group with SIGKILL: the new coordinator loads the group's
+// records, so the members keep their ids, epochs and partitions (the group
+// epoch does not move, as it would if anyone rejoined) and consumption
+// goes on with no record read twice, everything having been committed.
+func TestConsumerProtocolMembersSurviveCoordinatorKill(t *testing.T) {
+	const topic, group, partitions, total = "g848-kill", "g848-kill-group", 4, 800
+	f := newGroup848(t, topic, partitions, total/2)
+	c, ctx, mu, seen := f.c, f.ctx, &f.mu, f.seen
+	refresh := kgo.MetadataMaxAge(2 * time.Second)
+	a := startConsumer848(t, c, group, mu, seen, kgo.ConsumeTopics(topic), refresh)
+	b := startConsumer848(t, c, group, mu, seen, kgo.ConsumeTopics(topic), refresh)
+	x := startConsumer848(t, c, group, mu, seen, kgo.ConsumeTopics(topic), refresh)
+	probe := c.client(t)
+	eventually(t, 60*time.Second, func() error {
+		g, err := describe848(ctx, probe, group)
+		if err != nil {
+			return err
+		}
+		return stableWith(g, 3, partitions)
+	})
+	// A member leaving moves the group epoch past what two members
+	// joining afresh would reach.
+	x.stop()
+	eventually(t, 60*time.Second, f.read(total/2))
+	adm := c.admin(t)
+	var before kmsg.ConsumerGroupDescribeResponseGroup
+	eventually(t, 60*time.Second, func() error {
+		g, err := describe848(ctx, probe, group)
+		if err != nil {
+			return err
+		}
+		if err := stableWith(g, 2, partitions); err != nil {
+			return err
+		}
+		offs, err := adm.FetchOffsets(ctx, group)
+		if err != nil {
+			return err
+		}
+		var sum int64
+		offs.Each(func(o kadm.OffsetResponse) { sum += o.At })
+		if sum != total/2 {
+			return fmt.Errorf("committed offsets sum to %d, want %d", sum, total/2)
+		}
+		before = g
+		return nil
+	})
+	if before.Epoch < 4 {
+		t.Fatalf("group epoch %d before the kill, want at least 4", before.Epoch)
+	}
+	mu.Lock()
+	seenBefore := make(map[string]int, len(seen))
+	for v, n := range seen {
+		seenBefore[v] = n
+	}
+	mu.Unlock()
+
+	r := adm.FindGroupCoordinators(ctx, group)[group]
+	if r.Err != nil {
+		t.Fatalf("FindGroupCoordinators: %v", r.Err)
+	}
+	t.Logf("killing coordinator %d at group epoch %d", r.NodeID, before.Epoch)
+	c.node(r.NodeID).Kill()
+	f.produce(total/2, total)
+	eventually(t, 90*time.Second, f.read(total))
+
+	eventually(t, 60*time.Second, func() error {
+		now := adm.FindGroupCoordinators(ctx, group)[group]
+		if now.Err == nil && now.NodeID == r.NodeID {
+			return fmt.Errorf("node %d still named coordinator", r.NodeID)
+		}
+		return now.Err
+	})
+	probe2 := c.client(t)
+	var after kmsg.ConsumerGroupDescribeResponseGroup
+	eventually(t, 90*time.Second, func() error {
+		g, err := describe848(ctx, probe2, group)
+		if err != nil {
+			return err
+		}
+		after = g
+		return stableWith(g, 2, partitions)
+	})
+	if after.Epoch != before.Epoch {
+		t.Errorf("group epoch %d after the failover, %d before: members rejoined", after.Epoch, before.Epoch)
+	}
+	ids := func(g kmsg.ConsumerGroupDescribeResponseGroup) map[string]int32 {
+		out := map[string]int32{}
+		for _, m := range g.Members {
+			out[m.MemberID] = m.MemberEpoch
+		}
+		return out
+	}
+	if got, want := ids(after), ids(before); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("members (id: epoch) after the failover %v, before %v", got, want)
+	}
+	a.stop()
+	b.stop()
+	mu.Lock()
+	defer mu.Unlock()
+	var dups []string
+	for v, n := range seen {
+		if n0 := seenBefore[v]; n > n0 && n0 > 0 || n > n0+1 {
+			dups = append(dups, v)
+		}
+	}
+	sort.Strings(dups)
+	if len(dups) > 0 {
+		t.Errorf("%d records read again after the kill (%d read and committed before it): %v", len(dups), len(seenBefore), dups)
+	}
+}
