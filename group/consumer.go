@@ -30,8 +30,9 @@ package group
 //   - rebalance: a member asked to revoke partitions that does not
 //     acknowledge within its rebalance timeout is removed.
 //
-// Membership is kept in memory only; see the Coordinator's doc for what a
-// coordinator change means for members.
+// The coordinator persists the group's state as Kafka's ConsumerGroup*
+// records (records_consumer.go) and rebuilds it on load
+// (loadConsumerGroup), so a coordinator change keeps members and epochs.
 
 import (
 	"cmp"

@@ -14,12 +14,13 @@ package group
 // find no such member (UNKNOWN_MEMBER_ID); DescribeGroups (v0-v5) reports
 // a consumer group Dead, as Kafka 4 does below v6.
 //
-// Failover: membership and epochs are kept in memory only (committed
-// offsets are in __consumer_offsets as always). A new coordinator knows the
-// group only by its offsets; members' heartbeats get UNKNOWN_MEMBER_ID and
-// they rejoin with epoch 0, and their commits meanwhile fail with
-// UNKNOWN_MEMBER_ID (ILLEGAL_GENERATION if the group had no offsets), so
-// nothing is committed by a member that does not hold the partition.
+// Failover: membership is persisted as Kafka's ConsumerGroup* records
+// (records_consumer.go). After each change consumerDiffLocked writes the
+// records whose value changed since last written and tombstones for those
+// gone; a heartbeat is answered once its write is acknowledged. A new
+// coordinator loads the group with its members, epochs and assignments,
+// restarting their sessions, and members keep heartbeating with their
+// epochs.
 
 import (
 	"bytes"

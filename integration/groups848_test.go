@@ -344,10 +344,10 @@ func TestConsumerProtocolRegexSubscription(t *testing.T) {
 }
 
 // TestConsumerProtocolCoordinatorFailover: the broker coordinating a
-// consumer-protocol group is killed while two members consume. Membership
-// is not persisted, so the members learn from the new coordinator that
-// they are unknown and rejoin; they must carry on, read every record, end
-// up Stable with every partition assigned once, and commit to the end.
+// consumer-protocol group is killed while two members consume and records
+// keep coming: the members find the new coordinator, which loaded their
+// membership; they must carry on, read every record, end up Stable with
+// every partition assigned once, and commit to the end.
 func TestConsumerProtocolCoordinatorFailover(t *testing.T) {
 	const topic, group, partitions, total = "g848-failover", "g848-failover-group", 3, 900
 	f := newGroup848(t, topic, partitions, total/2)
