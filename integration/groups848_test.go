@@ -516,3 +516,92 @@ func TestConsumerProtocolMembersSurviveCoordinatorKill(t *testing.T) {
 		t.Errorf("%d records read again after the kill (%d read and committed before it): %v", len(dups), len(seenBefore), dups)
 	}
 }
+
+// TestOffsetCommitAndFetchByTopicID drives OffsetCommit and OffsetFetch v10
+// (Kafka 4.1), which name topics by id: a commit by id is fetched back by
+// id and by name (older versions), fetching every offset answers with the
+// topic's id, and an unknown id answers UNKNOWN_TOPIC_ID.
+func TestOffsetCommitAndFetchByTopicID(t *testing.T) {
+	b := grpBroker(t)
+	ctx := testCtx(t, 60*time.Second)
+	adm := b.admin(t)
+	createTopic(t, adm, "by-id", 2, nil)
+	cl := b.client(t)
+	td, err := adm.ListTopics(ctx, "by-id")
+	if err != nil || td["by-id"].Err != nil {
+		t.Fatalf("metadata: %v %v", err, td["by-id"].Err)
+	}
+	id := [16]byte(td["by-id"].ID)
+	unknown := [16]byte{0xde, 0xad}
+
+	commit := kmsg.NewPtrOffsetCommitRequest()
+	commit.Version, commit.Group, commit.Generation = 10, "by-id-group", -1
+	for _, tid := range [][16]byte{id, unknown} {
+		rt := kmsg.NewOffsetCommitRequestTopic()
+		rt.TopicID = tid
+		rp := kmsg.NewOffsetCommitRequestTopicPartition()
+		rp.Partition, rp.Offset = 1, 42
+		rt.Partitions = append(rt.Partitions, rp)
+		commit.Topics = append(commit.Topics, rt)
+	}
+	var cresp *kmsg.OffsetCommitResponse
+	eventually(t, 30*time.Second, func() error {
+		cresp, err = commit.RequestWith(ctx, cl)
+		if err != nil {
+			return err
+		}
+		return kerr.ErrorForCode(cresp.Topics[0].Partitions[0].ErrorCode)
+	})
+	if cresp.Topics[0].TopicID != id {
+		t.Errorf("commit answer names topic %x, want its id %x", cresp.Topics[0].TopicID, id)
+	}
+	if got := cresp.Topics[1].Partitions[0].ErrorCode; got != kerr.UnknownTopicID.Code {
+		t.Errorf("commit to an unknown topic id: %v, want UNKNOWN_TOPIC_ID", kerr.ErrorForCode(got))
+	}
+
+	fetch := func(topics []kmsg.OffsetFetchRequestGroupTopic) kmsg.OffsetFetchResponseGroup {
+		t.Helper()
+		req := kmsg.NewPtrOffsetFetchRequest()
+		req.Version = 10
+		g := kmsg.NewOffsetFetchRequestGroup()
+		g.Group, g.MemberEpoch, g.Topics = "by-id-group", -1, topics
+		req.Groups = append(req.Groups, g)
+		resp, err := req.RequestWith(ctx, cl)
+		if err != nil || len(resp.Groups) != 1 {
+			t.Fatalf("OffsetFetch v10: %v %+v", err, resp)
+		}
+		return resp.Groups[0]
+	}
+	all := fetch(nil)
+	if len(all.Topics) != 1 || all.Topics[0].TopicID != id || len(all.Topics[0].Partitions) != 1 || all.Topics[0].Partitions[0].Offset != 42 {
+		t.Errorf("fetch of every offset: %+v, want by-id (by its id) partition 1 at 42", all.Topics)
+	}
+	byID := kmsg.NewOffsetFetchRequestGroupTopic()
+	byID.TopicID, byID.Partitions = id, []int32{0, 1}
+	unk := kmsg.NewOffsetFetchRequestGroupTopic()
+	unk.TopicID, unk.Partitions = unknown, []int32{0}
+	some := fetch([]kmsg.OffsetFetchRequestGroupTopic{byID, unk})
+	offsets := map[[16]byte]map[int32]int64{}
+	codes := map[[16]byte]int16{}
+	for _, rt := range some.Topics {
+		offsets[rt.TopicID] = map[int32]int64{}
+		for _, p := range rt.Partitions {
+			offsets[rt.TopicID][p.Partition] = p.Offset
+			codes[rt.TopicID] = max(codes[rt.TopicID], p.ErrorCode)
+		}
+	}
+	if o := offsets[id]; len(o) != 2 || o[0] != -1 || o[1] != 42 || codes[id] != 0 {
+		t.Errorf("fetch by id: %v (error %d), want partition 0 uncommitted and 1 at 42", o, codes[id])
+	}
+	if codes[unknown] != kerr.UnknownTopicID.Code {
+		t.Errorf("fetch of an unknown topic id: error %d, want UNKNOWN_TOPIC_ID", codes[unknown])
+	}
+	// Older versions see the same commit by name.
+	offs, err := adm.FetchOffsets(ctx, "by-id-group")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o, ok := offs.Lookup("by-id", 1); !ok || o.At != 42 {
+		t.Errorf("fetch by name: %+v %v, want 42", o, ok)
+	}
+}
