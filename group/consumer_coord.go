@@ -134,18 +134,31 @@ func (c *Coordinator) consumerDiffLocked(e *groupEntry) []record {
 	if e.cg != nil {
 		cur = e.cg.consumerRecords()
 	}
+	recs := diffRecords(e.cgWritten, cur, e.cgUnsure)
+	if len(recs) == 0 {
+		return nil
+	}
+	e.cgWritten, e.cgUnsure = cur, nil
+	return recs
+}
+
+// diffRecords returns the records of cur whose value differs from
+// written's, tombstones for the keys of written that cur lacks, and the
+// current value (or a tombstone) of every key in unsure; ordered as
+// Kafka writes a group's records.
+func diffRecords(written, cur map[string][]byte, unsure map[string]bool) []record {
 	changed := map[string]bool{}
 	for k, v := range cur {
-		if old, ok := e.cgWritten[k]; !ok || !bytes.Equal(old, v) {
+		if old, ok := written[k]; !ok || !bytes.Equal(old, v) {
 			changed[k] = true
 		}
 	}
-	for k := range e.cgWritten {
+	for k := range written {
 		if _, ok := cur[k]; !ok {
 			changed[k] = true
 		}
 	}
-	for k := range e.cgUnsure {
+	for k := range unsure {
 		changed[k] = true
 	}
 	if len(changed) == 0 {
@@ -166,7 +179,6 @@ func (c *Coordinator) consumerDiffLocked(e *groupEntry) []record {
 	for _, k := range keys {
 		recs = append(recs, record{key: []byte(k), value: cur[k]})
 	}
-	e.cgWritten, e.cgUnsure = cur, nil
 	return recs
 }
 

@@ -46,6 +46,11 @@ type Coordinator struct {
 type ownedPartition struct {
 	coordinator.Partition
 	app *appender
+	// share holds the share groups' records as last loaded or queued, by
+	// group then key; shareUnsure the keys whose write failed. Both are
+	// guarded by Coordinator.mu (records_share.go).
+	share       map[string]map[string][]byte
+	shareUnsure map[string]map[string]bool
 }
 
 // groupEntry holds one group and the lock that guards it. Lock order:
@@ -190,7 +195,7 @@ func (c *Coordinator) load(op *ownedPartition) {
 		return
 	}
 	entries := c.loadedEntries(op, st)
-	if !c.installLoaded(op, entries) {
+	if !c.installLoaded(op, entries, st.share) {
 		return
 	}
 	for _, e := range entries {
@@ -214,9 +219,10 @@ type offsetsReplay struct {
 	log     zerolog.Logger
 	offsets map[string]map[TopicPartition]OffsetAndMetadata
 	groups  map[string]*groupValue
-	// consumer holds the records of consumer-protocol groups: by group,
-	// the last value of each key.
+	// consumer and share hold the records of consumer-protocol and
+	// share groups: by group, the last value of each key.
 	consumer map[string]map[string][]byte
+	share    map[string]map[string][]byte
 	// txnOffsets are transactional commits by producer, then group,
 	// awaiting their marker.
 	txnOffsets map[int64]map[string]map[TopicPartition]OffsetAndMetadata
@@ -228,6 +234,7 @@ func newOffsetsReplay(log zerolog.Logger) *offsetsReplay {
 		offsets:    map[string]map[TopicPartition]OffsetAndMetadata{},
 		groups:     map[string]*groupValue{},
 		consumer:   map[string]map[string][]byte{},
+		share:      map[string]map[string][]byte{},
 		txnOffsets: map[int64]map[string]map[TopicPartition]OffsetAndMetadata{},
 	}
 }
@@ -256,7 +263,11 @@ func (st *offsetsReplay) apply(r coordinator.LogRecord) error {
 		return nil
 	}
 	if k.consumer {
-		st.applyConsumer(k, r)
+		applyKeyed(st.consumer, k.group, r)
+		return nil
+	}
+	if k.share {
+		applyKeyed(st.share, k.group, r)
 		return nil
 	}
 	st.applyGroup(k, r)
@@ -331,20 +342,20 @@ func (st *offsetsReplay) applyGroup(k decodedKey, r coordinator.LogRecord) {
 	st.groups[k.group] = v
 }
 
-// applyConsumer replays a consumer group's record: the last value of
-// each key wins, a tombstone deletes the key.
-func (st *offsetsReplay) applyConsumer(k decodedKey, r coordinator.LogRecord) {
-	recs := st.consumer[k.group]
+// applyKeyed replays a consumer or share group's record into byGroup:
+// the last value of each key wins, a tombstone deletes the key.
+func applyKeyed(byGroup map[string]map[string][]byte, group string, r coordinator.LogRecord) {
+	recs := byGroup[group]
 	if r.Value == nil {
 		delete(recs, string(r.Key))
 		if len(recs) == 0 {
-			delete(st.consumer, k.group)
+			delete(byGroup, group)
 		}
 		return
 	}
 	if recs == nil {
 		recs = map[string][]byte{}
-		st.consumer[k.group] = recs
+		byGroup[group] = recs
 	}
 	recs[string(r.Key)] = append([]byte(nil), r.Value...)
 }
@@ -425,7 +436,7 @@ func (c *Coordinator) loadedEntries(op *ownedPartition, st *offsetsReplay) map[s
 // installLoaded makes the entries the coordinator's groups and marks op
 // loaded, under one hold of c.mu, unless op is no longer current: then it
 // closes op's appender and reports false.
-func (c *Coordinator) installLoaded(op *ownedPartition, entries map[string]*groupEntry) bool {
+func (c *Coordinator) installLoaded(op *ownedPartition, entries map[string]*groupEntry, share map[string]map[string][]byte) bool {
 	c.mu.Lock()
 	if !c.own.CurrentLocked(op) {
 		c.mu.Unlock()
@@ -435,6 +446,7 @@ func (c *Coordinator) installLoaded(op *ownedPartition, entries map[string]*grou
 	for id, e := range entries {
 		c.mu.groups[id] = e
 	}
+	op.share, op.shareUnsure = share, map[string]map[string]bool{}
 	op.Loaded = true
 	c.mu.Unlock()
 	return true

@@ -143,13 +143,13 @@ func consumerKeyOrder(key string) int16 {
 		return 0
 	}
 	switch typ := int16(key[0])<<8 | int16(key[1]); typ {
-	case recConsumerGroupMetadata:
+	case recConsumerGroupMetadata, recShareGroupMetadata:
 		return 0
-	case recConsumerGroupMemberMetadata:
+	case recConsumerGroupMemberMetadata, recShareGroupMemberMetadata:
 		return 1
-	case recConsumerGroupTargetMember:
+	case recConsumerGroupTargetMember, recShareGroupTargetMember:
 		return 2
-	case recConsumerGroupTargetMetadata:
+	case recConsumerGroupTargetMetadata, recShareGroupTargetMetadata:
 		return 3
 	default:
 		return 4
@@ -361,18 +361,28 @@ func loadConsumerGroup(id string, deps *consumerDeps, recs map[string][]byte, vi
 
 // parseConsumerKey parses the key of a consumer group's record.
 func parseConsumerKey(b []byte) (consumerRecordKey, error) {
+	k, err := parseRecordKey(b)
+	if err == nil && !isConsumerRecordType(k.typ) {
+		err = fmt.Errorf("%w: record type %d is not a consumer group's", errBadRecord, k.typ)
+	}
+	return k, err
+}
+
+// parseRecordKey parses the key of a consumer or share group's record.
+func parseRecordKey(b []byte) (consumerRecordKey, error) {
 	r := kbin.Reader{Src: b}
 	k := consumerRecordKey{typ: r.Int16()}
 	k.group = r.String()
-	switch k.typ {
-	case recConsumerGroupMemberMetadata, recConsumerGroupTargetMember, recConsumerGroupCurrentAssignment:
+	switch {
+	case k.typ == recConsumerGroupMemberMetadata, k.typ == recConsumerGroupTargetMember, k.typ == recConsumerGroupCurrentAssignment,
+		shareTypeHasMember(k.typ):
 		k.member = r.String()
-	case recConsumerGroupMetadata, recConsumerGroupPartitionMetadata, recConsumerGroupTargetMetadata:
+	case isConsumerRecordType(k.typ), isShareRecordType(k.typ):
 	default:
-		return k, fmt.Errorf("%w: record type %d is not a consumer group's", errBadRecord, k.typ)
+		return k, fmt.Errorf("%w: record type %d is not a consumer or share group's", errBadRecord, k.typ)
 	}
 	if err := r.Complete(); err != nil {
-		return k, fmt.Errorf("%w: consumer group key type %d: %v", errBadRecord, k.typ, err)
+		return k, fmt.Errorf("%w: group record key type %d: %v", errBadRecord, k.typ, err)
 	}
 	return k, nil
 }

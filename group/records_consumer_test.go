@@ -106,3 +106,37 @@ func TestConsumerGroupRoundTripsThroughItsRecords(t *testing.T) {
 		}
 	}
 }
+
+// Share groups' records, written out by hand from Kafka 4's
+// ShareGroup*Key/Value.json, and read back.
+func TestShareGroupRecordsAreKafkasFormat(t *testing.T) {
+	x := cluster.TopicID{0xaa, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 0xbb}
+	xs := "aa0102030405060708090a0b0c0d0ebb"
+	st := &ShareGroupState{Epoch: 7, Members: []ShareMemberState{{
+		ID: "m", ClientID: "c", ClientHost: "h", Subscribed: []string{"t"}, Epoch: 7, PrevEpoch: 5,
+		Assignment: map[cluster.TopicID][]int32{x: {0, 1}},
+	}}}
+	recs := shareRecords("g", st)
+	want := map[string]string{
+		"000b 0001 67":         "0000 00000007 00",
+		"000c 0001 67":         "0000 00000007 00",
+		"000a 0001 67 0001 6d": "0000 00 0263 0268 02 0274 00",
+		"000d 0001 67 0001 6d": "0000 02 " + xs + " 03 00000000 00000001 00 00",
+		"000e 0001 67 0001 6d": "0000 00000007 00000005 00 02 " + xs + " 03 00000000 00000001 00 00",
+	}
+	if len(recs) != len(want) {
+		t.Fatalf("%d records, want %d", len(recs), len(want))
+	}
+	for k, v := range want {
+		if got, ok := recs[string(unhex(t, k))]; !ok || !bytes.Equal(got, unhex(t, v)) {
+			t.Errorf("record %s = %x, want %s", k, got, v)
+		}
+	}
+	back, err := loadShareGroup("g", recs)
+	if err != nil || !reflect.DeepEqual(back, st) {
+		t.Fatalf("read back %+v %v, want %+v", back, err, st)
+	}
+	if k, ok, err := decodeKey(unhex(t, "000a 0001 67 0001 6d")); err != nil || !ok || !k.share || k.group != "g" {
+		t.Fatalf("decodeKey of a share member key: %+v %v %v", k, ok, err)
+	}
+}

@@ -3,9 +3,12 @@ package share
 // The coordinator side of share groups: membership (ShareGroupHeartbeat),
 // ShareGroupDescribe, listing and deletion. The coordinator of a share
 // group is the broker that coordinates a classic group of that id, the
-// leader of its __consumer_offsets partition. Membership is kept in
-// memory only: when the coordinator moves, members find the new one,
-// which does not know them (UNKNOWN_MEMBER_ID), and they join again.
+// leader of its __consumer_offsets partition. Membership is stored there
+// too (a Store, the group coordinator, writes Kafka's ShareGroup*
+// records): a heartbeat is answered once its change is written, and a new
+// coordinator loads the group on first use, its members keeping their
+// epochs and assignments, their sessions restarted. Without a Store
+// (tests) membership lives in memory only.
 
 import (
 	"slices"
@@ -28,18 +31,74 @@ type Coordinator struct {
 	logger zerolog.Logger
 	now    func() time.Time
 
+	store  Store
+
 	mu     sync.Mutex
 	groups map[string]*Group
 
 	expiry *loop
 }
 
+// Store keeps share groups' membership in __consumer_offsets;
+// group.Coordinator provides it. StoreShareGroup queues the write of a
+// group's state (nil: deleted) and returns a channel for its outcome, nil
+// when nothing changed; LoadShareGroup returns what was last loaded or
+// stored, nil for none.
+type Store interface {
+	LoadShareGroup(groupID string) (*group.ShareGroupState, error)
+	StoreShareGroup(groupID string, st *group.ShareGroupState) (<-chan error, error)
+}
+
+// CoordinatorOption configures a Coordinator.
+type CoordinatorOption func(*Coordinator)
+
+// WithStore persists membership in s.
+func WithStore(s Store) CoordinatorOption { return func(c *Coordinator) { c.store = s } }
+
+// WithCoordinatorClock replaces the wall clock.
+func WithCoordinatorClock(now func() time.Time) CoordinatorOption {
+	return func(c *Coordinator) { c.now = now }
+}
+
 // NewCoordinator starts the coordinator and its session-expiry loop.
-func NewCoordinator(cfg Config, nodeID int32, meta cluster.Metadata, logger zerolog.Logger) *Coordinator {
+func NewCoordinator(cfg Config, nodeID int32, meta cluster.Metadata, logger zerolog.Logger, opts ...CoordinatorOption) *Coordinator {
 	c := &Coordinator{cfg: cfg, nodeID: nodeID, meta: meta, logger: logger, now: time.Now,
 		groups: map[string]*Group{}}
+	for _, o := range opts {
+		o(c)
+	}
 	c.expiry = startLoop(time.Second, c.expire)
 	return c
+}
+
+// groupLocked returns the group, loading it from the store when this
+// coordinator does not hold it yet (after a coordinator change); nil if
+// there is none.
+func (c *Coordinator) groupLocked(im *cluster.Image, groupID string) (*Group, error) {
+	if g := c.groups[groupID]; g != nil || c.store == nil {
+		return g, nil
+	}
+	st, err := c.store.LoadShareGroup(groupID)
+	if err != nil || st == nil {
+		return nil, err
+	}
+	session := c.groupMs(im, groupID, "share.session.timeout.ms", c.cfg.SessionTimeout)
+	g := groupFromState(groupID, st, im, c.now().UnixMilli()+session)
+	c.groups[groupID] = g
+	c.logger.Info().Str("group", groupID).Int32("epoch", g.Epoch).Int("members", len(g.members)).Msg("loaded share group membership")
+	return g, nil
+}
+
+// persistLocked queues the write of g's state (nil g: deleted).
+func (c *Coordinator) persistLocked(im *cluster.Image, groupID string, g *Group) (<-chan error, error) {
+	if c.store == nil {
+		return nil, nil
+	}
+	var st *group.ShareGroupState
+	if g != nil {
+		st = g.state(im)
+	}
+	return c.store.StoreShareGroup(groupID, st)
 }
 
 // Close stops the expiry loop.
@@ -81,10 +140,14 @@ func (c *Coordinator) Heartbeat(groupID string, req HeartbeatRequest) (Heartbeat
 		return HeartbeatResult{Err: err}, interval
 	}
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	g := c.groups[groupID]
+	g, err := c.groupLocked(im, groupID)
+	if err != nil {
+		c.mu.Unlock()
+		return HeartbeatResult{Err: err}, interval
+	}
 	if g == nil {
 		if req.MemberEpoch != 0 {
+			c.mu.Unlock()
 			return HeartbeatResult{Err: ErrUnknownMember}, interval
 		}
 		g = NewGroup(groupID)
@@ -98,7 +161,21 @@ func (c *Coordinator) Heartbeat(groupID string, req HeartbeatRequest) (Heartbeat
 		return int32(len(t.Partitions)), true
 	}
 	session := c.groupMs(im, groupID, "share.session.timeout.ms", c.cfg.SessionTimeout)
-	return g.Heartbeat(c.now().UnixMilli(), req, topics, session, c.cfg.MaxGroupSize), interval
+	res := g.Heartbeat(c.now().UnixMilli(), req, topics, session, c.cfg.MaxGroupSize)
+	var written <-chan error
+	if res.Err == nil {
+		written, err = c.persistLocked(im, groupID, g)
+	}
+	c.mu.Unlock()
+	if err == nil && written != nil {
+		// Answered once written, so the member's epoch is the one a new
+		// coordinator would load.
+		err = <-written
+	}
+	if err != nil {
+		return HeartbeatResult{Err: err}, interval
+	}
+	return res, interval
 }
 
 // Description is a group as ShareGroupDescribe reports it.
@@ -115,7 +192,10 @@ func (c *Coordinator) Describe(groupID string) (Description, error) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	g := c.groups[groupID]
+	g, err := c.groupLocked(c.meta.Image(), groupID)
+	if err != nil {
+		return Description{}, err
+	}
 	if g == nil {
 		return Description{}, ErrGroupNotFound
 	}
@@ -161,7 +241,7 @@ func (c *Coordinator) List() []Listing {
 func (c *Coordinator) Known(groupID string) (known, empty bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	g := c.groups[groupID]
+	g, _ := c.groupLocked(c.meta.Image(), groupID)
 	if g == nil {
 		return false, true
 	}
@@ -174,15 +254,27 @@ func (c *Coordinator) Delete(groupID string) error {
 	if err := c.Owns(groupID); err != nil {
 		return err
 	}
+	im := c.meta.Image()
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	if g := c.groups[groupID]; g != nil {
+	g, err := c.groupLocked(im, groupID)
+	if err != nil {
+		c.mu.Unlock()
+		return err
+	}
+	var written <-chan error
+	if g != nil {
 		if !g.Empty() {
+			c.mu.Unlock()
 			return ErrNonEmptyGroup
 		}
 		delete(c.groups, groupID)
+		written, err = c.persistLocked(im, groupID, nil)
 	}
-	return nil
+	c.mu.Unlock()
+	if err == nil && written != nil {
+		err = <-written
+	}
+	return err
 }
 
 // RequireEmpty answers ErrNonEmptyGroup if the group has members (offsets
@@ -211,8 +303,14 @@ func (c *Coordinator) expire() {
 			delete(c.groups, id)
 			continue
 		}
-		for _, m := range g.Expire(now) {
+		gone := g.Expire(now)
+		for _, m := range gone {
 			c.logger.Info().Str("group", id).Str("member", m).Msg("share group member session expired")
+		}
+		if len(gone) > 0 {
+			if _, err := c.persistLocked(im, id, g); err != nil {
+				c.logger.Warn().Err(err).Str("group", id).Msg("storing a share group's membership failed")
+			}
 		}
 	}
 }
