@@ -31,7 +31,7 @@ type Coordinator struct {
 	logger zerolog.Logger
 	now    func() time.Time
 
-	store  Store
+	store Store
 
 	mu     sync.Mutex
 	groups map[string]*Group
