@@ -3,6 +3,7 @@ package group
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -169,6 +170,18 @@ func TestCompactedOffsetsLogLoadsTheSameState(t *testing.T) {
 		if r.Err != nil {
 			t.Fatalf("heartbeat %s/%s: %v", g, p.MemberID, r.Err)
 		}
+		// What was written is the group's whole state, whether the
+		// heartbeat wrote the whole diff or only its member's.
+		e, _ := c.entry(g, false)
+		e.mu.Lock()
+		want := map[string][]byte{}
+		if e.cg != nil {
+			want = e.cg.consumerRecords()
+		}
+		if !reflect.DeepEqual(e.cgWritten, want) {
+			t.Errorf("after heartbeat of %s/%s the records written are not the group's state", g, p.MemberID)
+		}
+		e.mu.Unlock()
 		return r
 	}
 	owned := map[string]map[cluster.TopicID][]int32{}

@@ -96,9 +96,16 @@ func (c *Coordinator) ConsumerGroupHeartbeat(groupID string, p ConsumerHeartbeat
 		// group under this id, as Kafka's does after a conversion.
 		recs = append(recs, record{key: groupKey(groupID)})
 	}
+	pre, fast := e.cg.shape(), len(recs) == 0 && len(e.cgUnsure) == 0 && e.cgWritten != nil
 	r := e.cg.heartbeat(c.nowMs(), view, &p)
 	c.rescheduleLocked(e)
-	recs = append(recs, c.consumerDiffLocked(e)...)
+	if fast && e.cg.shape() == pre {
+		// Only this member's records can have changed: the others'
+		// are not encoded again on every heartbeat.
+		recs = c.memberDiffLocked(e, p.MemberID)
+	} else {
+		recs = append(recs, c.consumerDiffLocked(e)...)
+	}
 	if len(recs) == 0 {
 		e.mu.Unlock()
 		return r
@@ -139,6 +146,27 @@ func (c *Coordinator) consumerDiffLocked(e *groupEntry) []record {
 		return nil
 	}
 	e.cgWritten, e.cgUnsure = cur, nil
+	return recs
+}
+
+// memberDiffLocked is consumerDiffLocked for the records of member id
+// alone, when nothing else in the group changed.
+func (c *Coordinator) memberDiffLocked(e *groupEntry, id string) []record {
+	cur := e.cg.memberRecords(id)
+	var recs []record
+	for _, typ := range []int16{recConsumerGroupMemberMetadata, recConsumerGroupTargetMember, recConsumerGroupCurrentAssignment} {
+		k := string(consumerMemberKey(typ, e.g.id, id))
+		v, now := cur[k]
+		old, was := e.cgWritten[k]
+		switch {
+		case now && (!was || !bytes.Equal(old, v)):
+			recs = append(recs, record{key: []byte(k), value: v})
+			e.cgWritten[k] = v
+		case !now && was:
+			recs = append(recs, record{key: []byte(k)})
+			delete(e.cgWritten, k)
+		}
+	}
 	return recs
 }
 

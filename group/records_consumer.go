@@ -135,6 +135,31 @@ func (g *consumerGroup) consumerRecords() map[string][]byte {
 	return out
 }
 
+// memberRecords returns the records of member id alone (its metadata,
+// target and current assignment), by key.
+func (g *consumerGroup) memberRecords(id string) map[string][]byte {
+	out := map[string][]byte{}
+	if m := g.members[id]; m != nil && g.state != ConsumerDead {
+		out[string(consumerMemberKey(recConsumerGroupMemberMetadata, g.id, id))] = encodeMemberMetadataValue(m)
+		out[string(consumerMemberKey(recConsumerGroupCurrentAssignment, g.id, id))] = encodeCurrentAssignmentValue(m)
+	}
+	if s, ok := g.target[id]; ok && g.state != ConsumerDead {
+		out[string(consumerMemberKey(recConsumerGroupTargetMember, g.id, id))] = encodeTargetMemberValue(s)
+	}
+	return out
+}
+
+// consumerShape is what, unchanged across a heartbeat, confines the
+// heartbeat's changes to its own member's records.
+type consumerShape struct {
+	groupEpoch, assignmentEpoch int32
+	membership                  uint64
+}
+
+func (g *consumerGroup) shape() consumerShape {
+	return consumerShape{g.groupEpoch, g.assignmentEpoch, g.membership}
+}
+
 // consumerKeyOrder sorts a group's records as Kafka writes them: the group
 // epoch, members, target assignment, then current assignments; tombstones
 // in the same order.
