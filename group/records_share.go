@@ -180,6 +180,21 @@ func (c *Coordinator) LoadShareGroup(groupID string) (*ShareGroupState, error) {
 	return loadShareGroup(groupID, op.share[groupID])
 }
 
+// ShareGroupIDs lists the share groups of the partitions this coordinator
+// has loaded, as last loaded or stored.
+func (c *Coordinator) ShareGroupIDs() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []string
+	for _, op := range c.own.LoadedLocked() {
+		for id := range op.share {
+			out = append(out, id)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
 // StoreShareGroup writes share group groupID's membership st (nil: the
 // group is gone): the records that changed since last stored, and
 // tombstones for those gone. The returned channel, nil when there was

@@ -43,8 +43,10 @@ type Coordinator struct {
 // group.Coordinator provides it. StoreShareGroup queues the write of a
 // group's state (nil: deleted) and returns a channel for its outcome, nil
 // when nothing changed; LoadShareGroup returns what was last loaded or
-// stored, nil for none.
+// stored, nil for none; ShareGroupIDs lists the stored groups this broker
+// coordinates.
 type Store interface {
+	ShareGroupIDs() []string
 	LoadShareGroup(groupID string) (*group.ShareGroupState, error)
 	StoreShareGroup(groupID string, st *group.ShareGroupState) (<-chan error, error)
 }
@@ -216,8 +218,19 @@ type Listing struct {
 // List lists the share groups this broker coordinates.
 func (c *Coordinator) List() []Listing {
 	im := c.meta.Image()
+	var stored []string
+	if c.store != nil {
+		stored = c.store.ShareGroupIDs()
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	for _, id := range stored {
+		// Groups stored here but not used since this broker became their
+		// coordinator.
+		if _, err := c.groupLocked(im, id); err != nil {
+			c.logger.Debug().Err(err).Str("group", id).Msg("loading a stored share group for listing")
+		}
+	}
 	var out []Listing
 	for id, g := range c.groups {
 		if c.owns(im, id) == nil {

@@ -2,6 +2,7 @@ package share
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -88,6 +89,13 @@ func TestShareGroupMembershipSurvivesCoordinatorChange(t *testing.T) {
 	meta1.Publish(imageLedBy(2, 1))
 	meta2 := fake.NewMeta(2, imageLedBy(2, 1))
 	b2 := startPair(t, 2, meta2, lg, clock)
+	// Listed before any member heartbeats to the new coordinator.
+	testkit.Eventually(t, 10*time.Second, func() error {
+		if l := b2.share.List(); len(l) != 1 || l[0].GroupID != "sg" || l[0].State != "Stable" {
+			return fmt.Errorf("listing after the coordinator change: %+v", l)
+		}
+		return nil
+	})
 	r := heartbeatOK(t, b2.share, HeartbeatRequest{MemberID: "a", MemberEpoch: a.MemberEpoch, ClientID: "ca"})
 	if r.MemberEpoch != a.MemberEpoch {
 		t.Fatalf("member a at epoch %d after the coordinator change, was %d", r.MemberEpoch, a.MemberEpoch)
@@ -95,6 +103,9 @@ func TestShareGroupMembershipSurvivesCoordinatorChange(t *testing.T) {
 	r = heartbeatOK(t, b2.share, HeartbeatRequest{MemberID: "b", MemberEpoch: b.MemberEpoch, ClientID: "cb"})
 	if r.MemberEpoch != before.Epoch {
 		t.Fatalf("member b at epoch %d after the coordinator change, want the group's %d", r.MemberEpoch, before.Epoch)
+	}
+	if l := b2.share.List(); len(l) != 1 || l[0].GroupID != "sg" || l[0].State != "Stable" {
+		t.Fatalf("listing after the coordinator change: %+v", l)
 	}
 	after, err := b2.share.Describe("sg")
 	if err != nil || after.Epoch != before.Epoch || len(after.Members) != 2 {
