@@ -217,7 +217,19 @@ func TestCompactedOffsetsLogLoadsTheSameState(t *testing.T) {
 		t.Fatal(errs[0])
 	}
 
-	groups := []string{"classic", "gone", "txn", "open", "cg", "cg2"}
+	// A consumer group emptied and taken over by a classic member: its
+	// consumer records go.
+	hb("conv", joinHB("y"))
+	hb("conv", ConsumerHeartbeat{Version: 1, MemberID: "y", MemberEpoch: leaveEpoch})
+	jr = c.JoinGroup(ctx, "conv", JoinParams{SessionTimeoutMs: 30000, RebalanceTimeoutMs: 30000, ProtocolType: "consumer", Protocols: []Protocol{{Name: "range", Metadata: []byte("sub")}}})
+	if jr.Err != nil {
+		t.Fatal(jr.Err)
+	}
+	if sr := c.SyncGroup(ctx, "conv", SyncParams{MemberID: jr.MemberID, Generation: jr.Generation, Assignments: map[string][]byte{jr.MemberID: []byte("asg")}}); sr.Err != nil {
+		t.Fatal(sr.Err)
+	}
+
+	groups := []string{"classic", "gone", "txn", "open", "cg", "cg2", "conv"}
 	want := coordinatorState(t, c, groups)
 	if !strings.Contains(want, "MemberID:a") || !strings.Contains(want, "Offset:42") {
 		t.Fatalf("the workload did not leave the expected state:\n%s", want)
