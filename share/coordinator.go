@@ -35,6 +35,9 @@ type Coordinator struct {
 
 	mu     sync.Mutex
 	groups map[string]*Group
+	// rewrite marks groups whose last write failed: their next heartbeat
+	// stores them whatever it changed.
+	rewrite map[string]bool
 
 	expiry *loop
 }
@@ -65,7 +68,7 @@ func WithCoordinatorClock(now func() time.Time) CoordinatorOption {
 // NewCoordinator starts the coordinator and its session-expiry loop.
 func NewCoordinator(cfg Config, nodeID int32, meta cluster.Metadata, logger zerolog.Logger, opts ...CoordinatorOption) *Coordinator {
 	c := &Coordinator{cfg: cfg, nodeID: nodeID, meta: meta, logger: logger, now: time.Now,
-		groups: map[string]*Group{}}
+		groups: map[string]*Group{}, rewrite: map[string]bool{}}
 	for _, o := range opts {
 		o(c)
 	}
@@ -163,16 +166,24 @@ func (c *Coordinator) Heartbeat(groupID string, req HeartbeatRequest) (Heartbeat
 		return int32(len(t.Partitions)), true
 	}
 	session := c.groupMs(im, groupID, "share.session.timeout.ms", c.cfg.SessionTimeout)
+	preEpoch, pre := g.Epoch, g.storedCopy(req.MemberID)
 	res := g.Heartbeat(c.now().UnixMilli(), req, topics, session, c.cfg.MaxGroupSize)
 	var written <-chan error
-	if res.Err == nil {
+	if res.Err == nil && (g.Epoch != preEpoch || !sameStored(pre, g.storedCopy(req.MemberID)) || c.rewrite[groupID]) {
+		// Only a heartbeat that changed something is stored: the others
+		// cost no encoding of the whole group.
+		delete(c.rewrite, groupID)
 		written, err = c.persistLocked(im, groupID, g)
 	}
 	c.mu.Unlock()
 	if err == nil && written != nil {
 		// Answered once written, so the member's epoch is the one a new
 		// coordinator would load.
-		err = <-written
+		if err = <-written; err != nil {
+			c.mu.Lock()
+			c.rewrite[groupID] = true
+			c.mu.Unlock()
+		}
 	}
 	if err != nil {
 		return HeartbeatResult{Err: err}, interval

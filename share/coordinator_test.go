@@ -154,3 +154,30 @@ func TestShareGroupMembershipSurvivesCoordinatorChange(t *testing.T) {
 		return err
 	})
 }
+
+// A heartbeat that changes nothing writes nothing; after a write failed,
+// the next heartbeat writes the group again even if it changes nothing.
+func TestShareGroupHeartbeatWritesOnlyChanges(t *testing.T) {
+	lg := fake.NewLog()
+	b := startPair(t, 1, fake.NewMeta(1, imageLedBy(1, 0)), lg, time.Now)
+	otp := group.TopicPartition{Topic: group.OffsetsTopic}
+	end := func() int64 { _, leo, _, _ := lg.Bounds(otp); return leo }
+	a := heartbeatOK(t, b.share, HeartbeatRequest{MemberID: "a", Subscribed: []string{"t"}, ClientID: "ca"})
+	before := end()
+	if before == 0 {
+		t.Fatal("joining wrote nothing")
+	}
+	heartbeatOK(t, b.share, HeartbeatRequest{MemberID: "a", MemberEpoch: a.MemberEpoch, ClientID: "ca"})
+	if end() != before {
+		t.Fatalf("a heartbeat that changed nothing wrote %d records", end()-before)
+	}
+	lg.FailAppends(errors.New("disk on fire"))
+	if r, _ := b.share.Heartbeat("sg", HeartbeatRequest{MemberID: "a", MemberEpoch: a.MemberEpoch, ClientID: "new"}); r.Err == nil {
+		t.Fatal("heartbeat answered although its write failed")
+	}
+	lg.FailAppends(nil)
+	heartbeatOK(t, b.share, HeartbeatRequest{MemberID: "a", MemberEpoch: a.MemberEpoch, ClientID: "new"})
+	if end() == before {
+		t.Fatal("the change whose write failed was not written again")
+	}
+}

@@ -240,3 +240,25 @@ func groupFromState(id string, st *group.ShareGroupState, im *cluster.Image, dea
 	}
 	return g
 }
+
+// storedCopy returns a copy of member id's stored fields, nil if none.
+func (g *Group) storedCopy(id string) *Member {
+	m := g.members[id]
+	if m == nil {
+		return nil
+	}
+	return &Member{ID: m.ID, ClientID: m.ClientID, ClientHost: m.ClientHost, Rack: m.Rack,
+		Epoch: m.Epoch, prevEpoch: m.prevEpoch, Subscribed: m.Subscribed, Assignment: m.Assignment}
+}
+
+// sameStored reports whether two copies of a member store the same
+// records.
+func sameStored(a, b *Member) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return a.ID == b.ID && a.ClientID == b.ClientID && a.ClientHost == b.ClientHost &&
+		(a.Rack == nil) == (b.Rack == nil) && (a.Rack == nil || *a.Rack == *b.Rack) &&
+		a.Epoch == b.Epoch && a.prevEpoch == b.prevEpoch &&
+		slices.Equal(a.Subscribed, b.Subscribed) && sameAssignment(a.Assignment, b.Assignment)
+}
