@@ -322,9 +322,10 @@ func (c *Coordinator) expire() {
 	defer c.mu.Unlock()
 	for id, g := range c.groups {
 		if c.owns(im, id) != nil {
-			// Coordination moved away: the new coordinator starts
-			// without these members, who join it again.
+			// Coordination moved away: the new coordinator loads the
+			// group from __consumer_offsets.
 			delete(c.groups, id)
+			delete(c.rewrite, id)
 			continue
 		}
 		gone := g.Expire(now)
@@ -335,6 +336,9 @@ func (c *Coordinator) expire() {
 			if _, err := c.persistLocked(im, id, g); err != nil {
 				c.logger.Warn().Err(err).Str("group", id).Msg("storing a share group's membership failed")
 			}
+			// Not waited for: the next heartbeat stores the group again,
+			// which writes whatever of this failed.
+			c.rewrite[id] = true
 		}
 	}
 }
