@@ -180,6 +180,21 @@ func (o *Owner[P]) ForKeyLocked(key string) (P, error) {
 	return op, nil
 }
 
+// LoadedLocked returns the owned partitions that are loaded, none once
+// closed.
+func (o *Owner[P]) LoadedLocked() []P {
+	var out []P
+	if o.closed {
+		return nil
+	}
+	for _, op := range o.parts {
+		if op.owned().Loaded {
+			out = append(out, op)
+		}
+	}
+	return out
+}
+
 // LoadingLocked reports whether any owned partition is still loading.
 func (o *Owner[P]) LoadingLocked() bool {
 	for _, op := range o.parts {

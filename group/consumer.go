@@ -30,8 +30,9 @@ package group
 //   - rebalance: a member asked to revoke partitions that does not
 //     acknowledge within its rebalance timeout is removed.
 //
-// Membership is kept in memory only; see the Coordinator's doc for what a
-// coordinator change means for members.
+// The coordinator persists the group's state as Kafka's ConsumerGroup*
+// records (records_consumer.go) and rebuilds it on load
+// (loadConsumerGroup), so a coordinator change keeps members and epochs.
 
 import (
 	"cmp"
@@ -278,6 +279,10 @@ type consumerGroup struct {
 	// subscribedView is the view subscribed was computed from; an
 	// unchanged view with unchanged subscriptions needs no recomputation.
 	subscribedView *TopicsView
+	// membership counts members added, removed and renamed: while it and
+	// the epochs stay put, a heartbeat changes only its own member's
+	// records.
+	membership uint64
 }
 
 func newConsumerGroup(id string, deps *consumerDeps) *consumerGroup {
@@ -507,6 +512,7 @@ func (g *consumerGroup) join(p *ConsumerHeartbeat) (*consumerMember, bool, *Cons
 		g.static[inst] = id
 	}
 	g.members[id] = m
+	g.membership++
 	return m, true, nil
 }
 
@@ -525,6 +531,7 @@ func (g *consumerGroup) replaceMember(old *consumerMember, newID string) {
 	}
 	old.id = newID
 	g.members[newID] = old
+	g.membership++
 	g.static[*old.instanceID] = newID
 }
 
@@ -580,6 +587,7 @@ func (g *consumerGroup) removeMember(m *consumerMember) {
 	g.releaseAll(m.revoking)
 	delete(g.members, m.id)
 	delete(g.target, m.id)
+	g.membership++
 	if m.instanceID != nil && g.static[*m.instanceID] == m.id {
 		delete(g.static, *m.instanceID)
 	}

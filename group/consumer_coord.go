@@ -14,14 +14,19 @@ package group
 // find no such member (UNKNOWN_MEMBER_ID); DescribeGroups (v0-v5) reports
 // a consumer group Dead, as Kafka 4 does below v6.
 //
-// Failover: membership and epochs are kept in memory only (committed
-// offsets are in __consumer_offsets as always). A new coordinator knows the
-// group only by its offsets; members' heartbeats get UNKNOWN_MEMBER_ID and
-// they rejoin with epoch 0, and their commits meanwhile fail with
-// UNKNOWN_MEMBER_ID (ILLEGAL_GENERATION if the group had no offsets), so
-// nothing is committed by a member that does not hold the partition.
+// Failover: membership is persisted as Kafka's ConsumerGroup* records
+// (records_consumer.go). After each change consumerDiffLocked writes the
+// records whose value changed since last written and tombstones for those
+// gone; a heartbeat is answered once its write is acknowledged. A new
+// coordinator loads the group with its members, epochs and assignments,
+// restarting their sessions, and members keep heartbeating with their
+// epochs.
 
-import "errors"
+import (
+	"bytes"
+	"errors"
+	"sort"
+)
 
 // topicsView returns the view of the current metadata image, rebuilt only
 // when the image changed.
@@ -71,23 +76,167 @@ func (c *Coordinator) ConsumerGroupHeartbeat(groupID string, p ConsumerHeartbeat
 		return hbError(ErrUnknownMemberID, "Group "+groupID+" not found.")
 	}
 	e.mu.Lock()
-	defer e.mu.Unlock()
 	if e.g.state == StateDead {
+		e.mu.Unlock()
 		// Deleted or unloaded under us; the client looks again.
 		return hbError(ErrNotCoordinator, "")
 	}
+	var recs []record
 	if e.cg == nil {
 		if e.g.isClassicInUse() {
+			e.mu.Unlock()
 			return hbError(ErrGroupIDNotFound, "Group "+groupID+" is not a consumer group.")
 		}
 		if p.MemberEpoch != joinEpoch {
+			e.mu.Unlock()
 			return hbError(ErrUnknownMemberID, "Member "+p.MemberID+" is not a member of group "+groupID+".")
 		}
 		e.toConsumer(c.cdeps)
+		// The classic group's record goes: the log holds one kind of
+		// group under this id, as Kafka's does after a conversion.
+		recs = append(recs, record{key: groupKey(groupID)})
 	}
+	pre, fast := e.cg.shape(), len(recs) == 0 && len(e.cgUnsure) == 0 && e.cgWritten != nil
 	r := e.cg.heartbeat(c.nowMs(), view, &p)
 	c.rescheduleLocked(e)
+	if fast && e.cg.shape() == pre {
+		// Only this member's records can have changed: the others'
+		// are not encoded again on every heartbeat.
+		recs = c.memberDiffLocked(e, p.MemberID)
+	} else {
+		recs = append(recs, c.consumerDiffLocked(e)...)
+	}
+	if len(recs) == 0 {
+		e.mu.Unlock()
+		return r
+	}
+	// Kafka answers once the group's new state is written, so a member
+	// never holds an epoch or partitions a new coordinator would not know.
+	ch := make(chan error, 1)
+	c.enqueueConsumerLocked(e, recs, func(err error) { ch <- err })
+	e.mu.Unlock()
+	if err := <-ch; err != nil {
+		return hbError(convertConsumerWriteError(err), "")
+	}
 	return r
+}
+
+// convertConsumerWriteError maps a failed write of a consumer group's
+// records to what Kafka's ConsumerGroupHeartbeat answers for it.
+func convertConsumerWriteError(err error) error {
+	err = convertAppendError(err, true)
+	if errors.Is(err, ErrInvalidCommitOffsetSize) {
+		return ErrUnknownServer
+	}
+	return err
+}
+
+// consumerDiffLocked returns the records of the entry's consumer group
+// that changed since they were last queued, tombstones for those gone
+// (every one once the group is unloaded, deleted or converted back to a
+// classic group), and again those whose write failed. It records them as
+// queued.
+func (c *Coordinator) consumerDiffLocked(e *groupEntry) []record {
+	cur := map[string][]byte{}
+	if e.cg != nil {
+		cur = e.cg.consumerRecords()
+	}
+	recs := diffRecords(e.cgWritten, cur, e.cgUnsure)
+	if len(recs) == 0 {
+		return nil
+	}
+	e.cgWritten, e.cgUnsure = cur, nil
+	return recs
+}
+
+// memberDiffLocked is consumerDiffLocked for the records of member id
+// alone, when nothing else in the group changed.
+func (c *Coordinator) memberDiffLocked(e *groupEntry, id string) []record {
+	cur := e.cg.memberRecords(id)
+	var recs []record
+	for _, typ := range []int16{recConsumerGroupMemberMetadata, recConsumerGroupTargetMember, recConsumerGroupCurrentAssignment} {
+		k := string(consumerMemberKey(typ, e.g.id, id))
+		v, now := cur[k]
+		old, was := e.cgWritten[k]
+		switch {
+		case now && (!was || !bytes.Equal(old, v)):
+			recs = append(recs, record{key: []byte(k), value: v})
+			e.cgWritten[k] = v
+		case !now && was:
+			recs = append(recs, record{key: []byte(k)})
+			delete(e.cgWritten, k)
+		}
+	}
+	return recs
+}
+
+// diffRecords returns the records of cur whose value differs from
+// written's, tombstones for the keys of written that cur lacks, and the
+// current value (or a tombstone) of every key in unsure; ordered as
+// Kafka writes a group's records.
+func diffRecords(written, cur map[string][]byte, unsure map[string]bool) []record {
+	changed := map[string]bool{}
+	for k, v := range cur {
+		if old, ok := written[k]; !ok || !bytes.Equal(old, v) {
+			changed[k] = true
+		}
+	}
+	for k := range written {
+		if _, ok := cur[k]; !ok {
+			changed[k] = true
+		}
+	}
+	for k := range unsure {
+		changed[k] = true
+	}
+	if len(changed) == 0 {
+		return nil
+	}
+	keys := make([]string, 0, len(changed))
+	for k := range changed {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		oi, oj := consumerKeyOrder(keys[i]), consumerKeyOrder(keys[j])
+		if oi != oj {
+			return oi < oj
+		}
+		return keys[i] < keys[j]
+	})
+	recs := make([]record, 0, len(keys))
+	for _, k := range keys {
+		recs = append(recs, record{key: []byte(k), value: cur[k]})
+	}
+	return recs
+}
+
+// enqueueConsumerLocked queues a consumer group's records; a failed write
+// leaves their keys to be written again with the group's next change.
+// done, if set, gets the raw outcome.
+func (c *Coordinator) enqueueConsumerLocked(e *groupEntry, recs []record, done func(error)) {
+	e.part.app.enqueue(recs, func(err error) {
+		if err != nil {
+			e.mu.Lock()
+			if e.cgUnsure == nil {
+				e.cgUnsure = map[string]bool{}
+			}
+			for _, r := range recs {
+				e.cgUnsure[string(r.key)] = true
+			}
+			e.mu.Unlock()
+		}
+		if done != nil {
+			done(err)
+		}
+	})
+}
+
+// persistConsumerLocked queues whatever changed in the entry's consumer
+// group without waiting for it (a session expiry, a conversion).
+func (c *Coordinator) persistConsumerLocked(e *groupEntry) {
+	if recs := c.consumerDiffLocked(e); len(recs) > 0 {
+		c.enqueueConsumerLocked(e, recs, nil)
+	}
 }
 
 // toConsumer makes an empty classic group a consumer group.

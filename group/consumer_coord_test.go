@@ -3,6 +3,7 @@ package group
 import (
 	"context"
 	"errors"
+	"reflect"
 	"testing"
 	"time"
 
@@ -74,10 +75,11 @@ func TestConsumerGroupRefusesClassicProtocolWhileItHasMembers(t *testing.T) {
 }
 
 // Commits of a consumer group's members are checked by member epoch; after
-// a coordinator change the members are unknown (membership is not
-// persisted) but the offsets survive, and a rejoin works.
-func TestConsumerGroupCommitsByEpochAndMembersRejoinAfterFailover(t *testing.T) {
-	meta := fake.NewMeta(1, imageWithTopic(1, 0, 1))
+// a coordinator change the group's records bring its members back with
+// their epochs and assignments: they keep heartbeating and committing at
+// their epoch, and are not fenced or asked to rejoin.
+func TestConsumerGroupKeepsMembersEpochsAndAssignmentAcrossFailover(t *testing.T) {
+	meta := fake.NewMeta(1, imageWithTopic(1, 0, 2))
 	c := newTestCoordinator(t, meta, fake.NewLog())
 	waitLoaded(t, c, "g")
 	r := c.ConsumerGroupHeartbeat("g", joinHB("m1"))
@@ -114,20 +116,54 @@ func TestConsumerGroupCommitsByEpochAndMembersRejoinAfterFailover(t *testing.T) 
 	if _, err := c.FetchOffsetsAs("g", &m1, r.MemberEpoch+1, nil); !errors.Is(err, ErrStaleMemberEpoch) {
 		t.Fatalf("fetch at a wrong epoch: %v", err)
 	}
-
-	meta.Publish(imageWithTopic(2, 1, 1))
-	meta.Publish(imageWithTopic(1, 2, 1))
-	waitLoaded(t, c, "g")
-	if r := c.ConsumerGroupHeartbeat("g", ConsumerHeartbeat{Version: 1, MemberID: "m1", MemberEpoch: 1, RebalanceTimeoutMs: -1}); !errors.Is(r.Err, ErrUnknownMemberID) {
-		t.Fatalf("heartbeat after failover: %v", r.Err)
+	// A second member joins: m1 gives up a partition (revocation), m2
+	// takes it once released.
+	r2 := c.ConsumerGroupHeartbeat("g", joinHB("m2"))
+	if r2.Err != nil {
+		t.Fatal(r2.Err)
 	}
-	if err := commit(r.MemberEpoch, 9); !errors.Is(err, ErrUnknownMemberID) {
-		t.Fatalf("commit with the old membership after failover: %v", err)
+	r = c.ConsumerGroupHeartbeat("g", ConsumerHeartbeat{Version: 1, MemberID: "m1", MemberEpoch: r.MemberEpoch, Owned: r.Assignment})
+	r = c.ConsumerGroupHeartbeat("g", ConsumerHeartbeat{Version: 1, MemberID: "m1", MemberEpoch: r.MemberEpoch, Owned: r.Assignment})
+	r2 = c.ConsumerGroupHeartbeat("g", ConsumerHeartbeat{Version: 1, MemberID: "m2", MemberEpoch: r2.MemberEpoch, Owned: map[cluster.TopicID][]int32{}})
+	if r.Err != nil || r2.Err != nil {
+		t.Fatalf("reconciling: %v %v", r.Err, r2.Err)
+	}
+	before, _, err := c.DescribeConsumerGroup("g")
+	if err != nil || before.State != ConsumerStable || len(before.Members) != 2 {
+		t.Fatalf("before failover: %+v %v, want Stable with two members", before, err)
+	}
+
+	meta.Publish(imageWithTopic(2, 1, 2))
+	meta.Publish(imageWithTopic(1, 2, 2))
+	waitLoaded(t, c, "g")
+	after, _, err := c.DescribeConsumerGroup("g")
+	if err != nil || !reflect.DeepEqual(after, before) {
+		t.Fatalf("after failover:\n%+v %v\nwant\n%+v", after, err, before)
+	}
+	for _, m := range before.Members {
+		hb := c.ConsumerGroupHeartbeat("g", ConsumerHeartbeat{Version: 1, MemberID: m.MemberID, MemberEpoch: m.MemberEpoch})
+		if hb.Err != nil || hb.MemberEpoch != m.MemberEpoch {
+			t.Fatalf("heartbeat of %s after failover: %+v, want epoch %d kept", m.MemberID, hb, m.MemberEpoch)
+		}
+	}
+	if err := commit(r.MemberEpoch, 9); err != nil {
+		t.Fatalf("commit with the membership after failover: %v", err)
 	}
 	if got, err := c.FetchOffsets("g", []TopicPartition{tp}); err != nil || got[0].Offset != 7 {
 		t.Fatalf("offsets after failover: %+v %v", got, err)
 	}
-	if r := c.ConsumerGroupHeartbeat("g", joinHB("m1")); r.Err != nil || r.MemberEpoch != 1 {
-		t.Fatalf("rejoin after failover: %+v", r)
+	// A member that leaves is gone for the next coordinator too.
+	if hb := c.ConsumerGroupHeartbeat("g", ConsumerHeartbeat{Version: 1, MemberID: "m2", MemberEpoch: leaveEpoch}); hb.Err != nil {
+		t.Fatal(hb.Err)
+	}
+	meta.Publish(imageWithTopic(2, 3, 2))
+	meta.Publish(imageWithTopic(1, 4, 2))
+	waitLoaded(t, c, "g")
+	if hb := c.ConsumerGroupHeartbeat("g", ConsumerHeartbeat{Version: 1, MemberID: "m2", MemberEpoch: r2.MemberEpoch}); !errors.Is(hb.Err, ErrUnknownMemberID) {
+		t.Fatalf("heartbeat of a member that left, after failover: %v, want UNKNOWN_MEMBER_ID", hb.Err)
+	}
+	d, _, _ := c.DescribeConsumerGroup("g")
+	if len(d.Members) != 1 || d.Members[0].MemberID != "m1" || d.Epoch <= before.Epoch {
+		t.Fatalf("after the leave and a failover: %+v", d)
 	}
 }

@@ -46,6 +46,11 @@ type Coordinator struct {
 type ownedPartition struct {
 	coordinator.Partition
 	app *appender
+	// share holds the share groups' records as last loaded or queued, by
+	// group then key; shareUnsure the keys whose write failed. Both are
+	// guarded by Coordinator.mu (records_share.go).
+	share       map[string]map[string][]byte
+	shareUnsure map[string]map[string]bool
 }
 
 // groupEntry holds one group and the lock that guards it. Lock order:
@@ -56,10 +61,15 @@ type groupEntry struct {
 	g  *classicGroup
 	// cg is set while the group is a consumer-protocol group (KIP-848);
 	// g then stays Empty and holds only the committed offsets.
-	cg    *consumerGroup
-	deps  *groupDeps
-	part  *ownedPartition
-	timer *time.Timer
+	cg *consumerGroup
+	// cgWritten is the consumer group's records as last queued for the
+	// log, by key; cgUnsure the keys whose write failed, rewritten (or
+	// tombstoned) with the next change. See persistConsumerLocked.
+	cgWritten map[string][]byte
+	cgUnsure  map[string]bool
+	deps      *groupDeps
+	part      *ownedPartition
+	timer     *time.Timer
 	// timerAt is the deadline the timer is set for, noDeadline if none.
 	timerAt int64
 }
@@ -185,7 +195,7 @@ func (c *Coordinator) load(op *ownedPartition) {
 		return
 	}
 	entries := c.loadedEntries(op, st)
-	if !c.installLoaded(op, entries) {
+	if !c.installLoaded(op, entries, st.share) {
 		return
 	}
 	for _, e := range entries {
@@ -209,6 +219,10 @@ type offsetsReplay struct {
 	log     zerolog.Logger
 	offsets map[string]map[TopicPartition]OffsetAndMetadata
 	groups  map[string]*groupValue
+	// consumer and share hold the records of consumer-protocol and
+	// share groups: by group, the last value of each key.
+	consumer map[string]map[string][]byte
+	share    map[string]map[string][]byte
 	// txnOffsets are transactional commits by producer, then group,
 	// awaiting their marker.
 	txnOffsets map[int64]map[string]map[TopicPartition]OffsetAndMetadata
@@ -219,6 +233,8 @@ func newOffsetsReplay(log zerolog.Logger) *offsetsReplay {
 		log:        log,
 		offsets:    map[string]map[TopicPartition]OffsetAndMetadata{},
 		groups:     map[string]*groupValue{},
+		consumer:   map[string]map[string][]byte{},
+		share:      map[string]map[string][]byte{},
 		txnOffsets: map[int64]map[string]map[TopicPartition]OffsetAndMetadata{},
 	}
 }
@@ -244,6 +260,14 @@ func (st *offsetsReplay) apply(r coordinator.LogRecord) error {
 	}
 	if k.isOffset {
 		st.applyOffset(k, r)
+		return nil
+	}
+	if k.consumer {
+		applyKeyed(st.consumer, k.group, r)
+		return nil
+	}
+	if k.share {
+		applyKeyed(st.share, k.group, r)
 		return nil
 	}
 	st.applyGroup(k, r)
@@ -318,6 +342,24 @@ func (st *offsetsReplay) applyGroup(k decodedKey, r coordinator.LogRecord) {
 	st.groups[k.group] = v
 }
 
+// applyKeyed replays a consumer or share group's record into byGroup:
+// the last value of each key wins, a tombstone deletes the key.
+func applyKeyed(byGroup map[string]map[string][]byte, group string, r coordinator.LogRecord) {
+	recs := byGroup[group]
+	if r.Value == nil {
+		delete(recs, string(r.Key))
+		if len(recs) == 0 {
+			delete(byGroup, group)
+		}
+		return
+	}
+	if recs == nil {
+		recs = map[string][]byte{}
+		byGroup[group] = recs
+	}
+	recs[string(r.Key)] = append([]byte(nil), r.Value...)
+}
+
 // startAppender gives op its appender, unless op is no longer the
 // partition's current ownership (then it reports false). The appender
 // exists before any group does: a loaded group may write at once (an
@@ -349,6 +391,25 @@ func (c *Coordinator) loadedEntries(op *ownedPartition, st *offsetsReplay) map[s
 		e.mu.Unlock()
 		entries[id] = e
 	}
+	view := c.topicsView()
+	for id, recs := range st.consumer {
+		e := entries[id]
+		if e == nil {
+			e = c.newEntry(op)
+			entries[id] = e
+		}
+		e.cgWritten = recs
+		cg, ok, err := loadConsumerGroup(id, c.cdeps, recs, view, now)
+		if err != nil {
+			c.logger.Warn().Err(err).Str("group", id).Msg("skipping the membership of a consumer group whose records cannot be read")
+		}
+		if e.g == nil || ok && e.g.isClassicInUse() {
+			e.g = loadedGroup(id, e.deps, nil, now)
+		}
+		if ok {
+			e.cg = cg
+		}
+	}
 	for id, m := range st.offsets {
 		e := entries[id]
 		if e == nil {
@@ -375,7 +436,7 @@ func (c *Coordinator) loadedEntries(op *ownedPartition, st *offsetsReplay) map[s
 // installLoaded makes the entries the coordinator's groups and marks op
 // loaded, under one hold of c.mu, unless op is no longer current: then it
 // closes op's appender and reports false.
-func (c *Coordinator) installLoaded(op *ownedPartition, entries map[string]*groupEntry) bool {
+func (c *Coordinator) installLoaded(op *ownedPartition, entries map[string]*groupEntry, share map[string]map[string][]byte) bool {
 	c.mu.Lock()
 	if !c.own.CurrentLocked(op) {
 		c.mu.Unlock()
@@ -385,6 +446,7 @@ func (c *Coordinator) installLoaded(op *ownedPartition, entries map[string]*grou
 	for id, e := range entries {
 		c.mu.groups[id] = e
 	}
+	op.share, op.shareUnsure = share, map[string]map[string]bool{}
 	op.Loaded = true
 	c.mu.Unlock()
 	return true
@@ -445,6 +507,7 @@ func (c *Coordinator) fire(e *groupEntry) {
 	e.g.tick(c.nowMs())
 	if e.cg != nil {
 		e.cg.tick(c.nowMs())
+		c.persistConsumerLocked(e)
 	}
 	c.rescheduleLocked(e)
 }
@@ -507,6 +570,8 @@ func (c *Coordinator) JoinGroup(ctx context.Context, groupID string, p JoinParam
 		e.mu.Unlock()
 		return joinError(p.MemberID, ErrInconsistentProtocol)
 	}
+	// Tombstones for a consumer group this one was until now.
+	c.persistConsumerLocked(e)
 	e.g.joinGroup(c.nowMs(), p, func(r JoinResult) { ch <- r })
 	c.rescheduleLocked(e)
 	e.mu.Unlock()

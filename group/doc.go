@@ -9,12 +9,16 @@
 //     completed by state changes and timers;
 //   - the consumer protocol's state machine (consumer.go) and its
 //     server-side assignors (assign.go), equally pure; consumer_coord.go
-//     binds it to the coordinator. A consumer group's membership lives in
-//     memory only: after a coordinator change its members get
-//     UNKNOWN_MEMBER_ID and rejoin, while its offsets survive;
-//   - __consumer_offsets (records.go, appender.go): Kafka's key/value
-//     formats, one ordered writer per partition, acks=all appends, and
-//     offsets acknowledged only after their append is;
+//     binds it to the coordinator and persists it: after every change the
+//     group's ConsumerGroup* records that changed (and tombstones for
+//     those gone) are written, the heartbeat answered once they are, so a
+//     new coordinator loads members, epochs and assignments and members
+//     carry on without rejoining;
+//   - __consumer_offsets (records.go, records_consumer.go, appender.go):
+//     Kafka's key/value formats, one ordered writer per partition,
+//     acks=all appends, and offsets acknowledged only after their append
+//     is; every record is keyed by what it replaces and every deletion is
+//     a tombstone, so the compacted topic loads to the same state;
 //   - loading and unloading (coordinator.go, on a coordinator.Owner, which
 //     decides ownership): the coordinator of a group is the leader
 //     of partition abs(hashCode(groupID)) % partitions of

@@ -299,6 +299,11 @@ func (c *Coordinator) killLocked(e *groupEntry, done func(error)) {
 	}
 	clear(g.offsets)
 	c.rescheduleLocked(e)
+	if e.cg != nil {
+		e.cg.unload()
+	}
+	// A consumer group's records go with it.
+	recs = append(c.consumerDiffLocked(e), recs...)
 	e.part.app.enqueue(recs, done)
 }
 

@@ -6,7 +6,9 @@ package group
 //
 //	key version 0/1: OffsetCommitKey   {version int16, group, topic string, partition int32}
 //	key version 2:   GroupMetadataKey  {version int16, group string}
-//	key version 3+:  written by Kafka 3.7+'s new coordinator (KIP-848); skipped
+//	key version 3-8:  a consumer-protocol group's records (records_consumer.go)
+//	key version 9-15: a share group's records (records_share.go)
+//	key version 16+:  other records of Kafka 4's coordinator; skipped
 //
 // A null value is a tombstone: the offset or the group is gone.
 // OffsetCommitValue is written at v3 (Kafka 2.1+), or v1 when the commit
@@ -119,9 +121,12 @@ func encodeGroupValue(v *groupValue) []byte {
 	return b
 }
 
-// decodedKey is a parsed key: an offset key (isOffset) or a group key.
+// decodedKey is a parsed key: an offset key (isOffset), a consumer
+// group's record (consumer) or a classic group key.
 type decodedKey struct {
 	isOffset bool
+	consumer bool
+	share    bool
 	group    string
 	tp       TopicPartition
 }
@@ -139,6 +144,16 @@ func decodeKey(b []byte) (k decodedKey, ok bool, err error) {
 		k.tp.Partition = r.Int32()
 	case 2:
 		k.group = r.String()
+	case recConsumerGroupMetadata, recConsumerGroupPartitionMetadata, recConsumerGroupMemberMetadata,
+		recConsumerGroupTargetMetadata, recConsumerGroupTargetMember, recConsumerGroupCurrentAssignment,
+		recShareGroupPartitionMetadata, recShareGroupMemberMetadata, recShareGroupMetadata, recShareGroupTargetMetadata,
+		recShareGroupTargetMember, recShareGroupCurrentAssignment, recShareGroupStatePartitionMetadata:
+		ck, err := parseRecordKey(b)
+		if err != nil {
+			return k, false, err
+		}
+		k.consumer, k.share, k.group = isConsumerRecordType(version), isShareRecordType(version), ck.group
+		return k, true, nil
 	default:
 		if !r.Ok() {
 			return k, false, fmt.Errorf("%w: key too short", errBadRecord)

@@ -91,8 +91,11 @@ func TestUndecodableRecordsAreErrorsNotPanics(t *testing.T) {
 	if _, _, err := decodeKey([]byte{0}); err == nil {
 		t.Fatalf("one-byte key decoded without error")
 	}
-	if _, ok, err := decodeKey([]byte{0, 5, 1, 2}); ok || err != nil {
+	if _, ok, err := decodeKey([]byte{0, 16, 1, 2}); ok || err != nil {
 		t.Fatalf("newer key version: ok=%v err=%v, want skipped", ok, err)
+	}
+	if _, _, err := decodeKey([]byte{0, 5, 1, 2}); err == nil {
+		t.Fatalf("truncated consumer group key decoded without error")
 	}
 }
 

@@ -441,8 +441,11 @@ func TestProducerTransactionAndQuotaDescribesAreAuthorized(t *testing.T) {
 	dp := kmsg.NewPtrDescribeProducersRequest()
 	dp.Topics = []kmsg.DescribeProducersRequestTopic{{Topic: "t", Partitions: []int32{0}}, {Topic: "secret", Partitions: []int32{0}}}
 	got := as(t, h, "User:alice", 0, dp).(*kmsg.DescribeProducersResponse)
-	if got.Topics[0].Partitions[0].ErrorCode != 0 || got.Topics[1].Partitions[0].ErrorCode != topicAuthz {
-		t.Errorf("DescribeProducers codes %d, %d; want 0 and TOPIC_AUTHORIZATION_FAILED", got.Topics[0].Partitions[0].ErrorCode, got.Topics[1].Partitions[0].ErrorCode)
+	// The allowed topic's answer is whatever its replica says (this
+	// stack's replica may not lead it yet); only the refusal is
+	// authorization's.
+	if got.Topics[0].Partitions[0].ErrorCode == topicAuthz || got.Topics[1].Partitions[0].ErrorCode != topicAuthz {
+		t.Errorf("DescribeProducers codes %d, %d; want not and TOPIC_AUTHORIZATION_FAILED", got.Topics[0].Partitions[0].ErrorCode, got.Topics[1].Partitions[0].ErrorCode)
 	}
 	dt := kmsg.NewPtrDescribeTransactionsRequest()
 	dt.TransactionalIDs = []string{"tx", "other"}

@@ -1,6 +1,6 @@
 package handlers
 
-// OffsetCommit (key 8), v0-v9.
+// OffsetCommit (key 8), v0-v10.
 //
 // v0 commits outside group management (generation -1, no member). v1
 // carries a per-partition commit timestamp (-1: now). v2-v4 carry a
@@ -12,7 +12,9 @@ package handlers
 // waits until the commit is replicated to the ISR of the group's
 // __consumer_offsets partition. For a consumer-protocol group (KIP-848)
 // the generation is the member epoch: v9+ is required of its members, a
-// wrong epoch answers STALE_MEMBER_EPOCH.
+// wrong epoch answers STALE_MEMBER_EPOCH. v10 (Kafka 4.1) names topics by
+// id, in the request and the answer; an id the cluster does not know
+// answers UNKNOWN_TOPIC_ID.
 //
 // Authorization (authz.go), as Kafka's: READ on the group
 // (GROUP_AUTHORIZATION_FAILED on every partition) and READ on each topic
@@ -31,7 +33,7 @@ import (
 )
 
 func (h *Handlers) registerOffsetCommit(reg *protocol.Registry) {
-	reg.Register(8, 0, 9, h.offsetCommit)
+	reg.Register(8, 0, 10, h.offsetCommit)
 }
 
 func (h *Handlers) offsetCommit(ctx context.Context, req *protocol.Request) (kmsg.Response, error) {
@@ -59,18 +61,24 @@ func (h *Handlers) offsetCommit(ctx context.Context, req *protocol.Request) (kms
 	var slots []slot
 	for ti, t := range r.Topics {
 		rt := kmsg.NewOffsetCommitResponseTopic()
-		rt.Topic = t.Topic
+		rt.Topic, rt.TopicID = t.Topic, t.TopicID
+		name, idKnown := t.Topic, true
+		if req.Version >= 10 {
+			name, idKnown = im.IDs[t.TopicID]
+		}
 		for pi, pt := range t.Partitions {
 			rp := kmsg.NewOffsetCommitResponseTopicPartition()
 			rp.Partition = pt.Partition
 			switch {
 			case !groupOK:
 				rp.ErrorCode = errorCode(errGroupAuthorization)
-			case !read(t.Topic):
+			case !idKnown:
+				rp.ErrorCode = kerr.UnknownTopicID.Code
+			case !read(name):
 				rp.ErrorCode = errorCode(errTopicAuthorization)
 			case c == nil:
 				rp.ErrorCode = kerr.CoordinatorNotAvailable.Code
-			case im.Partition(t.Topic, pt.Partition) == nil:
+			case im.Partition(name, pt.Partition) == nil:
 				rp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 			default:
 				o := group.OffsetAndMetadata{Offset: pt.Offset, LeaderEpoch: -1, CommitTimestamp: now, ExpireTimestamp: expire}
@@ -83,7 +91,7 @@ func (h *Handlers) offsetCommit(ctx context.Context, req *protocol.Request) (kms
 				if req.Version == 1 && pt.Timestamp != -1 {
 					o.CommitTimestamp = pt.Timestamp
 				}
-				p.Offsets = append(p.Offsets, group.CommitOffset{TP: group.TopicPartition{Topic: t.Topic, Partition: pt.Partition}, OffsetAndMetadata: o})
+				p.Offsets = append(p.Offsets, group.CommitOffset{TP: group.TopicPartition{Topic: name, Partition: pt.Partition}, OffsetAndMetadata: o})
 				slots = append(slots, slot{ti, pi})
 			}
 			rt.Partitions = append(rt.Partitions, rp)

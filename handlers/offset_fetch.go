@@ -1,6 +1,6 @@
 package handlers
 
-// OffsetFetch (key 9), v0-v9.
+// OffsetFetch (key 9), v0-v10.
 //
 // v0 (which in Kafka once read ZooKeeper) is served like v1, from
 // __consumer_offsets. From v2 a null topic list asks for every committed
@@ -11,7 +11,10 @@ package handlers
 // retries), v8 batches groups (KIP-709). A partition with no commit
 // answers offset -1 and empty metadata. v9 carries the member id and epoch
 // (KIP-848): a member of a consumer-protocol group with a stale epoch
-// answers STALE_MEMBER_EPOCH.
+// answers STALE_MEMBER_EPOCH. v10 (Kafka 4.1) names topics by id: a
+// requested id the cluster does not know answers UNKNOWN_TOPIC_ID on its
+// partitions, and asking for every offset leaves out topics that no
+// longer exist (they have no id to name them by).
 //
 // Authorization (authz.go), as Kafka's: DESCRIBE on the group
 // (GROUP_AUTHORIZATION_FAILED); a named topic the client may not describe
@@ -30,7 +33,7 @@ import (
 )
 
 func (h *Handlers) registerOffsetFetch(reg *protocol.Registry) {
-	reg.Register(9, 0, 9, h.offsetFetch)
+	reg.Register(9, 0, 10, h.offsetFetch)
 }
 
 // fetchGroupOffsets answers one group: topics nil means all. refused
@@ -90,18 +93,28 @@ func (h *Handlers) offsetFetch(_ context.Context, req *protocol.Request) (kmsg.R
 	r := req.Body.(*kmsg.OffsetFetchRequest)
 	resp := r.ResponseKind().(*kmsg.OffsetFetchResponse)
 	if req.Version >= 8 {
+		im := h.meta.Image()
 		for _, g := range r.Groups {
 			rg := kmsg.NewOffsetFetchResponseGroup()
 			rg.Group = g.Group
 			var topics map[string][]int32
 			var order []string
+			var unknownIDs []kmsg.OffsetFetchRequestGroupTopic
 			if g.Topics != nil {
 				topics = map[string][]int32{}
 				for _, t := range g.Topics {
-					if _, ok := topics[t.Topic]; !ok {
-						order = append(order, t.Topic)
+					name := t.Topic
+					if req.Version >= 10 {
+						var ok bool
+						if name, ok = im.IDs[t.TopicID]; !ok {
+							unknownIDs = append(unknownIDs, t)
+							continue
+						}
 					}
-					topics[t.Topic] = append(topics[t.Topic], t.Partitions...)
+					if _, ok := topics[name]; !ok {
+						order = append(order, name)
+					}
+					topics[name] = append(topics[name], t.Partitions...)
 				}
 			}
 			memberID, epoch := (*string)(nil), int32(-1)
@@ -113,6 +126,13 @@ func (h *Handlers) offsetFetch(_ context.Context, req *protocol.Request) (kmsg.R
 			for _, name := range names {
 				rt := kmsg.NewOffsetFetchResponseGroupTopic()
 				rt.Topic = name
+				if req.Version >= 10 {
+					ti := im.Topic(name)
+					if ti == nil {
+						continue // deleted: no id to answer with
+					}
+					rt.TopicID = ti.ID
+				}
 				for _, o := range byTopic[name] {
 					rp := kmsg.NewOffsetFetchResponseGroupTopicPartition()
 					rp.Partition, rp.Offset, rp.LeaderEpoch, rp.Metadata = o.TP.Partition, o.Offset, o.LeaderEpoch, strPtr(o.Metadata)
@@ -125,6 +145,18 @@ func (h *Handlers) offsetFetch(_ context.Context, req *protocol.Request) (kmsg.R
 					rt.Partitions = append(rt.Partitions, rp)
 				}
 				rg.Topics = append(rg.Topics, rt)
+			}
+			if err == nil {
+				for _, t := range unknownIDs {
+					rt := kmsg.NewOffsetFetchResponseGroupTopic()
+					rt.TopicID = t.TopicID
+					for _, p := range t.Partitions {
+						rp := kmsg.NewOffsetFetchResponseGroupTopicPartition()
+						rp.Partition, rp.Offset, rp.LeaderEpoch, rp.Metadata, rp.ErrorCode = p, -1, -1, strPtr(""), kerr.UnknownTopicID.Code
+						rt.Partitions = append(rt.Partitions, rp)
+					}
+					rg.Topics = append(rg.Topics, rt)
+				}
 			}
 			resp.Groups = append(resp.Groups, rg)
 		}

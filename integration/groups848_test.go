@@ -344,10 +344,10 @@ func TestConsumerProtocolRegexSubscription(t *testing.T) {
 }
 
 // TestConsumerProtocolCoordinatorFailover: the broker coordinating a
-// consumer-protocol group is killed while two members consume. Membership
-// is not persisted, so the members learn from the new coordinator that
-// they are unknown and rejoin; they must carry on, read every record, end
-// up Stable with every partition assigned once, and commit to the end.
+// consumer-protocol group is killed while two members consume and records
+// keep coming: the members find the new coordinator, which loaded their
+// membership; they must carry on, read every record, end up Stable with
+// every partition assigned once, and commit to the end.
 func TestConsumerProtocolCoordinatorFailover(t *testing.T) {
 	const topic, group, partitions, total = "g848-failover", "g848-failover-group", 3, 900
 	f := newGroup848(t, topic, partitions, total/2)
@@ -403,4 +403,205 @@ func TestConsumerProtocolCoordinatorFailover(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// TestConsumerProtocolMembersSurviveCoordinatorKill kills the coordinator
+// of a KIP-848 group with SIGKILL: the new coordinator loads the group's
+// records, so the members keep their ids, epochs and partitions (the group
+// epoch does not move, as it would if anyone rejoined) and consumption
+// goes on with no record read twice, everything having been committed.
+func TestConsumerProtocolMembersSurviveCoordinatorKill(t *testing.T) {
+	const topic, group, partitions, total = "g848-kill", "g848-kill-group", 4, 800
+	f := newGroup848(t, topic, partitions, total/2)
+	c, ctx, mu, seen := f.c, f.ctx, &f.mu, f.seen
+	refresh := kgo.MetadataMaxAge(2 * time.Second)
+	a := startConsumer848(t, c, group, mu, seen, kgo.ConsumeTopics(topic), refresh)
+	b := startConsumer848(t, c, group, mu, seen, kgo.ConsumeTopics(topic), refresh)
+	x := startConsumer848(t, c, group, mu, seen, kgo.ConsumeTopics(topic), refresh)
+	probe := c.client(t)
+	eventually(t, 60*time.Second, func() error {
+		g, err := describe848(ctx, probe, group)
+		if err != nil {
+			return err
+		}
+		return stableWith(g, 3, partitions)
+	})
+	// A member leaving moves the group epoch past what two members
+	// joining afresh would reach.
+	x.stop()
+	eventually(t, 60*time.Second, f.read(total/2))
+	adm := c.admin(t)
+	var before kmsg.ConsumerGroupDescribeResponseGroup
+	eventually(t, 60*time.Second, func() error {
+		g, err := describe848(ctx, probe, group)
+		if err != nil {
+			return err
+		}
+		if err := stableWith(g, 2, partitions); err != nil {
+			return err
+		}
+		offs, err := adm.FetchOffsets(ctx, group)
+		if err != nil {
+			return err
+		}
+		var sum int64
+		offs.Each(func(o kadm.OffsetResponse) { sum += o.At })
+		if sum != total/2 {
+			return fmt.Errorf("committed offsets sum to %d, want %d", sum, total/2)
+		}
+		before = g
+		return nil
+	})
+	if before.Epoch < 4 {
+		t.Fatalf("group epoch %d before the kill, want at least 4", before.Epoch)
+	}
+	mu.Lock()
+	seenBefore := make(map[string]int, len(seen))
+	for v, n := range seen {
+		seenBefore[v] = n
+	}
+	mu.Unlock()
+
+	r := adm.FindGroupCoordinators(ctx, group)[group]
+	if r.Err != nil {
+		t.Fatalf("FindGroupCoordinators: %v", r.Err)
+	}
+	t.Logf("killing coordinator %d at group epoch %d", r.NodeID, before.Epoch)
+	c.node(r.NodeID).Kill()
+	f.produce(total/2, total)
+	eventually(t, 90*time.Second, f.read(total))
+
+	eventually(t, 60*time.Second, func() error {
+		now := adm.FindGroupCoordinators(ctx, group)[group]
+		if now.Err == nil && now.NodeID == r.NodeID {
+			return fmt.Errorf("node %d still named coordinator", r.NodeID)
+		}
+		return now.Err
+	})
+	probe2 := c.client(t)
+	var after kmsg.ConsumerGroupDescribeResponseGroup
+	eventually(t, 90*time.Second, func() error {
+		g, err := describe848(ctx, probe2, group)
+		if err != nil {
+			return err
+		}
+		after = g
+		return stableWith(g, 2, partitions)
+	})
+	if after.Epoch != before.Epoch {
+		t.Errorf("group epoch %d after the failover, %d before: members rejoined", after.Epoch, before.Epoch)
+	}
+	ids := func(g kmsg.ConsumerGroupDescribeResponseGroup) map[string]int32 {
+		out := map[string]int32{}
+		for _, m := range g.Members {
+			out[m.MemberID] = m.MemberEpoch
+		}
+		return out
+	}
+	if got, want := ids(after), ids(before); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("members (id: epoch) after the failover %v, before %v", got, want)
+	}
+	a.stop()
+	b.stop()
+	mu.Lock()
+	defer mu.Unlock()
+	var dups []string
+	for v, n := range seen {
+		if n0 := seenBefore[v]; n > n0 && n0 > 0 || n > n0+1 {
+			dups = append(dups, v)
+		}
+	}
+	sort.Strings(dups)
+	if len(dups) > 0 {
+		t.Errorf("%d records read again after the kill (%d read and committed before it): %v", len(dups), len(seenBefore), dups)
+	}
+}
+
+// TestOffsetCommitAndFetchByTopicID drives OffsetCommit and OffsetFetch v10
+// (Kafka 4.1), which name topics by id: a commit by id is fetched back by
+// id and by name (older versions), fetching every offset answers with the
+// topic's id, and an unknown id answers UNKNOWN_TOPIC_ID.
+func TestOffsetCommitAndFetchByTopicID(t *testing.T) {
+	b := grpBroker(t)
+	ctx := testCtx(t, 60*time.Second)
+	adm := b.admin(t)
+	createTopic(t, adm, "by-id", 2, nil)
+	cl := b.client(t)
+	td, err := adm.ListTopics(ctx, "by-id")
+	if err != nil || td["by-id"].Err != nil {
+		t.Fatalf("metadata: %v %v", err, td["by-id"].Err)
+	}
+	id := [16]byte(td["by-id"].ID)
+	unknown := [16]byte{0xde, 0xad}
+
+	commit := kmsg.NewPtrOffsetCommitRequest()
+	commit.Version, commit.Group, commit.Generation = 10, "by-id-group", -1
+	for _, tid := range [][16]byte{id, unknown} {
+		rt := kmsg.NewOffsetCommitRequestTopic()
+		rt.TopicID = tid
+		rp := kmsg.NewOffsetCommitRequestTopicPartition()
+		rp.Partition, rp.Offset = 1, 42
+		rt.Partitions = append(rt.Partitions, rp)
+		commit.Topics = append(commit.Topics, rt)
+	}
+	var cresp *kmsg.OffsetCommitResponse
+	eventually(t, 30*time.Second, func() error {
+		cresp, err = commit.RequestWith(ctx, cl)
+		if err != nil {
+			return err
+		}
+		return kerr.ErrorForCode(cresp.Topics[0].Partitions[0].ErrorCode)
+	})
+	if cresp.Topics[0].TopicID != id {
+		t.Errorf("commit answer names topic %x, want its id %x", cresp.Topics[0].TopicID, id)
+	}
+	if got := cresp.Topics[1].Partitions[0].ErrorCode; got != kerr.UnknownTopicID.Code {
+		t.Errorf("commit to an unknown topic id: %v, want UNKNOWN_TOPIC_ID", kerr.ErrorForCode(got))
+	}
+
+	fetch := func(topics []kmsg.OffsetFetchRequestGroupTopic) kmsg.OffsetFetchResponseGroup {
+		t.Helper()
+		req := kmsg.NewPtrOffsetFetchRequest()
+		req.Version = 10
+		g := kmsg.NewOffsetFetchRequestGroup()
+		g.Group, g.MemberEpoch, g.Topics = "by-id-group", -1, topics
+		req.Groups = append(req.Groups, g)
+		resp, err := req.RequestWith(ctx, cl)
+		if err != nil || len(resp.Groups) != 1 {
+			t.Fatalf("OffsetFetch v10: %v %+v", err, resp)
+		}
+		return resp.Groups[0]
+	}
+	all := fetch(nil)
+	if len(all.Topics) != 1 || all.Topics[0].TopicID != id || len(all.Topics[0].Partitions) != 1 || all.Topics[0].Partitions[0].Offset != 42 {
+		t.Errorf("fetch of every offset: %+v, want by-id (by its id) partition 1 at 42", all.Topics)
+	}
+	byID := kmsg.NewOffsetFetchRequestGroupTopic()
+	byID.TopicID, byID.Partitions = id, []int32{0, 1}
+	unk := kmsg.NewOffsetFetchRequestGroupTopic()
+	unk.TopicID, unk.Partitions = unknown, []int32{0}
+	some := fetch([]kmsg.OffsetFetchRequestGroupTopic{byID, unk})
+	offsets := map[[16]byte]map[int32]int64{}
+	codes := map[[16]byte]int16{}
+	for _, rt := range some.Topics {
+		offsets[rt.TopicID] = map[int32]int64{}
+		for _, p := range rt.Partitions {
+			offsets[rt.TopicID][p.Partition] = p.Offset
+			codes[rt.TopicID] = max(codes[rt.TopicID], p.ErrorCode)
+		}
+	}
+	if o := offsets[id]; len(o) != 2 || o[0] != -1 || o[1] != 42 || codes[id] != 0 {
+		t.Errorf("fetch by id: %v (error %d), want partition 0 uncommitted and 1 at 42", o, codes[id])
+	}
+	if codes[unknown] != kerr.UnknownTopicID.Code {
+		t.Errorf("fetch of an unknown topic id: error %d, want UNKNOWN_TOPIC_ID", codes[unknown])
+	}
+	// Older versions see the same commit by name.
+	offs, err := adm.FetchOffsets(ctx, "by-id-group")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o, ok := offs.Lookup("by-id", 1); !ok || o.At != 42 {
+		t.Errorf("fetch by name: %+v %v, want 42", o, ok)
+	}
 }

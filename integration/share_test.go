@@ -365,3 +365,80 @@ func TestShareGroupLeaderFailover(t *testing.T) {
 		t.Fatalf("after failover the group got offsets %v, want %d-%d", offsets, acked, total-1)
 	}
 }
+
+// TestShareGroupMembersSurviveCoordinatorKill: a share group's coordinator
+// is killed with SIGKILL; the new coordinator loads the membership from
+// __consumer_offsets, so the members' next heartbeats, at the epochs they
+// had, are answered with those epochs instead of UNKNOWN_MEMBER_ID.
+func TestShareGroupMembersSurviveCoordinatorKill(t *testing.T) {
+	c := startCluster(t, nil)
+	const topic, group = "share-coord-kill", "share-coord-kill-group"
+	c.createTopic(t, topic, 2, nil)
+	admin := c.client(t)
+	ctx := testCtx(t, 2*time.Minute)
+	coordinatorOf := func(cl *kgo.Client) (int32, error) {
+		fc := kmsg.NewPtrFindCoordinatorRequest()
+		fc.CoordinatorKey = group
+		resp, err := fc.RequestWith(ctx, cl)
+		if err != nil {
+			return -1, err
+		}
+		return resp.NodeID, kerr.ErrorForCode(resp.ErrorCode)
+	}
+	var coord int32
+	eventually(t, 30*time.Second, func() (err error) { coord, err = coordinatorOf(admin); return err })
+	heartbeat := func(cl *kgo.Client, node int32, member string, epoch int32) (*kmsg.ShareGroupHeartbeatResponse, error) {
+		req := kmsg.NewPtrShareGroupHeartbeatRequest()
+		req.GroupID, req.MemberID, req.MemberEpoch = group, member, epoch
+		if epoch == 0 {
+			req.SubscribedTopicNames = []string{topic}
+		}
+		resp, err := req.RequestWith(ctx, cl.Broker(int(node)))
+		if err != nil {
+			return nil, err
+		}
+		return resp, kerr.ErrorForCode(resp.ErrorCode)
+	}
+	epochs := map[string]int32{}
+	for _, m := range []string{"share-member-a", "share-member-b"} {
+		eventually(t, 30*time.Second, func() error {
+			resp, err := heartbeat(admin, coord, m, 0)
+			if err == nil {
+				epochs[m] = resp.MemberEpoch
+			}
+			return err
+		})
+	}
+	for m, e := range epochs {
+		resp, err := heartbeat(admin, coord, m, e)
+		if err != nil {
+			t.Fatalf("heartbeat of %s: %v", m, err)
+		}
+		epochs[m] = resp.MemberEpoch
+	}
+
+	t.Logf("killing coordinator %d with members at %v", coord, epochs)
+	c.node(coord).Kill()
+	probe := c.client(t)
+	var next int32
+	eventually(t, 60*time.Second, func() (err error) {
+		next, err = coordinatorOf(probe)
+		if err == nil && next == coord {
+			return fmt.Errorf("node %d still named coordinator", coord)
+		}
+		return err
+	})
+	for m, e := range epochs {
+		var resp *kmsg.ShareGroupHeartbeatResponse
+		eventually(t, 60*time.Second, func() (err error) {
+			resp, err = heartbeat(probe, next, m, e)
+			if errors.Is(err, kerr.UnknownMemberID) || errors.Is(err, kerr.FencedMemberEpoch) {
+				t.Fatalf("heartbeat of %s at epoch %d after the failover: %v", m, e, err)
+			}
+			return err
+		})
+		if resp.MemberEpoch != e {
+			t.Errorf("member %s at epoch %d after the failover, was %d", m, resp.MemberEpoch, e)
+		}
+	}
+}

@@ -3,9 +3,12 @@ package share
 // The coordinator side of share groups: membership (ShareGroupHeartbeat),
 // ShareGroupDescribe, listing and deletion. The coordinator of a share
 // group is the broker that coordinates a classic group of that id, the
-// leader of its __consumer_offsets partition. Membership is kept in
-// memory only: when the coordinator moves, members find the new one,
-// which does not know them (UNKNOWN_MEMBER_ID), and they join again.
+// leader of its __consumer_offsets partition. Membership is stored there
+// too (a Store, the group coordinator, writes Kafka's ShareGroup*
+// records): a heartbeat is answered once its change is written, and a new
+// coordinator loads the group on first use, its members keeping their
+// epochs and assignments, their sessions restarted. Without a Store
+// (tests) membership lives in memory only.
 
 import (
 	"slices"
@@ -28,18 +31,79 @@ type Coordinator struct {
 	logger zerolog.Logger
 	now    func() time.Time
 
+	store Store
+
 	mu     sync.Mutex
 	groups map[string]*Group
+	// rewrite marks groups whose last write failed: their next heartbeat
+	// stores them whatever it changed.
+	rewrite map[string]bool
 
 	expiry *loop
 }
 
+// Store keeps share groups' membership in __consumer_offsets;
+// group.Coordinator provides it. StoreShareGroup queues the write of a
+// group's state (nil: deleted) and returns a channel for its outcome, nil
+// when nothing changed; LoadShareGroup returns what was last loaded or
+// stored, nil for none; ShareGroupIDs lists the stored groups this broker
+// coordinates.
+type Store interface {
+	ShareGroupIDs() []string
+	LoadShareGroup(groupID string) (*group.ShareGroupState, error)
+	StoreShareGroup(groupID string, st *group.ShareGroupState) (<-chan error, error)
+}
+
+// CoordinatorOption configures a Coordinator.
+type CoordinatorOption func(*Coordinator)
+
+// WithStore persists membership in s.
+func WithStore(s Store) CoordinatorOption { return func(c *Coordinator) { c.store = s } }
+
+// WithCoordinatorClock replaces the wall clock.
+func WithCoordinatorClock(now func() time.Time) CoordinatorOption {
+	return func(c *Coordinator) { c.now = now }
+}
+
 // NewCoordinator starts the coordinator and its session-expiry loop.
-func NewCoordinator(cfg Config, nodeID int32, meta cluster.Metadata, logger zerolog.Logger) *Coordinator {
+func NewCoordinator(cfg Config, nodeID int32, meta cluster.Metadata, logger zerolog.Logger, opts ...CoordinatorOption) *Coordinator {
 	c := &Coordinator{cfg: cfg, nodeID: nodeID, meta: meta, logger: logger, now: time.Now,
-		groups: map[string]*Group{}}
+		groups: map[string]*Group{}, rewrite: map[string]bool{}}
+	for _, o := range opts {
+		o(c)
+	}
 	c.expiry = startLoop(time.Second, c.expire)
 	return c
+}
+
+// groupLocked returns the group, loading it from the store when this
+// coordinator does not hold it yet (after a coordinator change); nil if
+// there is none.
+func (c *Coordinator) groupLocked(im *cluster.Image, groupID string) (*Group, error) {
+	if g := c.groups[groupID]; g != nil || c.store == nil {
+		return g, nil
+	}
+	st, err := c.store.LoadShareGroup(groupID)
+	if err != nil || st == nil {
+		return nil, err
+	}
+	session := c.groupMs(im, groupID, "share.session.timeout.ms", c.cfg.SessionTimeout)
+	g := groupFromState(groupID, st, im, c.now().UnixMilli()+session)
+	c.groups[groupID] = g
+	c.logger.Info().Str("group", groupID).Int32("epoch", g.Epoch).Int("members", len(g.members)).Msg("loaded share group membership")
+	return g, nil
+}
+
+// persistLocked queues the write of g's state (nil g: deleted).
+func (c *Coordinator) persistLocked(im *cluster.Image, groupID string, g *Group) (<-chan error, error) {
+	if c.store == nil {
+		return nil, nil
+	}
+	var st *group.ShareGroupState
+	if g != nil {
+		st = g.state(im)
+	}
+	return c.store.StoreShareGroup(groupID, st)
 }
 
 // Close stops the expiry loop.
@@ -81,10 +145,14 @@ func (c *Coordinator) Heartbeat(groupID string, req HeartbeatRequest) (Heartbeat
 		return HeartbeatResult{Err: err}, interval
 	}
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	g := c.groups[groupID]
+	g, err := c.groupLocked(im, groupID)
+	if err != nil {
+		c.mu.Unlock()
+		return HeartbeatResult{Err: err}, interval
+	}
 	if g == nil {
 		if req.MemberEpoch != 0 {
+			c.mu.Unlock()
 			return HeartbeatResult{Err: ErrUnknownMember}, interval
 		}
 		g = NewGroup(groupID)
@@ -98,7 +166,29 @@ func (c *Coordinator) Heartbeat(groupID string, req HeartbeatRequest) (Heartbeat
 		return int32(len(t.Partitions)), true
 	}
 	session := c.groupMs(im, groupID, "share.session.timeout.ms", c.cfg.SessionTimeout)
-	return g.Heartbeat(c.now().UnixMilli(), req, topics, session, c.cfg.MaxGroupSize), interval
+	preEpoch, pre := g.Epoch, g.storedCopy(req.MemberID)
+	res := g.Heartbeat(c.now().UnixMilli(), req, topics, session, c.cfg.MaxGroupSize)
+	var written <-chan error
+	if res.Err == nil && (g.Epoch != preEpoch || !sameStored(pre, g.storedCopy(req.MemberID)) || c.rewrite[groupID]) {
+		// Only a heartbeat that changed something is stored: the others
+		// cost no encoding of the whole group.
+		delete(c.rewrite, groupID)
+		written, err = c.persistLocked(im, groupID, g)
+	}
+	c.mu.Unlock()
+	if err == nil && written != nil {
+		// Answered once written, so the member's epoch is the one a new
+		// coordinator would load.
+		if err = <-written; err != nil {
+			c.mu.Lock()
+			c.rewrite[groupID] = true
+			c.mu.Unlock()
+		}
+	}
+	if err != nil {
+		return HeartbeatResult{Err: err}, interval
+	}
+	return res, interval
 }
 
 // Description is a group as ShareGroupDescribe reports it.
@@ -115,7 +205,10 @@ func (c *Coordinator) Describe(groupID string) (Description, error) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	g := c.groups[groupID]
+	g, err := c.groupLocked(c.meta.Image(), groupID)
+	if err != nil {
+		return Description{}, err
+	}
 	if g == nil {
 		return Description{}, ErrGroupNotFound
 	}
@@ -136,8 +229,19 @@ type Listing struct {
 // List lists the share groups this broker coordinates.
 func (c *Coordinator) List() []Listing {
 	im := c.meta.Image()
+	var stored []string
+	if c.store != nil {
+		stored = c.store.ShareGroupIDs()
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	for _, id := range stored {
+		// Groups stored here but not used since this broker became their
+		// coordinator.
+		if _, err := c.groupLocked(im, id); err != nil {
+			c.logger.Debug().Err(err).Str("group", id).Msg("loading a stored share group for listing")
+		}
+	}
 	var out []Listing
 	for id, g := range c.groups {
 		if c.owns(im, id) == nil {
@@ -161,7 +265,7 @@ func (c *Coordinator) List() []Listing {
 func (c *Coordinator) Known(groupID string) (known, empty bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	g := c.groups[groupID]
+	g, _ := c.groupLocked(c.meta.Image(), groupID)
 	if g == nil {
 		return false, true
 	}
@@ -174,15 +278,27 @@ func (c *Coordinator) Delete(groupID string) error {
 	if err := c.Owns(groupID); err != nil {
 		return err
 	}
+	im := c.meta.Image()
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	if g := c.groups[groupID]; g != nil {
+	g, err := c.groupLocked(im, groupID)
+	if err != nil {
+		c.mu.Unlock()
+		return err
+	}
+	var written <-chan error
+	if g != nil {
 		if !g.Empty() {
+			c.mu.Unlock()
 			return ErrNonEmptyGroup
 		}
 		delete(c.groups, groupID)
+		written, err = c.persistLocked(im, groupID, nil)
 	}
-	return nil
+	c.mu.Unlock()
+	if err == nil && written != nil {
+		err = <-written
+	}
+	return err
 }
 
 // RequireEmpty answers ErrNonEmptyGroup if the group has members (offsets
@@ -206,13 +322,23 @@ func (c *Coordinator) expire() {
 	defer c.mu.Unlock()
 	for id, g := range c.groups {
 		if c.owns(im, id) != nil {
-			// Coordination moved away: the new coordinator starts
-			// without these members, who join it again.
+			// Coordination moved away: the new coordinator loads the
+			// group from __consumer_offsets.
 			delete(c.groups, id)
+			delete(c.rewrite, id)
 			continue
 		}
-		for _, m := range g.Expire(now) {
+		gone := g.Expire(now)
+		for _, m := range gone {
 			c.logger.Info().Str("group", id).Str("member", m).Msg("share group member session expired")
+		}
+		if len(gone) > 0 {
+			if _, err := c.persistLocked(im, id, g); err != nil {
+				c.logger.Warn().Err(err).Str("group", id).Msg("storing a share group's membership failed")
+			}
+			// Not waited for: the next heartbeat stores the group again,
+			// which writes whatever of this failed.
+			c.rewrite[id] = true
 		}
 	}
 }

@@ -9,8 +9,10 @@
 //     partition of its subscriptions, ShareGroupDescribe, listing and
 //     deletion. The coordinator of a share group is the broker that would
 //     coordinate a classic group of that id (the leader of its
-//     __consumer_offsets partition). Membership is in memory: when the
-//     coordinator moves, members rejoin the new one.
+//     __consumer_offsets partition). Membership is stored there as
+//     Kafka's ShareGroup* records, through the group coordinator (a
+//     Store): when the coordinator moves, the new one loads the members
+//     with their epochs and they carry on.
 //   - the share-partition state machine (state.go): per group and
 //     topic-partition, the start offset (SPSO), the end offset (SPEO) and
 //     the in-flight records between them (Available, Acquired,
@@ -53,7 +55,9 @@
 // connection's reader goroutine, on channels closed when a high watermark
 // moves or records become available again.
 //
-// Locks: Coordinator.mu is a leaf. Manager.mu is held across no log read
+// Locks: Coordinator.mu comes before the group coordinator's locks (a
+// heartbeat queues its records under it and waits for the write after
+// releasing it); nothing in group calls back into share. Manager.mu is held across no log read
 // (Fetch), metadata proposal or call into the coordinator; building a share
 // partition asks the replica manager for offsets (ListOffset) under it, so
 // replication's partition locks come after Manager.mu and replication never

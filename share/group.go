@@ -21,6 +21,9 @@ import (
 	"maps"
 	"slices"
 	"sort"
+
+	"github.com/gokafka/gokafka/cluster"
+	"github.com/gokafka/gokafka/group"
 )
 
 // Member is one share-group member.
@@ -195,4 +198,67 @@ func assign(subs []string, topics TopicPartitions) map[string][]int32 {
 
 func sameAssignment(a, b map[string][]int32) bool {
 	return maps.EqualFunc(a, b, func(x, y []int32) bool { return slices.Equal(x, y) })
+}
+
+// state is the group's membership as stored (group.ShareGroupState), its
+// assignments by topic id; topics gone from im are left out.
+func (g *Group) state(im *cluster.Image) *group.ShareGroupState {
+	st := &group.ShareGroupState{Epoch: g.Epoch}
+	for _, m := range g.Members() {
+		ms := group.ShareMemberState{
+			ID: m.ID, ClientID: m.ClientID, ClientHost: m.ClientHost, Rack: m.Rack,
+			Subscribed: slices.Clone(m.Subscribed), Epoch: m.Epoch, PrevEpoch: m.prevEpoch,
+			Assignment: map[cluster.TopicID][]int32{},
+		}
+		for name, ps := range m.Assignment {
+			if t := im.Topic(name); t != nil {
+				ms.Assignment[t.ID] = slices.Clone(ps)
+			}
+		}
+		st.Members = append(st.Members, ms)
+	}
+	return st
+}
+
+// groupFromState rebuilds a stored group; every member's session ends at
+// deadline (sessions restart on load), assignments are named by im.
+func groupFromState(id string, st *group.ShareGroupState, im *cluster.Image, deadline int64) *Group {
+	g := NewGroup(id)
+	g.Epoch = st.Epoch
+	for _, ms := range st.Members {
+		m := &Member{
+			ID: ms.ID, ClientID: ms.ClientID, ClientHost: ms.ClientHost, Rack: ms.Rack,
+			Epoch: ms.Epoch, prevEpoch: ms.PrevEpoch, Subscribed: slices.Clone(ms.Subscribed),
+			Assignment: map[string][]int32{}, deadline: deadline,
+		}
+		for tid, ps := range ms.Assignment {
+			if t := im.TopicByID(tid); t != nil {
+				m.Assignment[t.Name] = slices.Clone(ps)
+			}
+		}
+		g.members[m.ID] = m
+	}
+	return g
+}
+
+// storedCopy returns a copy of member id's stored fields, nil if none.
+func (g *Group) storedCopy(id string) *Member {
+	m := g.members[id]
+	if m == nil {
+		return nil
+	}
+	return &Member{ID: m.ID, ClientID: m.ClientID, ClientHost: m.ClientHost, Rack: m.Rack,
+		Epoch: m.Epoch, prevEpoch: m.prevEpoch, Subscribed: m.Subscribed, Assignment: m.Assignment}
+}
+
+// sameStored reports whether two copies of a member store the same
+// records.
+func sameStored(a, b *Member) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return a.ID == b.ID && a.ClientID == b.ClientID && a.ClientHost == b.ClientHost &&
+		(a.Rack == nil) == (b.Rack == nil) && (a.Rack == nil || *a.Rack == *b.Rack) &&
+		a.Epoch == b.Epoch && a.prevEpoch == b.prevEpoch &&
+		slices.Equal(a.Subscribed, b.Subscribed) && sameAssignment(a.Assignment, b.Assignment)
 }
