@@ -2,6 +2,8 @@ package cluster
 
 import (
 	"sort"
+
+	"github.com/gokafka/gokafka/sasl"
 )
 
 // TopicID is a topic's 16-byte UUID.
@@ -116,6 +118,8 @@ type Image struct {
 	ClientQuotas map[string]*ClientQuota
 	// NextProducerID is the first producer id no broker has been given.
 	NextProducerID int64
+	// ScramCredentials holds SCRAM credentials by user, then mechanism.
+	ScramCredentials map[string]map[string]sasl.ScramCredential
 }
 
 // Topic returns the named topic or nil.

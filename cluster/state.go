@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+
+	"github.com/gokafka/gokafka/sasl"
 )
 
 // CommandType names a metadata change.
@@ -74,6 +76,8 @@ type Command struct {
 	LogDirs []string `json:"log_dirs,omitempty"`
 	// Quotas are the changes of a CmdClientQuotas.
 	Quotas []QuotaChange `json:"quotas,omitempty"`
+	// Scram are the changes of a CmdScram.
+	Scram []ScramChange `json:"scram,omitempty"`
 }
 
 // State is the metadata state machine. It is not safe for concurrent use;
@@ -88,6 +92,8 @@ type State struct {
 	groupConfigs  map[string]map[string]string
 	shareGroups   map[string]*ShareGroupState
 	clientQuotas  map[string]*ClientQuota
+	// scram holds SCRAM credentials by user, then mechanism.
+	scram map[string]map[string]sasl.ScramCredential
 	// nextProducerID is the first producer id not yet given to a broker.
 	nextProducerID int64
 }
@@ -102,6 +108,7 @@ func NewState() *State {
 		groupConfigs:  make(map[string]map[string]string),
 		shareGroups:   make(map[string]*ShareGroupState),
 		clientQuotas:  make(map[string]*ClientQuota),
+		scram:         make(map[string]map[string]sasl.ScramCredential),
 	}
 }
 
@@ -146,6 +153,7 @@ func (s *State) clone() *State {
 	cp.groupConfigs = maps.Clone(s.groupConfigs)
 	cp.shareGroups = maps.Clone(s.shareGroups)
 	cp.clientQuotas = maps.Clone(s.clientQuotas)
+	cp.scram = maps.Clone(s.scram)
 	return &cp
 }
 
@@ -233,6 +241,8 @@ func (s *State) apply(offset int64, cmd *Command) error {
 		s.applyShare(cmd.Share)
 	case CmdClientQuotas:
 		s.applyQuotas(cmd.Quotas)
+	case CmdScram:
+		s.applyScram(cmd.Scram)
 	case CmdChangePartitions:
 		// Check every change before applying any, so the command is
 		// all or nothing.
@@ -274,7 +284,7 @@ func (s *State) apply(offset int64, cmd *Command) error {
 // Image returns an immutable copy of the current state. Topic values are
 // shared with the state, which replaces rather than mutates them.
 func (s *State) Image(controllerID int32) *Image {
-	return &Image{
+	im := &Image{
 		ClusterID:      s.clusterID,
 		ControllerID:   controllerID,
 		Offset:         s.offset,
@@ -287,6 +297,9 @@ func (s *State) Image(controllerID int32) *Image {
 		ClientQuotas:   maps.Clone(s.clientQuotas),
 		NextProducerID: s.nextProducerID,
 	}
+	// Replaced, never mutated, by applyScram.
+	im.ScramCredentials = maps.Clone(s.scram)
+	return im
 }
 
 // snapshot is the serialised State.
@@ -300,12 +313,14 @@ type snapshot struct {
 	GroupConfigs   map[string]map[string]string `json:"group_configs,omitempty"`
 	ShareGroups    map[string]*ShareGroupState  `json:"share_groups,omitempty"`
 	ClientQuotas   []*ClientQuota               `json:"client_quotas,omitempty"`
+	// Scram holds SCRAM credentials by user, then mechanism.
+	Scram map[string]map[string]sasl.ScramCredential `json:"scram,omitempty"`
 }
 
 // MarshalSnapshot serialises the state.
 func (s *State) MarshalSnapshot() ([]byte, error) {
 	snap := snapshot{ClusterID: s.clusterID, Offset: s.offset, BrokerConfigs: s.brokerConfigs, NextProducerID: s.nextProducerID,
-		GroupConfigs: s.groupConfigs, ShareGroups: s.shareGroups}
+		GroupConfigs: s.groupConfigs, ShareGroups: s.shareGroups, Scram: s.scram}
 	im := s.Image(-1)
 	for _, id := range im.BrokerIDs() {
 		snap.Brokers = append(snap.Brokers, s.brokers[id])
@@ -346,6 +361,7 @@ func (s *State) RestoreSnapshot(b []byte) error {
 	for _, cq := range snap.ClientQuotas {
 		fresh.clientQuotas[cq.Entity.Key()] = cq
 	}
+	maps.Copy(fresh.scram, snap.Scram)
 	*s = *fresh
 	return nil
 }
