@@ -64,6 +64,7 @@ type Controller interface {
 	AlterClientQuotas(ctx context.Context, changes []cluster.QuotaChange, validateOnly bool) []error
 	SetGroupConfigs(ctx context.Context, group string, configs map[string]string, validateOnly bool) error
 	UpdateShareState(ctx context.Context, ch cluster.ShareChange) error
+	AlterUserScramCredentials(ctx context.Context, deletions []cluster.ScramChange, upserts []cluster.ScramUpsert) map[string]error
 }
 
 var _ Controller = (*cluster.Controller)(nil)
@@ -131,6 +132,8 @@ func New(reg *protocol.Registry, cfg Config, d Deps) *Handlers {
 		h.registerListTransactions,
 		h.registerShare,
 		h.registerClientQuotas,
+		h.registerSASL,
+		h.registerScramCredentials,
 	} {
 		r(reg)
 	}
