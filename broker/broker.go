@@ -26,6 +26,7 @@ import (
 	"github.com/gokafka/gokafka/protocol"
 	"github.com/gokafka/gokafka/quota"
 	"github.com/gokafka/gokafka/replication"
+	"github.com/gokafka/gokafka/sasl"
 	"github.com/gokafka/gokafka/share"
 	"github.com/gokafka/gokafka/txn"
 )
@@ -87,6 +88,8 @@ type Config struct {
 	// Quota is the windowing of client quota rates
 	// (quota.window.num, quota.window.size.seconds).
 	Quota quota.Config
+	// SASL holds the broker-wide SASL properties (sasl.go).
+	SASL SASLConfig
 }
 
 // Server is a running broker.
@@ -175,8 +178,8 @@ func Start(ctx context.Context, cfg Config, logger zerolog.Logger) (_ *Server, e
 		if pl.SecurityProtocol, err = securityProtocol(&cfg, pl.Name); err != nil {
 			return nil, err
 		}
-		if pl.SecurityProtocol != "PLAINTEXT" {
-			return nil, fmt.Errorf("listener %s: security protocol %s is not supported", pl.Name, pl.SecurityProtocol)
+		if err := checkSecurityProtocol(&cfg, pl); err != nil {
+			return nil, err
 		}
 		if slices.Contains(cfg.ControllerListenerNames, pl.Name) {
 			qc.BindAddr = net.JoinHostPort(pl.Host, strconv.Itoa(pl.Port))
@@ -227,6 +230,7 @@ func Start(ctx context.Context, cfg Config, logger zerolog.Logger) (_ *Server, e
 		NodeID: cfg.NodeID, Rack: cfg.Rack,
 		NumPartitions: cfg.NumPartitions, DefaultReplicationFactor: cfg.DefaultReplicationFactor,
 		DeleteTopicEnable: cfg.DeleteTopicEnable, BrokerDefaults: cfg.BrokerDefaults,
+		BootstrapScram: cfg.SASL.BootstrapScram,
 	}, qc, logger.With().Str("component", "cluster").Logger())
 	if err != nil {
 		return nil, fmt.Errorf("open metadata: %w", err)
@@ -251,6 +255,21 @@ func Start(ctx context.Context, cfg Config, logger zerolog.Logger) (_ *Server, e
 	}
 	rcfg := cfg.Replication
 	rcfg.NodeID = cfg.NodeID
+	txnCfg := cfg.Txn
+	if ib := lns[interBroker]; isSASL(ib.SecurityProtocol) {
+		if rcfg.PeerSASL, err = peerSASL(&cfg, ib.Name); err != nil {
+			return nil, err
+		}
+		txnCfg.PeerSASL = rcfg.PeerSASL
+	}
+	saslCfgs := make([]*sasl.ServerConfig, len(lns))
+	for i, l := range lns {
+		if isSASL(l.SecurityProtocol) {
+			if saslCfgs[i], err = saslServerConfig(ctx, &cfg, l.Name, scramStore{s.meta}); err != nil {
+				return nil, err
+			}
+		}
+	}
 	s.replicas, err = replication.NewManagerWithConfig(rcfg, s.logs, s.meta, logger.With().Str("component", "replicas").Logger())
 	if err != nil {
 		return nil, fmt.Errorf("load partitions: %w", err)
@@ -269,7 +288,7 @@ func Start(ctx context.Context, cfg Config, logger zerolog.Logger) (_ *Server, e
 	pids := idempotent.NewAllocator(func(ctx context.Context) (int64, int32, error) {
 		return s.meta.AllocateProducerIDs(ctx, cfg.NodeID)
 	})
-	s.txn, err = txn.New(cfg.Txn, s.meta, txn.ReplicaStore(s.replicas), s.groups, pids.Next, logger.With().Str("component", "txn").Logger())
+	s.txn, err = txn.New(txnCfg, s.meta, txn.ReplicaStore(s.replicas), s.groups, pids.Next, logger.With().Str("component", "txn").Logger())
 	if err != nil {
 		return nil, fmt.Errorf("start transaction coordinator: %w", err)
 	}
@@ -309,7 +328,7 @@ func Start(ctx context.Context, cfg Config, logger zerolog.Logger) (_ *Server, e
 	// CONTROLLER listener only, the other broker-to-broker APIs on the
 	// inter-broker listener only.
 	for i, ln := range s.listeners {
-		lc := protocol.ListenerConfig{Name: s.names[i], SecurityProtocol: lns[i].SecurityProtocol, Exposes: func(key int16) bool { return !handlers.InterBrokerAPI(key) }}
+		lc := protocol.ListenerConfig{Name: s.names[i], SecurityProtocol: lns[i].SecurityProtocol, SASL: saslCfgs[i], Exposes: func(key int16) bool { return !handlers.InterBrokerAPI(key) }}
 		if i == interBroker {
 			lc.Exposes = func(key int16) bool { return !handlers.ControllerOnlyAPI(key) }
 		}
