@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"maps"
 	"net"
-	"net/url"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -146,11 +145,13 @@ func securityProtocol(cfg *Config, name string) (string, error) {
 
 // ParseListener parses NAME://host:port.
 func ParseListener(s string) (Listener, error) {
-	u, err := url.Parse(strings.TrimSpace(s))
-	if err != nil || u.Scheme == "" || u.Host == "" {
+	// Not url.Parse: listener names such as SASL_PLAINTEXT are not valid
+	// URL schemes.
+	name, hostPort, ok := strings.Cut(strings.TrimSpace(s), "://")
+	if !ok || name == "" || hostPort == "" || strings.ContainsAny(name, ":/") || strings.Contains(hostPort, "/") {
 		return Listener{}, fmt.Errorf("invalid listener %q: want NAME://host:port", s)
 	}
-	host, portStr, err := net.SplitHostPort(u.Host)
+	host, portStr, err := net.SplitHostPort(hostPort)
 	if err != nil {
 		return Listener{}, fmt.Errorf("invalid listener %q: %w", s, err)
 	}
@@ -158,7 +159,7 @@ func ParseListener(s string) (Listener, error) {
 	if err != nil || port < 0 || port > 65535 {
 		return Listener{}, fmt.Errorf("invalid listener %q: bad port", s)
 	}
-	return Listener{Name: strings.ToUpper(u.Scheme), Host: host, Port: port}, nil
+	return Listener{Name: strings.ToUpper(name), Host: host, Port: port}, nil
 }
 
 // Start opens everything and starts serving. When it returns without

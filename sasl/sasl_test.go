@@ -385,3 +385,44 @@ func TestValidateRefusesGSSAPIAndUnknownMechanisms(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// clientFinal builds a client-final message for nonce, as a client that
+// knows the password computes it.
+func clientFinal(mech, pass string, salt []byte, iters int, clientBare, serverFirst, nonce string) string {
+	h := ScramHash(mech)
+	salted, _ := SaltPassword(mech, pass, salt, iters)
+	clientKey := hmacSum(h, salted, []byte("Client Key"))
+	withoutProof := "c=biws,r=" + nonce
+	sig := hmacSum(h, hashSum(h, clientKey), []byte(clientBare+","+serverFirst+","+withoutProof))
+	for i := range sig {
+		sig[i] ^= clientKey[i]
+	}
+	return withoutProof + ",p=" + base64.StdEncoding.EncodeToString(sig)
+}
+
+func TestScramNonceMustBeTheServersOrLibrdkafkasDoubledOne(t *testing.T) {
+	salt := []byte("salt-salt-salt")
+	cred, _ := SaltPassword(ScramSHA512, "pw", salt, 4096)
+	store := memStore{"SCRAM-SHA-512/u": CredentialFromSalted(ScramSHA512, cred, salt, 4096)}
+	for _, tc := range []struct {
+		name  string
+		nonce func(cnonce, full string) string
+		ok    bool
+	}{
+		{"the server's", func(_, full string) string { return full }, true},
+		{"librdkafka < 2.6.1: its own again in front", func(c, full string) string { return c + full }, true},
+		{"the client's alone", func(c, _ string) string { return c }, false},
+		{"another", func(_, full string) string { return "x" + full }, false},
+	} {
+		s := newScramServer(ScramSHA512, store)
+		first, _, err := s.Step([]byte("n,,n=u,r=cnonce"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		full := strings.TrimPrefix(strings.Split(string(first), ",")[0], "r=")
+		_, done, err := s.Step([]byte(clientFinal(ScramSHA512, "pw", salt, 4096, "n=u,r=cnonce", string(first), tc.nonce("cnonce", full))))
+		if (err == nil && done) != tc.ok {
+			t.Errorf("%s: done %v err %v", tc.name, done, err)
+		}
+	}
+}

@@ -107,6 +107,7 @@ type scramServer struct {
 	gs2Header   string
 	clientBare  string
 	serverFirst string
+	clientNonce string
 	fullNonce   string
 	cred        ScramCredential
 }
@@ -199,7 +200,8 @@ func (s *scramServer) clientFirst(msg string) ([]byte, bool, error) {
 		return bad(fmt.Sprintf("Iterations %d is less than the minimum %d for %s", cred.Iterations, ScramMinIterations, s.mech))
 	}
 	s.cred = cred
-	s.fullNonce = attrs[1][2:] + s.nonce()
+	s.clientNonce = attrs[1][2:]
+	s.fullNonce = s.clientNonce + s.nonce()
 	s.serverFirst = "r=" + s.fullNonce + ",s=" + base64.StdEncoding.EncodeToString(cred.Salt) + ",i=" + strconv.Itoa(int(cred.Iterations))
 	return []byte(s.serverFirst), false, nil
 }
@@ -218,7 +220,11 @@ func (s *scramServer) clientFinal(msg string) ([]byte, bool, error) {
 	if cb, err := base64.StdEncoding.DecodeString(attrs[0][2:]); err != nil || string(cb) != s.gs2Header {
 		return bad("invalid client final message: channel binding does not match")
 	}
-	if attrs[1][2:] != s.fullNonce {
+	// RFC 5802 wants the server's nonce back. librdkafka before 2.6.1
+	// (Debian's 2.0.2 among them) prepends its own nonce to it again;
+	// Kafka 3.8.1 to 3.9 accept that (the nonce ends with the server's),
+	// and so does gokafka, which keeps Kafka 3.9's client floors.
+	if n := attrs[1][2:]; n != s.fullNonce && n != s.clientNonce+s.fullNonce {
 		return bad("Invalid client nonce in the final client message.")
 	}
 	proof, err := base64.StdEncoding.DecodeString(proofB64)
