@@ -72,16 +72,29 @@ func checkSecurityProtocol(cfg *Config, l Listener) error {
 	return fmt.Errorf("listener %s: security protocol %s is not supported", l.Name, l.SecurityProtocol)
 }
 
-// setting is a SASL property for listener: the listener's value with the
-// mechanism prefix, then without it, then the broker-wide value def.
+// setting is a SASL property of listener: its value with the mechanism
+// prefix when mech is set, else (or failing that) without it.
 func (cfg *Config) setting(listener, mech, prop string) (string, bool) {
-	ls := cfg.ListenerSettings[strings.ToUpper(listener)]
 	if mech != "" {
-		if v, ok := ls[strings.ToLower(mech)+"."+prop]; ok {
+		if v, ok := cfg.mechSetting(listener, mech, prop); ok {
 			return v, true
 		}
 	}
-	v, ok := ls[prop]
+	v, ok := cfg.ListenerSettings[strings.ToUpper(listener)][prop]
+	return v, ok
+}
+
+// mechSetting is listener.name.<listener>.<mechanism>.<prop>. The
+// mechanism may also be written with dots for dashes
+// (scram.sha.512.sasl.jaas.config), which is what an environment variable
+// GOKAFKA_LISTENER_NAME_<NAME>_SCRAM_SHA_512_SASL_JAAS_CONFIG becomes.
+func (cfg *Config) mechSetting(listener, mech, prop string) (string, bool) {
+	ls := cfg.ListenerSettings[strings.ToUpper(listener)]
+	m := strings.ToLower(mech)
+	if v, ok := ls[m+"."+prop]; ok {
+		return v, true
+	}
+	v, ok := ls[strings.ReplaceAll(m, "-", ".")+"."+prop]
 	return v, ok
 }
 
@@ -98,7 +111,7 @@ func splitList(s string) []string {
 // jaasFor parses listener.name.<listener>.<mechanism>.sasl.jaas.config;
 // ok is false when it is not set.
 func (cfg *Config) jaasFor(listener, mech string) (j sasl.JAAS, ok bool, err error) {
-	v, set := cfg.ListenerSettings[strings.ToUpper(listener)][strings.ToLower(mech)+".sasl.jaas.config"]
+	v, set := cfg.mechSetting(listener, mech, "sasl.jaas.config")
 	if !set {
 		return sasl.JAAS{}, false, nil
 	}
@@ -133,7 +146,7 @@ func saslServerConfig(ctx context.Context, cfg *Config, listener string, store s
 		sc.MaxReauth[""] = d
 	}
 	for _, mech := range sc.Mechanisms {
-		if v, ok := cfg.ListenerSettings[strings.ToUpper(listener)][strings.ToLower(mech)+".connections.max.reauth.ms"]; ok {
+		if v, ok := cfg.mechSetting(listener, mech, "connections.max.reauth.ms"); ok {
 			d, err := parseMs(strings.ToLower(mech)+".connections.max.reauth.ms", v)
 			if err != nil {
 				return nil, err
