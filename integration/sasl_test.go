@@ -260,3 +260,30 @@ func TestSASLKcatScramSha512(t *testing.T) {
 		t.Fatalf("kcat with a wrong password: %v\n%s", err, ccTail(stderr, 3000))
 	}
 }
+
+// User quotas apply to the user a connection authenticated as.
+func TestSASLUserQuotaAppliesToTheAuthenticatedUser(t *testing.T) {
+	b := startSASLBroker(t, nil)
+	adm := b.admin(t)
+	createTopic(t, adm, "sasl-quota", 1, nil)
+	mustAlterQuotas(t, adm, setQuota(quotaEntity("user", "alice"), "producer_byte_rate", 1024))
+	produce := func(user, pass string) int64 {
+		hook := &throttleHook{}
+		cl := saslClient(t, b.SASLAddr(), plain.Auth{User: user, Pass: pass}.AsMechanism(),
+			kgo.DefaultProduceTopic("sasl-quota"), kgo.WithHooks(hook), kgo.ProducerLinger(0),
+			kgo.ProducerBatchCompression(kgo.NoCompression()))
+		value := make([]byte, 4096)
+		for range 5 {
+			if err := cl.ProduceSync(testCtx(t, 30*time.Second), &kgo.Record{Value: value}).FirstErr(); err != nil {
+				t.Fatalf("%s: %v", user, err)
+			}
+		}
+		return hook.n.Load()
+	}
+	if n := produce("alice", "alice-secret"); n == 0 {
+		t.Fatal("alice, over her producer_byte_rate, was not throttled")
+	}
+	if n := produce("bob", "bob-secret"); n != 0 {
+		t.Fatalf("bob, without a quota, was throttled %d times", n)
+	}
+}
