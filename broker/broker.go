@@ -11,10 +11,12 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	kgosasl "github.com/twmb/franz-go/pkg/sasl"
 
 	"github.com/gokafka/gokafka/cluster"
 	"github.com/gokafka/gokafka/coordinator"
@@ -206,6 +208,23 @@ func Start(ctx context.Context, cfg Config, logger zerolog.Logger) (_ *Server, e
 		return nil, fmt.Errorf("inter.broker.listener.name %q is not one of the broker listeners", cfg.InterBrokerListenerName)
 	}
 	s := &Server{cfg: cfg, logger: logger, interBroker: interBroker, ctrlName: ctrlName, serveErr: make(chan error, len(lns)+1)}
+	// SASL settings are checked before anything is opened; SCRAM
+	// credentials are read from the metadata once it is.
+	saslCfgs := make([]*sasl.ServerConfig, len(lns))
+	var scramMeta atomic.Pointer[cluster.Controller]
+	for i, l := range lns {
+		if isSASL(l.SecurityProtocol) {
+			if saslCfgs[i], err = saslServerConfig(ctx, &cfg, l.Name, scramStore{&scramMeta}); err != nil {
+				return nil, err
+			}
+		}
+	}
+	var peerAuth kgosasl.Mechanism
+	if ib := lns[interBroker]; isSASL(ib.SecurityProtocol) {
+		if peerAuth, err = peerSASL(&cfg, ib.Name); err != nil {
+			return nil, err
+		}
+	}
 	defer func() {
 		if err != nil {
 			s.closeAll()
@@ -236,6 +255,7 @@ func Start(ctx context.Context, cfg Config, logger zerolog.Logger) (_ *Server, e
 	if err != nil {
 		return nil, fmt.Errorf("open metadata: %w", err)
 	}
+	scramMeta.Store(s.meta)
 
 	logsCfg := cfg.Logs
 	logsCfg.Dirs = cfg.LogDirs
@@ -256,21 +276,9 @@ func Start(ctx context.Context, cfg Config, logger zerolog.Logger) (_ *Server, e
 	}
 	rcfg := cfg.Replication
 	rcfg.NodeID = cfg.NodeID
+	rcfg.PeerSASL = peerAuth
 	txnCfg := cfg.Txn
-	if ib := lns[interBroker]; isSASL(ib.SecurityProtocol) {
-		if rcfg.PeerSASL, err = peerSASL(&cfg, ib.Name); err != nil {
-			return nil, err
-		}
-		txnCfg.PeerSASL = rcfg.PeerSASL
-	}
-	saslCfgs := make([]*sasl.ServerConfig, len(lns))
-	for i, l := range lns {
-		if isSASL(l.SecurityProtocol) {
-			if saslCfgs[i], err = saslServerConfig(ctx, &cfg, l.Name, scramStore{s.meta}); err != nil {
-				return nil, err
-			}
-		}
-	}
+	txnCfg.PeerSASL = peerAuth
 	s.replicas, err = replication.NewManagerWithConfig(rcfg, s.logs, s.meta, logger.With().Str("component", "replicas").Logger())
 	if err != nil {
 		return nil, fmt.Errorf("load partitions: %w", err)

@@ -21,6 +21,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	kgosasl "github.com/twmb/franz-go/pkg/sasl"
@@ -263,9 +264,16 @@ func UnsecuredToken(sub string, now time.Time, life time.Duration) string {
 	return enc([]byte(`{"alg":"none"}`)) + "." + enc([]byte(claims)) + "."
 }
 
-// scramStore reads SCRAM credentials from the latest metadata image.
-type scramStore struct{ meta *cluster.Controller }
+// scramStore reads SCRAM credentials from the latest metadata image; meta
+// is set once the metadata is open, before any connection is served.
+type scramStore struct {
+	meta *atomic.Pointer[cluster.Controller]
+}
 
-func (s scramStore) ScramCredential(mech, user string) (sasl.ScramCredential, bool) {
-	return s.meta.Image().ScramCredential(mech, user)
+func (st scramStore) ScramCredential(mech, user string) (sasl.ScramCredential, bool) {
+	m := st.meta.Load()
+	if m == nil {
+		return sasl.ScramCredential{}, false
+	}
+	return m.Image().ScramCredential(mech, user)
 }
