@@ -54,6 +54,8 @@ type SASLConfig struct {
 	SubClaim, ScopeClaim string
 	// ClockSkew is sasl.oauthbearer.clock.skew.seconds, for signed tokens.
 	ClockSkew time.Duration
+	// MaxReceiveSize is sasl.server.max.receive.size.
+	MaxReceiveSize int32
 	// BootstrapScram are the credentials a new cluster starts with
 	// (gokafka.scram.bootstrap.users).
 	BootstrapScram []cluster.ScramChange
@@ -125,7 +127,8 @@ func (cfg *Config) jaasFor(listener, mech string) (j sasl.JAAS, ok bool, err err
 
 // saslServerConfig builds a SASL listener's configuration.
 func saslServerConfig(ctx context.Context, cfg *Config, listener string, store sasl.CredentialStore) (*sasl.ServerConfig, error) {
-	sc := &sasl.ServerConfig{Mechanisms: cfg.SASL.EnabledMechanisms, Scram: store, MaxReauth: map[string]time.Duration{"": cfg.SASL.MaxReauth}}
+	sc := &sasl.ServerConfig{Mechanisms: cfg.SASL.EnabledMechanisms, Scram: store, MaxReauth: map[string]time.Duration{"": cfg.SASL.MaxReauth},
+		MaxReceiveSize: cfg.SASL.MaxReceiveSize}
 	if v, ok := cfg.setting(listener, "", "sasl.enabled.mechanisms"); ok {
 		sc.Mechanisms = splitList(strings.ToUpper(v))
 	}

@@ -328,3 +328,14 @@ func unsecuredJWS(claims string) string {
 	enc := base64.RawURLEncoding.EncodeToString
 	return enc([]byte(`{"alg":"none"}`)) + "." + enc([]byte(claims)) + "."
 }
+
+func TestSASLFrameLargerThanMaxReceiveSizeBeforeAuthenticationCloses(t *testing.T) {
+	s := saslTestServer(t, 0)
+	c := dial(t, s.addr)
+	// Only the size prefix: the broker must not wait for the bytes.
+	if _, err := c.Write(binary.BigEndian.AppendUint32(nil, 524289)); err != nil {
+		t.Fatal(err)
+	}
+	expectClosed(t, c)
+	eventually(t, "the close reason logged", func() bool { return strings.Contains(s.logs.String(), "sasl.server.max.receive.size") })
+}

@@ -401,6 +401,12 @@ func (c *conn) readLoop() {
 			c.setReason(CloseTooLarge, fmt.Errorf("size %d exceeds socket.request.max.bytes %d", size, c.srv.cfg.MaxRequestBytes))
 			return
 		}
+		if c.sasl != nil && c.sasl.stage != saslDone && size > c.sasl.cfg.ReceiveLimit() {
+			// Kafka's sasl.server.max.receive.size: an unauthenticated
+			// client cannot make the broker hold a large frame.
+			c.setReason(CloseTooLarge, fmt.Errorf("size %d before authentication exceeds sasl.server.max.receive.size %d", size, c.sasl.cfg.ReceiveLimit()))
+			return
+		}
 		if !c.srv.requestBytes.take(c.ctx, int64(size)) {
 			c.setReason(CloseShutdown, nil)
 			return

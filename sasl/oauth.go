@@ -266,9 +266,15 @@ func (s *oauthSession) validate(token string) (user string, exp time.Time, statu
 	return user, exp, "", "", ""
 }
 
+// unixTime is a NumericDate claim as a time, clamped to what time.Time
+// keeps exactly (a huge exp is far future, a huge negative one far past).
 func unixTime(sec float64) time.Time {
-	if sec > float64(math.MaxInt64/int64(time.Second)) || sec < -float64(math.MaxInt64/int64(time.Second)) {
-		return time.Unix(int64(math.MaxInt64/int64(time.Second)), 0)
+	const limit = float64(math.MaxInt64 / int64(time.Second))
+	switch {
+	case sec > limit:
+		return time.Unix(int64(limit), 0)
+	case sec < -limit:
+		return time.Unix(-int64(limit), 0)
 	}
 	whole, frac := math.Modf(sec)
 	return time.Unix(int64(whole), int64(frac*1e9))

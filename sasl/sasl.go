@@ -69,6 +69,21 @@ type ServerConfig struct {
 	MaxReauth map[string]time.Duration
 	// Now is the clock; nil is time.Now.
 	Now func() time.Time
+	// MaxReceiveSize is sasl.server.max.receive.size: the largest frame
+	// a connection may send before it has authenticated; zero is Kafka's
+	// default, 524288.
+	MaxReceiveSize int32
+}
+
+// DefaultMaxReceiveSize is Kafka's sasl.server.max.receive.size.
+const DefaultMaxReceiveSize = 524288
+
+// ReceiveLimit is the largest frame accepted before authentication.
+func (c *ServerConfig) ReceiveLimit() int32 {
+	if c.MaxReceiveSize > 0 {
+		return c.MaxReceiveSize
+	}
+	return DefaultMaxReceiveSize
 }
 
 // Enabled reports whether mech is one of the listener's mechanisms.

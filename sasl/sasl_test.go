@@ -426,3 +426,38 @@ func TestScramNonceMustBeTheServersOrLibrdkafkasDoubledOne(t *testing.T) {
 		}
 	}
 }
+
+func TestOAuthHugeNegativeExpIsExpired(t *testing.T) {
+	_, _, err := oauthStep(t, oauthCfg(&OAuthConfig{}), unsecured(`{"sub":"admin","exp":-1e300}`))
+	if errMsg(err) != `{"status":"invalid_token"}` {
+		t.Fatalf("exp -1e300: %v", err)
+	}
+}
+
+// FuzzSessions feeds arbitrary client messages to every mechanism: a
+// session answers or fails, it never panics.
+func FuzzSessions(f *testing.F) {
+	f.Add("PLAIN", []byte("\x00alice\x00alice-secret"), []byte(nil))
+	f.Add("SCRAM-SHA-256", []byte("n,,n=u,r=abc"), []byte("c=biws,r=abcdef,p=AAAA"))
+	f.Add("SCRAM-SHA-512", []byte("n,a=u,n=u,r="), []byte(",p="))
+	f.Add("OAUTHBEARER", []byte("n,,\x01auth=Bearer a.b.\x01\x01"), []byte{1})
+	f.Add("OAUTHBEARER", []byte("n,,\x01auth=Bearer "+unsecured(`{"sub":"a","exp":1e400}`)+"\x01\x01"), []byte(nil))
+	cred, _ := NewCredential(ScramSHA256, "pw", 4096)
+	cred512, _ := NewCredential(ScramSHA512, "pw", 4096)
+	cfg := &ServerConfig{
+		Mechanisms: Supported,
+		PlainUsers: map[string]string{"alice": "alice-secret"},
+		Scram:      memStore{"SCRAM-SHA-256/u": cred, "SCRAM-SHA-512/u": cred512},
+		OAuth:      &OAuthConfig{RequiredScopes: []string{"x"}},
+	}
+	f.Fuzz(func(t *testing.T, mech string, first, second []byte) {
+		s, err := cfg.Start(mech)
+		if err != nil {
+			return
+		}
+		if _, done, err := s.Step(first); err != nil || done {
+			return
+		}
+		s.Step(second)
+	})
+}

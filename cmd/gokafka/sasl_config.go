@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -29,6 +30,7 @@ func (s *settings) saslConfig() broker.SASLConfig {
 		SubClaim:             s.str("sasl.oauthbearer.sub.claim.name"),
 		ScopeClaim:           s.str("sasl.oauthbearer.scope.claim.name"),
 		ClockSkew:            time.Duration(s.i64("sasl.oauthbearer.clock.skew.seconds")) * time.Second,
+		MaxReceiveSize:       int32(min(s.positive("sasl.server.max.receive.size"), math.MaxInt32)),
 	}
 	if c.MaxReauth < 0 {
 		s.errs = append(s.errs, "connections.max.reauth.ms must not be negative")
