@@ -287,3 +287,41 @@ func TestSASLUserQuotaAppliesToTheAuthenticatedUser(t *testing.T) {
 		t.Fatalf("bob, without a quota, was throttled %d times", n)
 	}
 }
+
+// confluent-kafka-python (librdkafka 2.0.2) with SCRAM-SHA-512.
+func TestSASLConfluentKafkaPythonScramSha512(t *testing.T) {
+	if _, _, err := ccRun(t, 30*time.Second, "", nil, ccPython, "-c", "import confluent_kafka"); err != nil {
+		t.Skip("python3-confluent-kafka not installed")
+	}
+	b := startSASLBroker(t, nil)
+	createTopic(t, b.admin(t), "sasl-ck", 1, nil)
+	script := filepath.Join(t.TempDir(), "ck.py")
+	os.WriteFile(script, []byte(`
+import sys
+from confluent_kafka import Producer, Consumer
+addr, pw = sys.argv[1:3]
+conf = {"bootstrap.servers": addr, "security.protocol": "SASL_PLAINTEXT", "sasl.mechanisms": "SCRAM-SHA-512",
+        "sasl.username": "admin", "sasl.password": pw}
+errs = []
+p = Producer(dict(conf, **{"error_cb": lambda e: errs.append(e), "message.timeout.ms": 15000}))
+p.produce("sasl-ck", b"from-confluent-kafka", callback=lambda err, msg: errs.append(err) if err else None)
+p.flush(20)
+if errs:
+    print("errors:", errs); sys.exit(1)
+c = Consumer(dict(conf, **{"group.id": "ck", "auto.offset.reset": "earliest"}))
+c.subscribe(["sasl-ck"])
+for _ in range(40):
+    m = c.poll(0.5)
+    if m is not None and not m.error() and m.value() == b"from-confluent-kafka":
+        print("ok"); break
+c.close()
+`), 0o644)
+	out, stderr, err := ccRun(t, 90*time.Second, "", nil, ccPython, script, b.SASLAddr(), "admin-secret")
+	if err != nil || !strings.Contains(string(out), "ok") {
+		t.Fatalf("confluent-kafka: %v\n%s\n%s", err, out, ccTail(stderr, 3000))
+	}
+	out, _, err = ccRun(t, 60*time.Second, "", nil, ccPython, script, b.SASLAddr(), "wrong")
+	if err == nil || !strings.Contains(string(out), "Authentication failed") {
+		t.Fatalf("confluent-kafka with a wrong password: %v\n%s", err, out)
+	}
+}
