@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/binary"
+	"errors"
 	"io"
 	"net"
 	"strconv"
@@ -16,6 +17,7 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/sasl/plain"
 
 	"github.com/gokafka/gokafka/sasl"
 )
@@ -338,4 +340,26 @@ func TestSASLFrameLargerThanMaxReceiveSizeBeforeAuthenticationCloses(t *testing.
 	}
 	expectClosed(t, c)
 	eventually(t, "the close reason logged", func() bool { return strings.Contains(s.logs.String(), "sasl.server.max.receive.size") })
+}
+
+func TestClientAuthenticatesEachConnectionWithSASL(t *testing.T) {
+	s := saslTestServer(t, 0)
+	cl := NewClient(s.addr, "peer", 5*time.Second)
+	defer cl.Close()
+	cl.SetSASL(plain.Auth{User: "alice", Pass: "alice-secret"}.AsMechanism())
+	req := kmsg.NewPtrMetadataRequest()
+	req.SetVersion(1)
+	if _, err := cl.Request(context.Background(), req); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.principals(); len(got) != 1 || got[0] != "User:alice" {
+		t.Fatalf("principals %v", got)
+	}
+
+	bad := NewClient(s.addr, "peer", 5*time.Second)
+	defer bad.Close()
+	bad.SetSASL(plain.Auth{User: "alice", Pass: "nope"}.AsMechanism())
+	if _, err := bad.Request(context.Background(), req); !errors.Is(err, kerr.SaslAuthenticationFailed) {
+		t.Fatalf("wrong password: %v", err)
+	}
 }
