@@ -206,6 +206,9 @@ func peerSASL(cfg *Config, listener string) (kgosasl.Mechanism, error) {
 	if v, ok := cfg.setting(listener, "", "sasl.enabled.mechanisms"); ok {
 		enabled = splitList(strings.ToUpper(v))
 	}
+	if mech == sasl.GSSAPI {
+		return nil, fmt.Errorf("sasl.mechanism.inter.broker.protocol is GSSAPI (Kafka's default), which gokafka does not support: set it to a mechanism of the inter-broker listener %s", listener)
+	}
 	if !slices.Contains(enabled, mech) {
 		return nil, fmt.Errorf("sasl.mechanism.inter.broker.protocol %s must be one of the sasl.enabled.mechanisms of the inter-broker listener %s (%s)", mech, listener, strings.Join(enabled, ","))
 	}

@@ -75,6 +75,8 @@ type saslConn struct {
 	reauth    bool
 	principal string
 	prevMech  string
+	// clientID is the handshake's, for the log of a raw-token exchange.
+	clientID string
 }
 
 // saslAction says what the reader does after serveSASL.
@@ -186,7 +188,7 @@ func (c *conn) saslHandshake(h header, in []byte) (frame, saslAction) {
 	if err != nil {
 		return fail(err.Error())
 	}
-	s.mech, s.sess, s.stage, s.raw = req.Mechanism, sess, saslAuthenticate, h.version == 0
+	s.mech, s.sess, s.stage, s.raw, s.clientID = req.Mechanism, sess, saslAuthenticate, h.version == 0, h.clientID
 	return c.respond(h, resp), saslReply
 }
 
@@ -207,7 +209,7 @@ func (c *conn) saslToken(token []byte, h *header) (frame, saslAction) {
 	if h != nil {
 		resp = kmsg.NewPtrSASLAuthenticateResponse()
 	}
-	clientID := ""
+	clientID := s.clientID
 	if h != nil {
 		clientID = h.clientID
 	}

@@ -241,7 +241,7 @@ func TestSASLHandshakeV0TakesRawTokens(t *testing.T) {
 	}
 }
 
-func TestSASLRawTokenFailureClosesConnection(t *testing.T) {
+func TestSASLRawTokenFailureClosesConnectionAndNamesTheClient(t *testing.T) {
 	s := saslTestServer(t, 0)
 	c := dial(t, s.addr)
 	handshake(t, c, 0, "PLAIN")
@@ -250,6 +250,9 @@ func TestSASLRawTokenFailureClosesConnection(t *testing.T) {
 		t.Fatal(err)
 	}
 	expectClosed(t, c)
+	eventually(t, "the failure logged with the client id", func() bool {
+		return strings.Contains(s.logs.String(), `"client_id":"test"`) && strings.Contains(s.logs.String(), "failed authentication")
+	})
 }
 
 func TestSASLSessionLifetimeTellsClientAndExpiredSessionIsClosed(t *testing.T) {
