@@ -13,9 +13,12 @@ import (
 	"errors"
 	"fmt"
 	"math/big"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -460,4 +463,40 @@ func FuzzSessions(f *testing.F) {
 		}
 		s.Step(second)
 	})
+}
+
+func TestJWKSOverHTTPRereadForAnUnknownKeyID(t *testing.T) {
+	k1, _ := rsa.GenerateKey(rand.Reader, 2048)
+	k2, _ := rsa.GenerateKey(rand.Reader, 2048)
+	enc := base64.RawURLEncoding.EncodeToString
+	key := func(kid string, k *rsa.PrivateKey) jwk {
+		return jwk{"kty": "RSA", "kid": kid, "n": enc(k.N.Bytes()), "e": enc(big.NewInt(int64(k.E)).Bytes())}
+	}
+	var doc atomic.Value
+	set := func(keys ...jwk) { b, _ := json.Marshal(map[string]any{"keys": keys}); doc.Store(b) }
+	set(key("k1", k1))
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.Write(doc.Load().([]byte)) }))
+	defer srv.Close()
+	jwks, err := LoadJWKS(context.Background(), srv.URL+"/jwks")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := oauthCfg(&OAuthConfig{JWKS: jwks})
+	claims := fmt.Sprintf(`{"sub":"svc","exp":%d}`, now0.Add(time.Hour).Unix())
+	if user, _, err := oauthStep(t, cfg, signJWT(t, "RS256", "k1", k1, claims)); err != nil || user != "svc" {
+		t.Fatalf("k1: %q %v", user, err)
+	}
+	// The issuer rotates to k2. Right after a read the set is not read
+	// again (a flood of unknown key ids must not hammer the URL)...
+	set(key("k1", k1), key("k2", k2))
+	if _, _, err := oauthStep(t, cfg, signJWT(t, "RS256", "k2", k2, claims)); err == nil {
+		t.Fatal("k2 accepted before the set was read again")
+	}
+	// ...later it is.
+	jwks.mu.Lock()
+	jwks.mu.lastFetch = time.Time{}
+	jwks.mu.Unlock()
+	if user, _, err := oauthStep(t, cfg, signJWT(t, "RS256", "k2", k2, claims)); err != nil || user != "svc" {
+		t.Fatalf("k2 after the set was read again: %q %v", user, err)
+	}
 }
