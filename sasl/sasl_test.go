@@ -500,3 +500,11 @@ func TestJWKSOverHTTPRereadForAnUnknownKeyID(t *testing.T) {
 		t.Fatalf("k2 after the set was read again: %q %v", user, err)
 	}
 }
+
+func TestScramRefusesDelegationTokenAuthentication(t *testing.T) {
+	cred, _ := NewCredential(ScramSHA256, "pw", 4096)
+	s := newScramServer(ScramSHA256, memStore{"SCRAM-SHA-256/u": cred})
+	if _, _, err := s.Step([]byte("n,,n=u,r=abc,tokenauth=true")); err == nil {
+		t.Fatal("a delegation-token exchange was taken for user u's")
+	}
+}

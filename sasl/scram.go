@@ -189,6 +189,13 @@ func (s *scramServer) clientFirst(msg string) ([]byte, bool, error) {
 		return bad("invalid client first message: bad user name")
 	}
 	s.user = user
+	for _, ext := range attrs[2:] {
+		if strings.EqualFold(ext, "tokenauth=true") {
+			// Delegation tokens (KIP-48) are not supported: never take a
+			// token id for a user name.
+			return bad("Token Authentication failed: Invalid tokenId : " + user)
+		}
+	}
 	cred, found := s.store.ScramCredential(s.mech, user)
 	if !found {
 		return bad("unknown user " + user)
