@@ -177,7 +177,9 @@ func TestSASLListenerServesNothingBeforeAuthentication(t *testing.T) {
 }
 
 func TestSASLReauthenticatesWithinSessionLifetime(t *testing.T) {
-	b := startSASLBroker(t, map[string]string{"GOKAFKA_CONNECTIONS_MAX_REAUTH_MS": "1500"})
+	// At debug the broker logs each authentication, re-authentications
+	// included.
+	b := startSASLBroker(t, map[string]string{"GOKAFKA_CONNECTIONS_MAX_REAUTH_MS": "1500", "GOKAFKA_LOG_LEVEL": "debug"})
 	createTopic(t, b.admin(t), "sasl-reauth", 1, nil)
 	cl := saslClient(t, b.SASLAddr(), plain.Auth{User: "alice", Pass: "alice-secret"}.AsMechanism(), kgo.DefaultProduceTopic("sasl-reauth"))
 	// Producing across several lifetimes keeps working: the client
@@ -192,8 +194,12 @@ func TestSASLReauthenticatesWithinSessionLifetime(t *testing.T) {
 		n++
 		time.Sleep(100 * time.Millisecond)
 	}
-	if strings.Contains(b.logTail(400), "session_expired") {
+	log := b.logTail(5000)
+	if strings.Contains(log, "session_expired") {
 		t.Fatal("a connection outlived its session")
+	}
+	if !strings.Contains(log, "reauthentication=true") {
+		t.Fatal("no connection re-authenticated")
 	}
 }
 
