@@ -56,6 +56,8 @@ type SASLConfig struct {
 	ClockSkew time.Duration
 	// MaxReceiveSize is sasl.server.max.receive.size.
 	MaxReceiveSize int32
+	// FailedAuthDelay is connection.failed.authentication.delay.ms.
+	FailedAuthDelay time.Duration
 	// BootstrapScram are the credentials a new cluster starts with
 	// (gokafka.scram.bootstrap.users).
 	BootstrapScram []cluster.ScramChange
@@ -128,7 +130,7 @@ func (cfg *Config) jaasFor(listener, mech string) (j sasl.JAAS, ok bool, err err
 // saslServerConfig builds a SASL listener's configuration.
 func saslServerConfig(ctx context.Context, cfg *Config, listener string, store sasl.CredentialStore) (*sasl.ServerConfig, error) {
 	sc := &sasl.ServerConfig{Mechanisms: cfg.SASL.EnabledMechanisms, Scram: store, MaxReauth: map[string]time.Duration{"": cfg.SASL.MaxReauth},
-		MaxReceiveSize: cfg.SASL.MaxReceiveSize}
+		MaxReceiveSize: cfg.SASL.MaxReceiveSize, FailedAuthenticationDelay: cfg.SASL.FailedAuthDelay}
 	if v, ok := cfg.setting(listener, "", "sasl.enabled.mechanisms"); ok {
 		sc.Mechanisms = splitList(strings.ToUpper(v))
 	}

@@ -77,6 +77,8 @@ type saslConn struct {
 	prevMech  string
 	// clientID is the handshake's, for the log of a raw-token exchange.
 	clientID string
+	// failed is set when an exchange failed; the connection then closes.
+	failed bool
 }
 
 // saslAction says what the reader does after serveSASL.
@@ -176,6 +178,7 @@ func (c *conn) saslHandshake(h header, in []byte) (frame, saslAction) {
 		c.logger.Warn().Str("client_id", h.clientID).Str("mechanism", req.Mechanism).Strs("enabled", s.cfg.Mechanisms).
 			Msg("failed authentication: " + msg)
 		c.setReason(CloseAuthenticationFailed, errors.New(msg))
+		s.failed = true
 		return c.respond(h, resp), saslReplyClose
 	}
 	if s.reauth && req.Mechanism != s.prevMech {
@@ -228,7 +231,7 @@ func (c *conn) saslToken(token []byte, h *header) (frame, saslAction) {
 		}
 		ev.Msgf("failed authentication with %s (%s)", hostOf(c.info.RemoteAddr), msg)
 		c.setReason(CloseAuthenticationFailed, err)
-		s.stage = saslInitial
+		s.stage, s.failed = saslInitial, true
 		if h == nil {
 			return frame{}, saslClose
 		}

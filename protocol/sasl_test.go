@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -45,7 +46,7 @@ type saslServer struct {
 // saslTestServer serves ApiVersions and Metadata v0-12 on a SASL listener
 // offering PLAIN (alice/alice-secret, bob/bob-secret) and OAUTHBEARER,
 // with connections.max.reauth.ms of maxReauth.
-func saslTestServer(t *testing.T, maxReauth time.Duration) *saslServer {
+func saslTestServer(t *testing.T, maxReauth time.Duration, opts ...func(*sasl.ServerConfig)) *saslServer {
 	t.Helper()
 	s := &saslServer{logs: &syncBuffer{}, clock: newFakeClock()}
 	reg := NewRegistry()
@@ -70,6 +71,9 @@ func saslTestServer(t *testing.T, maxReauth time.Duration) *saslServer {
 		OAuth:      &sasl.OAuthConfig{},
 		MaxReauth:  map[string]time.Duration{"": maxReauth},
 		Now:        s.clock.now,
+	}
+	for _, o := range opts {
+		o(cfg)
 	}
 	srv := NewServer(DefaultConfig(), reg, zerolog.New(s.logs))
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -365,4 +369,24 @@ func TestClientAuthenticatesEachConnectionWithSASL(t *testing.T) {
 	if _, err := bad.Request(context.Background(), req); !errors.Is(err, kerr.SaslAuthenticationFailed) {
 		t.Fatalf("wrong password: %v", err)
 	}
+}
+
+func TestSASLFailedAuthenticationAnswerIsHeldBack(t *testing.T) {
+	s := saslTestServer(t, 0, func(c *sasl.ServerConfig) { c.FailedAuthenticationDelay = time.Hour })
+	c := dial(t, s.addr)
+	handshake(t, c, 1, "PLAIN")
+	req := kmsg.NewPtrSASLAuthenticateRequest()
+	req.SetVersion(2)
+	req.SASLAuthBytes = plainToken("alice", "guess")
+	send(t, c, req, 2)
+	// The guesser hears nothing for connection.failed.authentication.delay.ms...
+	c.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
+	var b [1]byte
+	if n, err := c.Read(b[:]); n != 0 || !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("answer not held back: n=%d err=%v", n, err)
+	}
+	// ...while everyone else is served.
+	c2 := dial(t, s.addr)
+	loginPlain(t, c2, "bob", "bob-secret")
+	metadataOK(t, c2)
 }

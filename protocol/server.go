@@ -518,7 +518,13 @@ func (c *conn) park() {
 func (c *conn) serveFrame(in []byte) (out frame, ok, closeAfter bool) {
 	if c.sasl != nil {
 		c.throttle = 0
-		switch f, act := c.serveSASL(in); act {
+		f, act := c.serveSASL(in)
+		if c.sasl.failed && c.sasl.cfg.FailedAuthenticationDelay > 0 {
+			// connection.failed.authentication.delay.ms, as Kafka
+			// delays the answer and the close; a shutdown cuts it short.
+			c.mute(c.sasl.cfg.FailedAuthenticationDelay)
+		}
+		switch act {
 		case saslReply:
 			return f, true, false
 		case saslReplyClose:

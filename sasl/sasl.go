@@ -69,6 +69,10 @@ type ServerConfig struct {
 	MaxReauth map[string]time.Duration
 	// Now is the clock; nil is time.Now.
 	Now func() time.Time
+	// FailedAuthenticationDelay is connection.failed.authentication.delay.ms:
+	// how long the answer to a failed authentication, and the close after
+	// it, are held back, to slow down password guessing.
+	FailedAuthenticationDelay time.Duration
 	// MaxReceiveSize is sasl.server.max.receive.size: the largest frame
 	// a connection may send before it has authenticated; zero is Kafka's
 	// default, 524288.

@@ -49,6 +49,7 @@ var properties = []property{
 	{"sasl.enabled.mechanisms", "GSSAPI", "SASL mechanisms SASL_* listeners offer: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER (Kafka's default GSSAPI is not supported, so a SASL listener needs this set; per listener: listener.name.<name>.sasl.enabled.mechanisms)."},
 	{"sasl.mechanism.inter.broker.protocol", "GSSAPI", "Mechanism brokers authenticate to each other with when the inter-broker listener is SASL_*; its credentials are the username/password options of listener.name.<name>.<mechanism>.sasl.jaas.config."},
 	{"connections.max.reauth.ms", "0", "Longest SASL session before the client must re-authenticate (KIP-368), told in SaslAuthenticate; a connection past it is closed; 0 for no limit (per listener and mechanism: listener.name.<name>.<mechanism>.connections.max.reauth.ms)."},
+	{"connection.failed.authentication.delay.ms", "100", "How long the answer to a failed SASL authentication, and the close after it, are held back, to slow down password guessing."},
 	{"sasl.server.max.receive.size", "524288", "Largest request frame a connection may send before it has authenticated on a SASL listener; larger closes the connection."},
 	{"sasl.oauthbearer.jwks.endpoint.url", "", "JWKS (file://, http:// or https://) OAUTHBEARER tokens must be signed by (RS256, ES256); empty accepts Kafka's unsecured tokens, for development."},
 	{"sasl.oauthbearer.expected.audience", "", "Comma-separated audiences a signed OAUTHBEARER token's aud must include; empty checks none."},

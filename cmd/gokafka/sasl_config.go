@@ -31,6 +31,10 @@ func (s *settings) saslConfig() broker.SASLConfig {
 		ScopeClaim:           s.str("sasl.oauthbearer.scope.claim.name"),
 		ClockSkew:            time.Duration(s.i64("sasl.oauthbearer.clock.skew.seconds")) * time.Second,
 		MaxReceiveSize:       int32(min(s.positive("sasl.server.max.receive.size"), math.MaxInt32)),
+		FailedAuthDelay:      ms(s.i64("connection.failed.authentication.delay.ms")),
+	}
+	if c.FailedAuthDelay < 0 {
+		s.errs = append(s.errs, "connection.failed.authentication.delay.ms must not be negative")
 	}
 	if c.MaxReauth < 0 {
 		s.errs = append(s.errs, "connections.max.reauth.ms must not be negative")
