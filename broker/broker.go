@@ -6,16 +6,17 @@ import (
 	"fmt"
 	"maps"
 	"net"
-	"net/url"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	kgosasl "github.com/twmb/franz-go/pkg/sasl"
 
 	"github.com/gokafka/gokafka/acl"
 	"github.com/gokafka/gokafka/cluster"
@@ -27,6 +28,7 @@ import (
 	"github.com/gokafka/gokafka/protocol"
 	"github.com/gokafka/gokafka/quota"
 	"github.com/gokafka/gokafka/replication"
+	"github.com/gokafka/gokafka/sasl"
 	"github.com/gokafka/gokafka/share"
 	"github.com/gokafka/gokafka/txn"
 )
@@ -91,6 +93,8 @@ type Config struct {
 	// Authorizer turns ACLs on (authorizer.class.name, super.users,
 	// allow.everyone.if.no.acl.found); nil authorizes nothing.
 	Authorizer *acl.Config
+	// SASL holds the broker-wide SASL properties (sasl.go).
+	SASL SASLConfig
 }
 
 // Server is a running broker.
@@ -147,11 +151,13 @@ func securityProtocol(cfg *Config, name string) (string, error) {
 
 // ParseListener parses NAME://host:port.
 func ParseListener(s string) (Listener, error) {
-	u, err := url.Parse(strings.TrimSpace(s))
-	if err != nil || u.Scheme == "" || u.Host == "" {
+	// Not url.Parse: listener names such as SASL_PLAINTEXT are not valid
+	// URL schemes.
+	name, hostPort, ok := strings.Cut(strings.TrimSpace(s), "://")
+	if !ok || name == "" || hostPort == "" || strings.ContainsAny(name, ":/") || strings.Contains(hostPort, "/") {
 		return Listener{}, fmt.Errorf("invalid listener %q: want NAME://host:port", s)
 	}
-	host, portStr, err := net.SplitHostPort(u.Host)
+	host, portStr, err := net.SplitHostPort(hostPort)
 	if err != nil {
 		return Listener{}, fmt.Errorf("invalid listener %q: %w", s, err)
 	}
@@ -159,7 +165,7 @@ func ParseListener(s string) (Listener, error) {
 	if err != nil || port < 0 || port > 65535 {
 		return Listener{}, fmt.Errorf("invalid listener %q: bad port", s)
 	}
-	return Listener{Name: strings.ToUpper(u.Scheme), Host: host, Port: port}, nil
+	return Listener{Name: strings.ToUpper(name), Host: host, Port: port}, nil
 }
 
 // Start opens everything and starts serving. When it returns without
@@ -179,8 +185,8 @@ func Start(ctx context.Context, cfg Config, logger zerolog.Logger) (_ *Server, e
 		if pl.SecurityProtocol, err = securityProtocol(&cfg, pl.Name); err != nil {
 			return nil, err
 		}
-		if pl.SecurityProtocol != "PLAINTEXT" {
-			return nil, fmt.Errorf("listener %s: security protocol %s is not supported", pl.Name, pl.SecurityProtocol)
+		if err := checkSecurityProtocol(&cfg, pl); err != nil {
+			return nil, err
 		}
 		if slices.Contains(cfg.ControllerListenerNames, pl.Name) {
 			qc.BindAddr = net.JoinHostPort(pl.Host, strconv.Itoa(pl.Port))
@@ -206,6 +212,23 @@ func Start(ctx context.Context, cfg Config, logger zerolog.Logger) (_ *Server, e
 		return nil, fmt.Errorf("inter.broker.listener.name %q is not one of the broker listeners", cfg.InterBrokerListenerName)
 	}
 	s := &Server{cfg: cfg, logger: logger, interBroker: interBroker, ctrlName: ctrlName, serveErr: make(chan error, len(lns)+1)}
+	// SASL settings are checked before anything is opened; SCRAM
+	// credentials are read from the metadata once it is.
+	saslCfgs := make([]*sasl.ServerConfig, len(lns))
+	var scramMeta atomic.Pointer[cluster.Controller]
+	for i, l := range lns {
+		if isSASL(l.SecurityProtocol) {
+			if saslCfgs[i], err = saslServerConfig(ctx, &cfg, l.Name, scramStore{&scramMeta}); err != nil {
+				return nil, err
+			}
+		}
+	}
+	var peerAuth kgosasl.Mechanism
+	if ib := lns[interBroker]; isSASL(ib.SecurityProtocol) {
+		if peerAuth, err = peerSASL(&cfg, ib.Name); err != nil {
+			return nil, err
+		}
+	}
 	defer func() {
 		if err != nil {
 			s.closeAll()
@@ -231,10 +254,12 @@ func Start(ctx context.Context, cfg Config, logger zerolog.Logger) (_ *Server, e
 		NodeID: cfg.NodeID, Rack: cfg.Rack,
 		NumPartitions: cfg.NumPartitions, DefaultReplicationFactor: cfg.DefaultReplicationFactor,
 		DeleteTopicEnable: cfg.DeleteTopicEnable, BrokerDefaults: cfg.BrokerDefaults,
+		BootstrapScram: cfg.SASL.BootstrapScram,
 	}, qc, logger.With().Str("component", "cluster").Logger())
 	if err != nil {
 		return nil, fmt.Errorf("open metadata: %w", err)
 	}
+	scramMeta.Store(s.meta)
 
 	logsCfg := cfg.Logs
 	logsCfg.Dirs = cfg.LogDirs
@@ -255,6 +280,9 @@ func Start(ctx context.Context, cfg Config, logger zerolog.Logger) (_ *Server, e
 	}
 	rcfg := cfg.Replication
 	rcfg.NodeID = cfg.NodeID
+	rcfg.PeerSASL = peerAuth
+	txnCfg := cfg.Txn
+	txnCfg.PeerSASL = peerAuth
 	s.replicas, err = replication.NewManagerWithConfig(rcfg, s.logs, s.meta, logger.With().Str("component", "replicas").Logger())
 	if err != nil {
 		return nil, fmt.Errorf("load partitions: %w", err)
@@ -273,7 +301,7 @@ func Start(ctx context.Context, cfg Config, logger zerolog.Logger) (_ *Server, e
 	pids := idempotent.NewAllocator(func(ctx context.Context) (int64, int32, error) {
 		return s.meta.AllocateProducerIDs(ctx, cfg.NodeID)
 	})
-	s.txn, err = txn.New(cfg.Txn, s.meta, txn.ReplicaStore(s.replicas), s.groups, pids.Next, logger.With().Str("component", "txn").Logger())
+	s.txn, err = txn.New(txnCfg, s.meta, txn.ReplicaStore(s.replicas), s.groups, pids.Next, logger.With().Str("component", "txn").Logger())
 	if err != nil {
 		return nil, fmt.Errorf("start transaction coordinator: %w", err)
 	}
@@ -313,7 +341,7 @@ func Start(ctx context.Context, cfg Config, logger zerolog.Logger) (_ *Server, e
 	// CONTROLLER listener only, the other broker-to-broker APIs on the
 	// inter-broker listener only.
 	for i, ln := range s.listeners {
-		lc := protocol.ListenerConfig{Name: s.names[i], SecurityProtocol: lns[i].SecurityProtocol, Exposes: func(key int16) bool { return !handlers.InterBrokerAPI(key) }}
+		lc := protocol.ListenerConfig{Name: s.names[i], SecurityProtocol: lns[i].SecurityProtocol, SASL: saslCfgs[i], Exposes: func(key int16) bool { return !handlers.InterBrokerAPI(key) }}
 		if i == interBroker {
 			lc.Exposes = func(key int16) bool { return !handlers.ControllerOnlyAPI(key) }
 		}

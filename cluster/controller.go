@@ -86,6 +86,9 @@ type Config struct {
 	BrokerDefaults           BrokerDefaults
 	// Now is the clock broker sessions are measured with (nil: time.Now).
 	Now func() time.Time
+	// BootstrapScram are SCRAM credentials the cluster is created with
+	// (gokafka.scram.bootstrap.users).
+	BootstrapScram []ScramChange
 }
 
 // Log orders, persists and applies metadata commands, and answers every

@@ -4,6 +4,7 @@ import (
 	"sort"
 
 	"github.com/gokafka/gokafka/acl"
+	"github.com/gokafka/gokafka/sasl"
 )
 
 // TopicID is a topic's 16-byte UUID.
@@ -121,6 +122,8 @@ type Image struct {
 	ACLs []acl.Binding
 	// NextProducerID is the first producer id no broker has been given.
 	NextProducerID int64
+	// ScramCredentials holds SCRAM credentials by user, then mechanism.
+	ScramCredentials map[string]map[string]sasl.ScramCredential
 }
 
 // Topic returns the named topic or nil.

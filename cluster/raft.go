@@ -345,7 +345,13 @@ func (c *Controller) ensureClusterID(ctx context.Context) error {
 	if id == "" {
 		id = NewClusterID()
 	}
-	return c.log.Propose(ctx, &Command{Type: CmdInitCluster, ClusterID: id})
+	cmds := []*Command{{Type: CmdInitCluster, ClusterID: id}}
+	if cmd := BootstrapScramCommand(c.cfg.BootstrapScram); cmd != nil {
+		// Seeded with the cluster, once, as kafka-storage format
+		// --add-scram does.
+		cmds = append(cmds, cmd)
+	}
+	return c.log.Propose(ctx, cmds...)
 }
 
 // Propose implements Log: on the leader it appends the commands as one

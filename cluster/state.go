@@ -7,6 +7,8 @@ import (
 	"slices"
 
 	"github.com/gokafka/gokafka/acl"
+
+	"github.com/gokafka/gokafka/sasl"
 )
 
 // CommandType names a metadata change.
@@ -79,6 +81,8 @@ type Command struct {
 	Quotas []QuotaChange `json:"quotas,omitempty"`
 	// ACLs are the bindings of a CmdCreateACLs or CmdDeleteACLs.
 	ACLs []acl.Binding `json:"acls,omitempty"`
+	// Scram are the changes of a CmdScram.
+	Scram []ScramChange `json:"scram,omitempty"`
 }
 
 // State is the metadata state machine. It is not safe for concurrent use;
@@ -95,6 +99,8 @@ type State struct {
 	clientQuotas  map[string]*ClientQuota
 	// acls are sorted and replaced, never changed in place (acls.go).
 	acls []acl.Binding
+	// scram holds SCRAM credentials by user, then mechanism.
+	scram map[string]map[string]sasl.ScramCredential
 	// nextProducerID is the first producer id not yet given to a broker.
 	nextProducerID int64
 }
@@ -109,6 +115,7 @@ func NewState() *State {
 		groupConfigs:  make(map[string]map[string]string),
 		shareGroups:   make(map[string]*ShareGroupState),
 		clientQuotas:  make(map[string]*ClientQuota),
+		scram:         make(map[string]map[string]sasl.ScramCredential),
 	}
 }
 
@@ -153,6 +160,7 @@ func (s *State) clone() *State {
 	cp.groupConfigs = maps.Clone(s.groupConfigs)
 	cp.shareGroups = maps.Clone(s.shareGroups)
 	cp.clientQuotas = maps.Clone(s.clientQuotas)
+	cp.scram = maps.Clone(s.scram)
 	return &cp
 }
 
@@ -242,6 +250,8 @@ func (s *State) apply(offset int64, cmd *Command) error {
 		s.applyQuotas(cmd.Quotas)
 	case CmdCreateACLs, CmdDeleteACLs:
 		s.applyACLs(cmd)
+	case CmdScram:
+		s.applyScram(cmd.Scram)
 	case CmdChangePartitions:
 		// Check every change before applying any, so the command is
 		// all or nothing.
@@ -283,7 +293,7 @@ func (s *State) apply(offset int64, cmd *Command) error {
 // Image returns an immutable copy of the current state. Topic values are
 // shared with the state, which replaces rather than mutates them.
 func (s *State) Image(controllerID int32) *Image {
-	return &Image{
+	im := &Image{
 		ClusterID:      s.clusterID,
 		ControllerID:   controllerID,
 		Offset:         s.offset,
@@ -297,6 +307,9 @@ func (s *State) Image(controllerID int32) *Image {
 		ACLs:           s.acls,
 		NextProducerID: s.nextProducerID,
 	}
+	// Replaced, never mutated, by applyScram.
+	im.ScramCredentials = maps.Clone(s.scram)
+	return im
 }
 
 // snapshot is the serialised State.
@@ -311,12 +324,14 @@ type snapshot struct {
 	ShareGroups    map[string]*ShareGroupState  `json:"share_groups,omitempty"`
 	ClientQuotas   []*ClientQuota               `json:"client_quotas,omitempty"`
 	ACLs           []acl.Binding                `json:"acls,omitempty"`
+	// Scram holds SCRAM credentials by user, then mechanism.
+	Scram map[string]map[string]sasl.ScramCredential `json:"scram,omitempty"`
 }
 
 // MarshalSnapshot serialises the state.
 func (s *State) MarshalSnapshot() ([]byte, error) {
 	snap := snapshot{ClusterID: s.clusterID, Offset: s.offset, BrokerConfigs: s.brokerConfigs, NextProducerID: s.nextProducerID,
-		GroupConfigs: s.groupConfigs, ShareGroups: s.shareGroups, ACLs: s.acls}
+		GroupConfigs: s.groupConfigs, ShareGroups: s.shareGroups, ACLs: s.acls, Scram: s.scram}
 	im := s.Image(-1)
 	for _, id := range im.BrokerIDs() {
 		snap.Brokers = append(snap.Brokers, s.brokers[id])
@@ -360,6 +375,7 @@ func (s *State) RestoreSnapshot(b []byte) error {
 	fresh.acls = snap.ACLs
 	slices.SortFunc(fresh.acls, compareBindings)
 	fresh.acls = slices.Compact(fresh.acls)
+	maps.Copy(fresh.scram, snap.Scram)
 	*s = *fresh
 	return nil
 }

@@ -70,6 +70,7 @@ type Controller interface {
 	UpdateShareState(ctx context.Context, ch cluster.ShareChange) error
 	CreateACLs(ctx context.Context, bindings []acl.Binding) []error
 	DeleteACLs(ctx context.Context, filters []acl.Filter) ([][]acl.Binding, []error)
+	AlterUserScramCredentials(ctx context.Context, deletions []cluster.ScramChange, upserts []cluster.ScramUpsert) map[string]error
 }
 
 var _ Controller = (*cluster.Controller)(nil)
@@ -141,6 +142,8 @@ func New(reg *protocol.Registry, cfg Config, d Deps) *Handlers {
 		h.registerShare,
 		h.registerClientQuotas,
 		h.registerACLs,
+		h.registerSASL,
+		h.registerScramCredentials,
 	} {
 		r(reg)
 	}

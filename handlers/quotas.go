@@ -20,9 +20,9 @@ package handlers
 // Broker-to-broker traffic is exempt, as Kafka exempts cluster actions:
 // follower fetches, the inter-broker APIs, and requests forwarded to the
 // controller or carrying transaction markers (recognised by gokafka's own
-// client ids until authentication can tell brokers apart). Every
-// connection's user is the anonymous principal until authentication
-// exists.
+// client ids until authentication can tell brokers apart). A
+// connection's user is the one it authenticated as on a SASL listener,
+// the anonymous principal otherwise.
 
 import (
 	"context"
@@ -95,8 +95,14 @@ func quotaCallOf(ctx context.Context) *quotaCall {
 	return call
 }
 
-// quotaUser is the principal quotas are counted for.
-func quotaUser(*protocol.Request) string { return quota.AnonymousUser }
+// quotaUser is the principal quotas are counted for: the user the
+// connection authenticated as, ANONYMOUS without authentication.
+func quotaUser(req *protocol.Request) string {
+	if p := req.Conn.Principal(); p.Name != "" {
+		return p.Name
+	}
+	return quota.AnonymousUser
+}
 
 // requestThrottle counts the handler time of req so far, less the time it
 // was parked, against the request-time quota.

@@ -9,7 +9,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	kgosasl "github.com/twmb/franz-go/pkg/sasl"
 )
 
 // Client is a minimal Kafka-protocol client for broker-to-broker calls
@@ -28,6 +30,22 @@ type Client struct {
 	// byte fields stay valid only until the next request.
 	reuse bool
 	buf   []byte
+	// auth, when set, authenticates every new connection (a peer's SASL
+	// listener); reauthAt is when the current connection's session
+	// must be renewed (zero: never).
+	auth     kgosasl.Mechanism
+	reauthAt time.Time
+}
+
+// SetSASL makes the client authenticate each connection it opens with m,
+// as a broker does toward a peer's SASL_PLAINTEXT or SASL_SSL
+// inter-broker listener (sasl.mechanism.inter.broker.protocol). A
+// session with a lifetime (KIP-368) is renewed by reconnecting shortly
+// before it ends.
+func (c *Client) SetSASL(m kgosasl.Mechanism) {
+	c.mu.Lock()
+	c.auth = m
+	c.mu.Unlock()
 }
 
 // ReuseResponseBuffer makes the client read each response into one
@@ -77,6 +95,10 @@ func (c *Client) Request(ctx context.Context, req kmsg.Request) (kmsg.Response, 
 }
 
 func (c *Client) roundTrip(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
+	if c.conn != nil && !c.reauthAt.IsZero() && !time.Now().Before(c.reauthAt) {
+		c.conn.Close()
+		c.conn = nil
+	}
 	if c.conn == nil {
 		d := net.Dialer{Timeout: c.timeout}
 		conn, err := d.DialContext(ctx, "tcp", PeerDialAddr(c.addr))
@@ -84,7 +106,66 @@ func (c *Client) roundTrip(ctx context.Context, req kmsg.Request) (kmsg.Response
 			return nil, err
 		}
 		c.conn = conn
+		if c.auth != nil {
+			if err := c.authenticate(ctx); err != nil {
+				return nil, fmt.Errorf("SASL %s authentication to %s: %w", c.auth.Name(), c.addr, err)
+			}
+		}
 	}
+	return c.exchange(ctx, req)
+}
+
+// authenticate runs SaslHandshake v1 and SaslAuthenticate v1 on the new
+// connection.
+func (c *Client) authenticate(ctx context.Context) error {
+	c.reauthAt = time.Time{}
+	hs := kmsg.NewPtrSASLHandshakeRequest()
+	hs.SetVersion(1)
+	hs.Mechanism = c.auth.Name()
+	r, err := c.exchange(ctx, hs)
+	if err != nil {
+		return err
+	}
+	if err := kerr.ErrorForCode(r.(*kmsg.SASLHandshakeResponse).ErrorCode); err != nil {
+		return err
+	}
+	sess, msg, err := c.auth.Authenticate(ctx, c.addr)
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	for {
+		ar := kmsg.NewPtrSASLAuthenticateRequest()
+		ar.SetVersion(1)
+		ar.SASLAuthBytes = msg
+		r, err := c.exchange(ctx, ar)
+		if err != nil {
+			return err
+		}
+		resp := r.(*kmsg.SASLAuthenticateResponse)
+		if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
+			if resp.ErrorMessage != nil {
+				return fmt.Errorf("%w: %s", err, *resp.ErrorMessage)
+			}
+			return err
+		}
+		done, next, err := sess.Challenge(resp.SASLAuthBytes)
+		if err != nil {
+			return err
+		}
+		if done {
+			if l := resp.SessionLifetimeMillis; l > 0 {
+				// Renew well before the broker would close it.
+				c.reauthAt = start.Add(time.Duration(l) * time.Millisecond * 8 / 10)
+			}
+			return nil
+		}
+		msg = next
+	}
+}
+
+// exchange writes req on the open connection and reads its response.
+func (c *Client) exchange(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
 	deadline := time.Now().Add(c.timeout)
 	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
 		deadline = d

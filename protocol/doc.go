@@ -26,4 +26,10 @@
 // Kafka's listeners do: a request for another API closes the connection
 // with a log line naming the client, and ApiVersions on that listener does
 // not list it.
+//
+// On a SASL listener (ListenerConfig.SASL) a layer in front of the
+// dispatch table authenticates each connection before anything else is
+// served, and closes a connection whose session expired (sasl.go); the
+// mechanisms themselves are package sasl's. Client authenticates the
+// connections it opens to a peer when given a mechanism (SetSASL).
 package protocol

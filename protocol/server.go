@@ -15,6 +15,8 @@ import (
 
 	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/gokafka/gokafka/sasl"
 )
 
 // Config holds the connection limits.
@@ -92,6 +94,9 @@ func (r CloseReason) String() string {
 	if int(r) < len(closeReasonNames) {
 		return closeReasonNames[r]
 	}
+	if n, ok := saslCloseReasonNames[r]; ok {
+		return n
+	}
 	return fmt.Sprintf("close_reason_%d", int(r))
 }
 
@@ -167,6 +172,9 @@ type ListenerConfig struct {
 	// Exposes reports whether the listener serves an API key; nil exposes
 	// every registered API.
 	Exposes func(key int16) bool
+	// SASL, set on SASL_PLAINTEXT and SASL_SSL listeners, is what their
+	// connections authenticate against (sasl.go).
+	SASL *sasl.ServerConfig
 }
 
 // ServeListener is Serve for a named listener exposing only the APIs
@@ -231,6 +239,9 @@ func (s *Server) startConn(nc net.Conn, lc ListenerConfig) {
 	c.listener, c.ip = lc.Name, hostOf(nc.RemoteAddr().String())
 	c.outBytes = newBudget(s.cfg.MaxQueuedResponseBytes)
 	c.parkFn = c.park
+	if lc.SASL != nil {
+		c.sasl = &saslConn{cfg: lc.SASL}
+	}
 	lg := s.logger.With().Uint64("conn", id).Str("remote", c.info.RemoteAddr)
 	if lc.Name != "" {
 		lg = lg.Str("listener", lc.Name)
@@ -342,6 +353,8 @@ type conn struct {
 	// outBytes bounds the bytes of responses queued for the writer
 	// (MaxQueuedResponseBytes).
 	outBytes *budget
+	// sasl is the authentication state on a SASL listener, nil on others.
+	sasl *saslConn
 }
 
 func (c *conn) setReason(r CloseReason, err error) {
@@ -388,6 +401,12 @@ func (c *conn) readLoop() {
 			c.setReason(CloseTooLarge, fmt.Errorf("size %d exceeds socket.request.max.bytes %d", size, c.srv.cfg.MaxRequestBytes))
 			return
 		}
+		if c.sasl != nil && c.sasl.stage != saslDone && size > c.sasl.cfg.ReceiveLimit() {
+			// Kafka's sasl.server.max.receive.size: an unauthenticated
+			// client cannot make the broker hold a large frame.
+			c.setReason(CloseTooLarge, fmt.Errorf("size %d before authentication exceeds sasl.server.max.receive.size %d", size, c.sasl.cfg.ReceiveLimit()))
+			return
+		}
 		if !c.srv.requestBytes.take(c.ctx, int64(size)) {
 			c.setReason(CloseShutdown, nil)
 			return
@@ -404,7 +423,7 @@ func (c *conn) readLoop() {
 			return
 		}
 		c.parked.Store(false)
-		resp, ok := c.serve(buf)
+		resp, ok, closeAfter := c.serveFrame(buf)
 		c.park()
 		putRequestBuf(buf)
 		c.srv.requestBytes.give(int64(size))
@@ -440,6 +459,10 @@ func (c *conn) readLoop() {
 					return
 				}
 			}
+		}
+		if closeAfter {
+			// The reason is set; the writer sends the response first.
+			return
 		}
 		if c.throttle > 0 && c.throttleAfter && !c.mute(c.throttle) {
 			c.setReason(CloseShutdown, nil)
@@ -487,6 +510,31 @@ func (c *conn) park() {
 	if !c.parked.Swap(true) {
 		c.srv.requests.give(1)
 	}
+}
+
+// serveFrame serves one frame: through the SASL layer first on a SASL
+// listener. closeAfter asks for the connection to close once the
+// response is sent.
+func (c *conn) serveFrame(in []byte) (out frame, ok, closeAfter bool) {
+	if c.sasl != nil {
+		c.throttle = 0
+		f, act := c.serveSASL(in)
+		if c.sasl.failed && c.sasl.cfg.FailedAuthenticationDelay > 0 {
+			// connection.failed.authentication.delay.ms, as Kafka
+			// delays the answer and the close; a shutdown cuts it short.
+			c.mute(c.sasl.cfg.FailedAuthenticationDelay)
+		}
+		switch act {
+		case saslReply:
+			return f, true, false
+		case saslReplyClose:
+			return f, true, true
+		case saslClose:
+			return frame{}, false, false
+		}
+	}
+	out, ok = c.serve(in)
+	return out, ok, false
 }
 
 func (c *conn) serve(in []byte) (out frame, ok bool) {

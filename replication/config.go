@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	kgosasl "github.com/twmb/franz-go/pkg/sasl"
+
 	"github.com/gokafka/gokafka/cluster"
 	"github.com/gokafka/gokafka/partition"
 )
@@ -56,6 +58,10 @@ func LogConfig(im *cluster.Image, t *cluster.TopicInfo, nodeID int32, bd cluster
 type Config struct {
 	// NodeID is node.id: the replica id this broker fetches as.
 	NodeID int32
+	// PeerSASL, when set, authenticates the connections this broker
+	// opens to its peers' inter-broker listener
+	// (sasl.mechanism.inter.broker.protocol).
+	PeerSASL kgosasl.Mechanism
 	// ReplicaLagTimeMax is replica.lag.time.max.ms: a follower that has not
 	// caught up to the leader's log end for this long leaves the ISR.
 	ReplicaLagTimeMax time.Duration

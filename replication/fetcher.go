@@ -176,6 +176,9 @@ func newFetcher(m *Manager, leader int32, addr string) *fetcher {
 	// Records are appended to the log before the next request, and
 	// nothing of a response is kept: one buffer serves every response.
 	f.client.ReuseResponseBuffer()
+	if m.cfg.PeerSASL != nil {
+		f.client.SetSASL(m.cfg.PeerSASL)
+	}
 	f.ctx, f.cancel = context.WithCancel(m.ctx)
 	return f
 }

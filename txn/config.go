@@ -3,6 +3,8 @@ package txn
 import (
 	"fmt"
 	"time"
+
+	kgosasl "github.com/twmb/franz-go/pkg/sasl"
 )
 
 // StateTopic is Kafka's internal topic holding transaction state.
@@ -13,6 +15,10 @@ const StateTopic = "__transaction_state"
 type Config struct {
 	// NumPartitions is transaction.state.log.num.partitions.
 	NumPartitions int32
+	// PeerSASL, when set, authenticates the connections this broker
+	// opens to its peers' inter-broker listener
+	// (sasl.mechanism.inter.broker.protocol).
+	PeerSASL kgosasl.Mechanism
 	// ReplicationFactor is transaction.state.log.replication.factor. As for
 	// __consumer_offsets, gokafka creates the topic with min(this, live
 	// brokers) instead of refusing while too few brokers are up.

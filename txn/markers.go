@@ -185,6 +185,9 @@ func (c *Coordinator) client(addr string) *protocol.Client {
 		// Brokers take WriteTxnMarkers only from a node of the cluster
 		// that names itself (cluster.PeerClientID).
 		cl = protocol.NewClient(addr, c.meta.PeerClientID(cluster.PeerRoleMarkers), c.cfg.WriteTimeout+5*time.Second)
+		if c.cfg.PeerSASL != nil {
+			cl.SetSASL(c.cfg.PeerSASL)
+		}
 		c.clients.m[addr] = cl
 	}
 	return cl

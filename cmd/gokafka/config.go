@@ -47,6 +47,18 @@ var properties = []property{
 	{"listener.security.protocol.map", "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL", "Listener name to security protocol (PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL) as NAME:PROTOCOL pairs; a controller listener missing from it is PLAINTEXT, as in Kafka's KRaft mode."},
 	{"controller.listener.names", "CONTROLLER", "Listener names that carry the metadata quorum's traffic."},
 	{"inter.broker.listener.name", "", "Listener the brokers reach each other on, the only one serving broker-to-broker requests; empty means the first listener that is not a controller listener."},
+	{"sasl.enabled.mechanisms", "GSSAPI", "SASL mechanisms SASL_* listeners offer: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER (Kafka's default GSSAPI is not supported, so a SASL listener needs this set; per listener: listener.name.<name>.sasl.enabled.mechanisms)."},
+	{"sasl.mechanism.inter.broker.protocol", "GSSAPI", "Mechanism brokers authenticate to each other with when the inter-broker listener is SASL_*; its credentials are the username/password options of listener.name.<name>.<mechanism>.sasl.jaas.config."},
+	{"connections.max.reauth.ms", "0", "Longest SASL session before the client must re-authenticate (KIP-368), told in SaslAuthenticate; a connection past it is closed; 0 for no limit (per listener and mechanism: listener.name.<name>.<mechanism>.connections.max.reauth.ms)."},
+	{"connection.failed.authentication.delay.ms", "100", "How long the answer to a failed SASL authentication, and the close after it, are held back, to slow down password guessing."},
+	{"sasl.server.max.receive.size", "524288", "Largest request frame a connection may send before it has authenticated on a SASL listener; larger closes the connection."},
+	{"sasl.oauthbearer.jwks.endpoint.url", "", "JWKS (file://, http:// or https://) OAUTHBEARER tokens must be signed by (RS256, ES256); empty accepts Kafka's unsecured tokens, for development."},
+	{"sasl.oauthbearer.expected.audience", "", "Comma-separated audiences a signed OAUTHBEARER token's aud must include; empty checks none."},
+	{"sasl.oauthbearer.expected.issuer", "", "Issuer a signed OAUTHBEARER token's iss must be; empty checks none."},
+	{"sasl.oauthbearer.sub.claim.name", "sub", "Claim of a signed OAUTHBEARER token naming the principal."},
+	{"sasl.oauthbearer.scope.claim.name", "scope", "Claim of a signed OAUTHBEARER token holding its scopes."},
+	{"sasl.oauthbearer.clock.skew.seconds", "30", "Clock skew allowed when checking a signed OAUTHBEARER token's exp, iat and nbf."},
+	{"gokafka.scram.bootstrap.users", "", "SCRAM credentials a new cluster is created with, as kafka-storage format --add-scram writes them: SCRAM-SHA-256=[name=admin,password=admin-secret], several separated by spaces or ';'."},
 	{"controller.quorum.voters", "", "Metadata quorum voters as id@host:port of their CONTROLLER listeners; empty for a single-node cluster."},
 	{"controller.quorum.election.timeout.ms", "500", "Metadata quorum election and heartbeat timeout (multi-node)."},
 	{"broker.heartbeat.interval.ms", "2000", "How often a broker heartbeats to the active controller."},
@@ -407,6 +419,7 @@ func (s *settings) brokerConfig() (broker.Config, error) {
 		Share:                    s.shareConfig(),
 		Authorizer:               s.authorizerConfig(),
 	}
+	cfg.SASL = s.saslConfig()
 	s.validate(&cfg)
 	if len(s.errs) > 0 {
 		return broker.Config{}, fmt.Errorf("invalid configuration: %s", strings.Join(s.errs, "; "))
@@ -445,7 +458,7 @@ func (s *settings) brokerDefaults() cluster.BrokerDefaults {
 
 	values := map[string]string{}
 	for k, v := range s.values {
-		if v != "" && k != "log.level" && k != "log.format" && k != "debug.pprof.listener" {
+		if v != "" && k != "log.level" && k != "log.format" && k != "debug.pprof.listener" && !secretProperty(k) {
 			values[k] = v
 		}
 	}
