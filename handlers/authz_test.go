@@ -467,3 +467,18 @@ func TestProducerTransactionAndQuotaDescribesAreAuthorized(t *testing.T) {
 		t.Errorf("AlterClientQuotas without ALTER_CONFIGS on the cluster: code %d", code)
 	}
 }
+
+func TestSCRAMCredentialAPIsNeedClusterRights(t *testing.T) {
+	h := authzStack(t, acl.Config{}, allowACL(acl.ResourceCluster, acl.ClusterName, acl.PatternLiteral, "User:admin", acl.OpDescribe))
+	alter := kmsg.NewPtrAlterUserSCRAMCredentialsRequest()
+	alter.Deletions = []kmsg.AlterUserSCRAMCredentialsRequestDeletion{{Name: "bob", Mechanism: 1}}
+	if res := as(t, h, "User:admin", 0, alter).(*kmsg.AlterUserSCRAMCredentialsResponse).Results; len(res) != 1 || res[0].ErrorCode != clusterAuthz {
+		t.Fatalf("AlterUserScramCredentials without ALTER on the cluster: %+v", res)
+	}
+	if d := as(t, h, "User:alice", 0, kmsg.NewPtrDescribeUserSCRAMCredentialsRequest()).(*kmsg.DescribeUserSCRAMCredentialsResponse); d.ErrorCode != clusterAuthz {
+		t.Fatalf("DescribeUserScramCredentials without DESCRIBE on the cluster: code %d", d.ErrorCode)
+	}
+	if d := as(t, h, "User:admin", 0, kmsg.NewPtrDescribeUserSCRAMCredentialsRequest()).(*kmsg.DescribeUserSCRAMCredentialsResponse); d.ErrorCode != 0 {
+		t.Fatalf("DescribeUserScramCredentials with DESCRIBE on the cluster: code %d", d.ErrorCode)
+	}
+}

@@ -11,6 +11,10 @@ package handlers
 // mechanisms and iterations, RESOURCE_NOT_FOUND for a user without any
 // and DUPLICATE_RESOURCE for a user named twice. Salts and keys are
 // never returned.
+//
+// Authorization (authz.go), as Kafka's: ALTER on the cluster for Alter
+// (CLUSTER_AUTHORIZATION_FAILED for every user), DESCRIBE on the cluster
+// for Describe (CLUSTER_AUTHORIZATION_FAILED at the top level).
 
 import (
 	"context"
@@ -19,6 +23,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/gokafka/gokafka/acl"
 	"github.com/gokafka/gokafka/cluster"
 	"github.com/gokafka/gokafka/protocol"
 )
@@ -48,6 +53,14 @@ func (h *Handlers) alterUserScramCredentials(ctx context.Context, req *protocol.
 	for _, u := range r.Upsertions {
 		note(u.Name)
 		ups = append(ups, cluster.ScramUpsert{User: u.Name, Mechanism: mechanismName(u.Mechanism), Iterations: u.Iterations, Salt: u.Salt, Salted: u.SaltedPassword})
+	}
+	if !h.authorizeCluster(req, acl.OpAlter) {
+		for _, u := range users {
+			res := kmsg.NewAlterUserSCRAMCredentialsResponseResult()
+			res.User, res.ErrorCode = u, errorCode(errClusterAuthorization)
+			resp.Results = append(resp.Results, res)
+		}
+		return resp, nil
 	}
 	var errs map[string]error
 	if h.ctrl != nil {
@@ -87,6 +100,10 @@ func mechanismName(code int8) string {
 func (h *Handlers) describeUserScramCredentials(_ context.Context, req *protocol.Request) (kmsg.Response, error) {
 	r := req.Body.(*kmsg.DescribeUserSCRAMCredentialsRequest)
 	resp := r.ResponseKind().(*kmsg.DescribeUserSCRAMCredentialsResponse)
+	if !h.authorizeCluster(req, acl.OpDescribe) {
+		resp.ErrorCode = errorCode(errClusterAuthorization)
+		return resp, nil
+	}
 	im := h.meta.Image()
 	var users []string
 	count := map[string]int{}
