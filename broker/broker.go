@@ -96,6 +96,7 @@ type Server struct {
 	shareM   *share.Manager
 	srv      *protocol.Server
 	reg      *protocol.Registry
+	handlers *handlers.Handlers
 
 	listeners []net.Listener
 	// names holds each listener's name, by index in listeners.
@@ -242,7 +243,7 @@ func Start(ctx context.Context, cfg Config, logger zerolog.Logger) (_ *Server, e
 	}
 	s.shareC = share.NewCoordinator(cfg.Share, cfg.NodeID, s.meta, logger.With().Str("component", "share").Logger())
 	s.shareM = share.NewManager(cfg.Share, s.meta, share.ReplicaSource(s.replicas), logger.With().Str("component", "share").Logger())
-	handlers.New(reg, handlers.Config{NodeID: cfg.NodeID, AutoCreateTopics: cfg.AutoCreateTopics, FetchMaxBytes: cfg.FetchMaxBytes}, handlers.Deps{
+	s.handlers = handlers.New(reg, handlers.Config{NodeID: cfg.NodeID, AutoCreateTopics: cfg.AutoCreateTopics, FetchMaxBytes: cfg.FetchMaxBytes}, handlers.Deps{
 		Meta: s.meta, Replicas: s.replicas, Controller: s.meta, ProducerIDs: pids,
 		Groups: s.groups, Txn: s.txn, ShareCoord: s.shareC, ShareMgr: s.shareM, ShareCfg: cfg.Share,
 		Quotas: s.watchQuotas(cfg.Quota),
@@ -408,6 +409,9 @@ func (s *Server) closeAll() error {
 	var errs []error
 	for _, ln := range s.listeners {
 		ln.Close()
+	}
+	if s.handlers != nil {
+		s.handlers.Close()
 	}
 	// The coordinators write through the logs: stop them before them.
 	if s.txn != nil {

@@ -6,9 +6,12 @@ package handlers
 // INVALID_PARTITIONS. Explicit assignments for the new partitions are
 // checked like CreateTopics' (INVALID_REPLICA_ASSIGNMENT). A topic named
 // twice fails with INVALID_REQUEST. ValidateOnly checks without creating.
+// The answer comes once every live broker has the new partitions
+// (propagate.go).
 
 import (
 	"context"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -27,6 +30,12 @@ func (h *Handlers) createPartitions(ctx context.Context, req *protocol.Request) 
 	for _, t := range r.Topics {
 		count[t.Topic]++
 	}
+	changed := false
+	defer func() {
+		if changed {
+			h.awaitPropagation(ctx, req, time.Duration(r.TimeoutMillis)*time.Millisecond)
+		}
+	}()
 	for _, t := range r.Topics {
 		rt := kmsg.NewCreatePartitionsResponseTopic()
 		rt.Topic = t.Topic
@@ -40,6 +49,7 @@ func (h *Handlers) createPartitions(ctx context.Context, req *protocol.Request) 
 				assignment = append(assignment, a.Replicas)
 			}
 			err := h.meta.CreatePartitions(ctx, t.Topic, t.Count, assignment, r.ValidateOnly)
+			changed = changed || err == nil && !r.ValidateOnly
 			rt.ErrorCode = errorCode(err)
 			rt.ErrorMessage = errorMessage(err)
 		}

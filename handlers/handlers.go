@@ -49,7 +49,16 @@ type Handlers struct {
 	shareCfg   share.Config
 	// quotas enforces client quotas; nil enforces none (quotas.go).
 	quotas *quota.Quotas
+	// applied and peers serve read-your-writes on every broker
+	// (propagate.go); applied is nil without a controller.
+	applied *applied
+	peers   peers
+	// obs receives request and traffic counts (observe.go); never nil.
+	obs Observer
 }
+
+// Close releases the connections the handlers opened to other brokers.
+func (h *Handlers) Close() { h.peers.Close() }
 
 // Controller is what the handlers need of the metadata controller beyond
 // cluster.Metadata: the KRaft broker RPCs it answers as the active
@@ -85,6 +94,9 @@ type Deps struct {
 	ShareMgr    *share.Manager
 	ShareCfg    share.Config
 	Quotas      *quota.Quotas
+	// Observer receives request and traffic counts for the broker's
+	// metrics; nil observes nothing.
+	Observer Observer
 }
 
 // Register creates handlers over meta and replicas alone (no controller
@@ -99,9 +111,17 @@ func New(reg *protocol.Registry, cfg Config, d Deps) *Handlers {
 		cfg: cfg, meta: d.Meta, replicas: d.Replicas, reg: reg,
 		ctrl: d.Controller, pids: d.ProducerIDs, groups: d.Groups, txn: d.Txn,
 		shareCoord: d.ShareCoord, shareMgr: d.ShareMgr, shareCfg: d.ShareCfg, quotas: d.Quotas,
+		obs: d.Observer,
+	}
+	if h.obs == nil {
+		h.obs = nopObserver{}
+	}
+	if d.Controller != nil {
+		// Registered last of the metadata watchers: see propagate.go.
+		h.applied = newApplied(d.Meta)
 	}
 	// The peer check comes first: a request refused there costs no quota.
-	reg.Wrap(func(fn protocol.HandlerFunc) protocol.HandlerFunc { return h.guard(h.quotaAware(fn)) })
+	reg.Wrap(func(fn protocol.HandlerFunc) protocol.HandlerFunc { return h.observe(h.guard(h.quotaAware(fn))) })
 	for _, r := range []func(*protocol.Registry){
 		h.registerProduce,
 		h.registerFetch,

@@ -123,6 +123,7 @@ func (h *Handlers) produce(ctx context.Context, req *protocol.Request) (kmsg.Res
 			return
 		}
 		e.rp.BaseOffset, e.rp.LogAppendTime, e.rp.LogStartOffset = info.FirstOffset, info.LogAppendTime, info.LogStartOffset
+		h.obs.BytesIn(e.topic, int64(len(e.records)), info.NumRecords)
 	}
 	if len(entries) == 1 {
 		appendOne(&entries[0])
