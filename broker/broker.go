@@ -22,6 +22,7 @@ import (
 	"github.com/gokafka/gokafka/group"
 	"github.com/gokafka/gokafka/handlers"
 	"github.com/gokafka/gokafka/idempotent"
+	"github.com/gokafka/gokafka/metrics"
 	"github.com/gokafka/gokafka/partition"
 	"github.com/gokafka/gokafka/protocol"
 	"github.com/gokafka/gokafka/quota"
@@ -80,6 +81,9 @@ type Config struct {
 	// Quota is the windowing of client quota rates
 	// (quota.window.num, quota.window.size.seconds).
 	Quota quota.Config
+	// Metrics, if set, counts requests and traffic and reads the
+	// broker's state once Start has succeeded (metrics/).
+	Metrics *metrics.Metrics
 }
 
 // Server is a running broker.
@@ -246,7 +250,7 @@ func Start(ctx context.Context, cfg Config, logger zerolog.Logger) (_ *Server, e
 	s.handlers = handlers.New(reg, handlers.Config{NodeID: cfg.NodeID, AutoCreateTopics: cfg.AutoCreateTopics, FetchMaxBytes: cfg.FetchMaxBytes}, handlers.Deps{
 		Meta: s.meta, Replicas: s.replicas, Controller: s.meta, ProducerIDs: pids,
 		Groups: s.groups, Txn: s.txn, ShareCoord: s.shareC, ShareMgr: s.shareM, ShareCfg: cfg.Share,
-		Quotas: s.watchQuotas(cfg.Quota),
+		Quotas: s.watchQuotas(cfg.Quota), Observer: observer(cfg.Metrics),
 	})
 	pcfg := cfg.Protocol
 	if pcfg.InterBrokerListener == "" {
@@ -289,7 +293,18 @@ func Start(ctx context.Context, cfg Config, logger zerolog.Logger) (_ *Server, e
 			s.serveErr <- s.srv.ServeListener(cl, protocol.ListenerConfig{Name: s.ctrlName, Exposes: handlers.ControllerAPI})
 		}()
 	}
+	if cfg.Metrics != nil {
+		cfg.Metrics.Attach(metrics.Sources{Meta: s.meta, Logs: s.logs, Conns: s.srv})
+	}
 	return s, nil
+}
+
+// observer is the handlers' observer for m (none when m is nil).
+func observer(m *metrics.Metrics) handlers.Observer {
+	if m == nil {
+		return nil
+	}
+	return m
 }
 
 // watchQuotas returns the client quotas to enforce, kept in step with
