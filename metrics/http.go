@@ -42,17 +42,7 @@ func Listen(addr string, m *Metrics, logger zerolog.Logger) (*HTTP, error) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		w.Write([]byte("ok\n"))
 	})
-	h.mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
-		r := m.Readiness()
-		w.Header().Set("Content-Type", "application/json")
-		w.Header().Set("Cache-Control", "no-store")
-		if !r.Ready {
-			w.WriteHeader(http.StatusServiceUnavailable)
-		}
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		enc.Encode(r)
-	})
+	h.mux.Handle("GET /readyz", readyHandler(m))
 	h.srv = &http.Server{
 		Handler:           h.mux,
 		ReadHeaderTimeout: 10 * time.Second,
@@ -65,6 +55,22 @@ func Listen(addr string, m *Metrics, logger zerolog.Logger) (*HTTP, error) {
 		}
 	}()
 	return h, nil
+}
+
+// readyHandler answers m's readiness as JSON: 200 when ready, 503 with
+// the reasons otherwise.
+func readyHandler(m *Metrics) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		r := m.Readiness()
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Cache-Control", "no-store")
+		if !r.Ready {
+			w.WriteHeader(http.StatusServiceUnavailable)
+		}
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		enc.Encode(r)
+	})
 }
 
 // Addr is the bound address.
