@@ -194,6 +194,11 @@ func Start(ctx context.Context, cfg Config, logger zerolog.Logger) (_ *Server, e
 		s.names = append(s.names, l.Name)
 	}
 
+	starting := func(string) {}
+	if cfg.Metrics != nil {
+		starting = cfg.Metrics.SetStarting
+	}
+	starting("opening the metadata quorum")
 	qc.Dir = filepath.Join(cfg.LogDirs[0], cluster.MetadataDirName)
 	s.meta, err = cluster.Open(ctx, cluster.Config{
 		NodeID: cfg.NodeID, Rack: cfg.Rack,
@@ -208,6 +213,8 @@ func Start(ctx context.Context, cfg Config, logger zerolog.Logger) (_ *Server, e
 	logsCfg.Dirs = cfg.LogDirs
 	logsCfg.NodeID = cfg.NodeID
 	logsCfg.ClusterID = s.meta.Image().ClusterID
+	starting("loading logs")
+	logsCfg.Progress = func(p partition.RecoveryProgress) { starting(p.String()) }
 	meta := s.meta
 	configFor := func(topic string) partition.Config {
 		im := meta.Image()
@@ -274,6 +281,7 @@ func Start(ctx context.Context, cfg Config, logger zerolog.Logger) (_ *Server, e
 		}
 		eps = append(eps, cluster.Endpoint{Name: adv.Name, Host: adv.Host, Port: int32(adv.Port)})
 	}
+	starting("registering with the controller")
 	if err := s.meta.Register(ctx, ib.Host, int32(ib.Port), eps...); err != nil {
 		return nil, fmt.Errorf("register broker: %w", err)
 	}
