@@ -77,6 +77,19 @@ func (h *Handlers) fetch(ctx context.Context, req *protocol.Request) (kmsg.Respo
 	useIDs := req.Version >= 13
 
 	params := h.fetchParams(ctx, req, r)
+	parked := false
+	params.OnPark = func() {
+		req.Park()
+		if !parked {
+			parked = true
+			h.obs.Parked("Fetch", 1)
+		}
+	}
+	defer func() {
+		if parked {
+			h.obs.Parked("Fetch", -1)
+		}
+	}()
 	slots := planFetch(req, r, resp, im, useIDs, &params)
 	results := h.replicas.Fetch(ctx, params)
 	spliced := fillFetchResponse(req, resp, slots, results)

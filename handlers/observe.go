@@ -25,6 +25,9 @@ type Observer interface {
 	BytesIn(topic string, bytes, records int64)
 	// BytesOut counts record bytes a fetch returns from topic.
 	BytesOut(topic string, bytes int64)
+	// Parked counts requests parking (delta 1) and done waiting (-1):
+	// op is "Produce" (acks=all) or "Fetch" (long poll).
+	Parked(op string, delta int)
 }
 
 type nopObserver struct{}
@@ -32,6 +35,7 @@ type nopObserver struct{}
 func (nopObserver) Request(int16, int16, time.Duration, kmsg.Response, error) {}
 func (nopObserver) BytesIn(string, int64, int64)                              {}
 func (nopObserver) BytesOut(string, int64)                                    {}
+func (nopObserver) Parked(string, int)                                        {}
 
 // observe times fn and reports the request to the observer.
 func (h *Handlers) observe(fn protocol.HandlerFunc) protocol.HandlerFunc {

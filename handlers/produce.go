@@ -142,6 +142,8 @@ func (h *Handlers) produce(ctx context.Context, req *protocol.Request) (kmsg.Res
 		}
 		if deadline == nil {
 			req.Park()
+			h.obs.Parked("Produce", 1)
+			defer h.obs.Parked("Produce", -1)
 			deadline = make(chan time.Time)
 			t := time.AfterFunc(timeout, func() { close(deadline) })
 			defer t.Stop()

@@ -14,6 +14,7 @@ import (
 
 	"github.com/gokafka/gokafka/cluster"
 	"github.com/gokafka/gokafka/partition"
+	"github.com/gokafka/gokafka/replication"
 )
 
 // Meta is what the metrics read of the cluster metadata;
@@ -41,12 +42,19 @@ type Conns interface {
 	ConnectionCounts() map[string]int
 }
 
+// Replicas reports followers' lag; replication.Manager implements it.
+type Replicas interface {
+	FollowerLags() []replication.FollowerLag
+}
+
 // Sources are the broker's components the metrics and the readiness
 // check read at scrape time. Attach them once the broker has started.
 type Sources struct {
 	Meta  Meta
 	Logs  Logs
 	Conns Conns
+	// Replicas, if set, gives the followers' lag (per-partition series).
+	Replicas Replicas
 }
 
 // Config configures the metrics.
@@ -76,6 +84,7 @@ type Metrics struct {
 	isrShrinks prometheus.Counter
 	isrExpands prometheus.Counter
 	elections  prometheus.Counter
+	parked     *prometheus.GaugeVec
 
 	// names caches API names by key, errNames error names by code.
 	names sync.Map // int16 → string
@@ -121,7 +130,13 @@ func New(cfg Config) *Metrics {
 		Name: "kafka_controller_controllerstats_leaderelectionrateandtimems_count",
 		Help: "Partition leader changes committed while this node was the active controller.",
 	})
-	m.reg.MustRegister(m.requests, m.errors, m.latency, m.bytesIn, m.messagesIn, m.bytesOut,
+	m.parked = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "kafka_server_delayedoperationpurgatory_purgatorysize",
+		Help: "Requests parked now: acks=all produces waiting for the ISR (Produce) and fetches waiting for data (Fetch).",
+	}, []string{"delayedOperation"})
+	m.parked.WithLabelValues("Produce")
+	m.parked.WithLabelValues("Fetch")
+	m.reg.MustRegister(m.parked, m.requests, m.errors, m.latency, m.bytesIn, m.messagesIn, m.bytesOut,
 		m.isrShrinks, m.isrExpands, m.elections, &stateCollector{m: m},
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
@@ -218,6 +233,11 @@ func (m *Metrics) Request(key, version int16, took time.Duration, resp kmsg.Resp
 func (m *Metrics) BytesIn(topic string, bytes, records int64) {
 	m.bytesIn.WithLabelValues(topic).Add(float64(bytes))
 	m.messagesIn.WithLabelValues(topic).Add(float64(records))
+}
+
+// Parked implements handlers.Observer.
+func (m *Metrics) Parked(op string, delta int) {
+	m.parked.WithLabelValues(op).Add(float64(delta))
 }
 
 // BytesOut implements handlers.Observer.

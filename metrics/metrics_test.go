@@ -17,6 +17,8 @@ import (
 
 	"github.com/gokafka/gokafka/cluster"
 	"github.com/gokafka/gokafka/internal/testkit/fake"
+	"github.com/gokafka/gokafka/partition"
+	"github.com/gokafka/gokafka/replication"
 )
 
 // meta is the fake metadata with the quorum view the metrics read.
@@ -28,6 +30,10 @@ type meta struct {
 
 func (m *meta) IsLeader() bool                         { return m.leader }
 func (m *meta) QuorumPosition() cluster.QuorumPosition { return m.q }
+
+type lags []replication.FollowerLag
+
+func (l lags) FollowerLags() []replication.FollowerLag { return l }
 
 // image is three brokers and topic t with one partition per entry of
 // isrs, replicas 1,2,3, led by broker 1, with min.insync.replicas 2.
@@ -100,8 +106,14 @@ next:
 func TestPartitionStateGaugesFollowTheMetadata(t *testing.T) {
 	mt := newMeta(image(1, nil, []int32{1, 2, 3}, []int32{1, 2}, []int32{1}))
 	m := New(Config{PartitionSeriesMax: 10})
-	m.Attach(Sources{Meta: mt})
+	m.Attach(Sources{Meta: mt, Replicas: lags{{TP: partition.TopicPartition{Topic: "t", Partition: 2}, Follower: 3, Offsets: 42, Time: 1500 * time.Millisecond}}})
 	fams := scrape(t, m)
+	if got := value(t, fams, "kafka_cluster_partition_replicalag", map[string]string{"topic": "t", "partition": "2", "replica": "3"}); got != 42 {
+		t.Errorf("replicalag = %v, want 42", got)
+	}
+	if got := value(t, fams, "kafka_cluster_partition_replicalagtimems", map[string]string{"topic": "t", "partition": "2", "replica": "3"}); got != 1500 {
+		t.Errorf("replicalagtimems = %v, want 1500", got)
+	}
 	for name, want := range map[string]float64{
 		"kafka_server_replicamanager_underreplicatedpartitions":   2,
 		"kafka_server_replicamanager_underminisrpartitioncount":   1,
@@ -166,6 +178,9 @@ func TestRequestsAreCountedByAPIVersionAndErrorCode(t *testing.T) {
 	resp.Topics = append(resp.Topics, rt)
 	m.Request(0, 9, 3*time.Millisecond, resp, nil)
 	m.Request(0, 9, time.Millisecond, nil, nil) // acks=0
+	m.Parked("Produce", 1)
+	m.Parked("Fetch", 1)
+	m.Parked("Fetch", -1)
 	m.BytesIn("t", 100, 4)
 	m.BytesOut("t", 60)
 	fams := scrape(t, m)
@@ -177,6 +192,12 @@ func TestRequestsAreCountedByAPIVersionAndErrorCode(t *testing.T) {
 	}
 	if got := value(t, fams, "kafka_network_requestmetrics_totaltimems", map[string]string{"request": "Produce"}); got != 2 {
 		t.Errorf("latency samples = %v, want 2", got)
+	}
+	if got := value(t, fams, "kafka_server_delayedoperationpurgatory_purgatorysize", map[string]string{"delayedOperation": "Produce"}); got != 1 {
+		t.Errorf("produce purgatory = %v, want 1", got)
+	}
+	if got := value(t, fams, "kafka_server_delayedoperationpurgatory_purgatorysize", map[string]string{"delayedOperation": "Fetch"}); got != 0 {
+		t.Errorf("fetch purgatory = %v, want 0", got)
 	}
 	if got := value(t, fams, "kafka_server_brokertopicmetrics_messagesin_total", map[string]string{"topic": "t"}); got != 4 {
 		t.Errorf("messagesin_total = %v, want 4", got)

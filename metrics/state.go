@@ -61,18 +61,21 @@ var (
 	descPartitionSeries = desc("gokafka_metrics_partition_series_enabled",
 		"1 while per-partition series are exported (this broker hosts at most metrics.partition.series.max partitions).")
 
-	partLabels       = []string{"topic", "partition"}
-	descPUnderRepl   = desc("kafka_cluster_partition_underreplicated", "1 if this partition, led here, has an ISR smaller than its replica set.", partLabels...)
-	descPISR         = desc("kafka_cluster_partition_insyncreplicascount", "ISR size of this partition, led here.", partLabels...)
-	descPReplicas    = desc("kafka_cluster_partition_replicascount", "Replica count of this partition, led here.", partLabels...)
-	descPUnderMinISR = desc("kafka_cluster_partition_underminisr", "1 if this partition, led here, has an ISR smaller than min.insync.replicas.", partLabels...)
-	descPAtMinISR    = desc("kafka_cluster_partition_atminisr", "1 if this partition, led here, has an ISR of exactly min.insync.replicas.", partLabels...)
-	descPLeaderEpoch = desc("kafka_cluster_partition_leaderepoch", "Leader epoch of this partition, hosted here.", partLabels...)
-	descLogSize      = desc("kafka_log_log_size", "Bytes of this partition's log on this broker.", partLabels...)
-	descLogSegments  = desc("kafka_log_log_numlogsegments", "Segments of this partition's log on this broker.", partLabels...)
-	descLogStart     = desc("kafka_log_log_logstartoffset", "Log start offset of this partition's log on this broker.", partLabels...)
-	descLogEnd       = desc("kafka_log_log_logendoffset", "Log end offset (LEO) of this partition's log on this broker.", partLabels...)
-	descLogHW        = desc("kafka_cluster_partition_highwatermark", "High watermark of this partition as this broker knows it.", partLabels...)
+	partLabels        = []string{"topic", "partition"}
+	descPUnderRepl    = desc("kafka_cluster_partition_underreplicated", "1 if this partition, led here, has an ISR smaller than its replica set.", partLabels...)
+	descPISR          = desc("kafka_cluster_partition_insyncreplicascount", "ISR size of this partition, led here.", partLabels...)
+	descPReplicas     = desc("kafka_cluster_partition_replicascount", "Replica count of this partition, led here.", partLabels...)
+	descPUnderMinISR  = desc("kafka_cluster_partition_underminisr", "1 if this partition, led here, has an ISR smaller than min.insync.replicas.", partLabels...)
+	descPAtMinISR     = desc("kafka_cluster_partition_atminisr", "1 if this partition, led here, has an ISR of exactly min.insync.replicas.", partLabels...)
+	descPLeaderEpoch  = desc("kafka_cluster_partition_leaderepoch", "Leader epoch of this partition, hosted here.", partLabels...)
+	descLogSize       = desc("kafka_log_log_size", "Bytes of this partition's log on this broker.", partLabels...)
+	descLogSegments   = desc("kafka_log_log_numlogsegments", "Segments of this partition's log on this broker.", partLabels...)
+	descLogStart      = desc("kafka_log_log_logstartoffset", "Log start offset of this partition's log on this broker.", partLabels...)
+	descLogEnd        = desc("kafka_log_log_logendoffset", "Log end offset (LEO) of this partition's log on this broker.", partLabels...)
+	replicaLabels     = []string{"topic", "partition", "replica"}
+	descFollowerLag   = desc("kafka_cluster_partition_replicalag", "Offsets a follower is behind this leader's log end.", replicaLabels...)
+	descFollowerLagMs = desc("kafka_cluster_partition_replicalagtimems", "Milliseconds since a follower last reached this leader's log end (0 while caught up).", replicaLabels...)
+	descLogHW         = desc("kafka_cluster_partition_highwatermark", "High watermark of this partition as this broker knows it.", partLabels...)
 )
 
 func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
@@ -81,7 +84,7 @@ func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 		descTopics, descPartitions, descRaftEpoch, descRaftLeader, descRaftCommit, descRaftLogEnd, descRaftApplied,
 		descConnections, descOfflineDirs, descPartitionSeries, descPUnderRepl, descPISR, descPReplicas,
 		descPUnderMinISR, descPAtMinISR, descPLeaderEpoch, descLogSize, descLogSegments, descLogStart, descLogEnd,
-		descLogHW} {
+		descLogHW, descFollowerLag, descFollowerLagMs} {
 		ch <- d
 	}
 }
@@ -199,6 +202,13 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	if src.Conns != nil {
 		for name, n := range src.Conns.ConnectionCounts() {
 			gauge(ch, descConnections, float64(n), name)
+		}
+	}
+	if perPartition && src.Replicas != nil {
+		for _, f := range src.Replicas.FollowerLags() {
+			labels := []string{f.TP.Topic, strconv.Itoa(int(f.TP.Partition)), strconv.Itoa(int(f.Follower))}
+			gauge(ch, descFollowerLag, float64(f.Offsets), labels...)
+			gauge(ch, descFollowerLagMs, float64(f.Time.Milliseconds()), labels...)
 		}
 	}
 	if src.Logs != nil {
