@@ -78,6 +78,7 @@ type Metrics struct {
 	requests   *prometheus.CounterVec
 	errors     *prometheus.CounterVec
 	latency    *prometheus.HistogramVec
+	throttle   *prometheus.HistogramVec
 	bytesIn    *prometheus.CounterVec
 	bytesOut   *prometheus.CounterVec
 	messagesIn *prometheus.CounterVec
@@ -106,6 +107,11 @@ func New(cfg Config) *Metrics {
 		Help:    "Time from a request's decoding to its response, in milliseconds, by API and version (long-poll fetches and acks=all produces include their wait).",
 		Buckets: []float64{0.1, 0.25, 0.5, 1, 2.5, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000, 30000},
 	}, []string{"request", "version"})
+	m.throttle = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "kafka_network_requestmetrics_throttletimems",
+		Help:    "Throttle time answered (client quotas), in milliseconds, by API, for the APIs whose responses carry one.",
+		Buckets: []float64{0, 1, 10, 100, 1000, 5000, 30000},
+	}, []string{"request"})
 	m.bytesIn = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "kafka_server_brokertopicmetrics_bytesin_total",
 		Help: "Bytes of record batches appended by producers, as leader, by topic.",
@@ -136,7 +142,7 @@ func New(cfg Config) *Metrics {
 	}, []string{"delayedOperation"})
 	m.parked.WithLabelValues("Produce")
 	m.parked.WithLabelValues("Fetch")
-	m.reg.MustRegister(m.parked, m.requests, m.errors, m.latency, m.bytesIn, m.messagesIn, m.bytesOut,
+	m.reg.MustRegister(m.parked, m.requests, m.errors, m.latency, m.throttle, m.bytesIn, m.messagesIn, m.bytesOut,
 		m.isrShrinks, m.isrExpands, m.elections, &stateCollector{m: m},
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
@@ -223,6 +229,9 @@ func (m *Metrics) Request(key, version int16, took time.Duration, resp kmsg.Resp
 		return
 	}
 	if resp != nil {
+		if ms, ok := throttleMillis(resp); ok {
+			m.throttle.WithLabelValues(name).Observe(float64(ms))
+		}
 		countErrors(reflect.ValueOf(resp), 0, func(code int16) {
 			m.errors.WithLabelValues(name, errName(code)).Inc()
 		})
@@ -262,6 +271,19 @@ func errName(code int16) string {
 		return err.Message
 	}
 	return "UNKNOWN_" + strconv.Itoa(int(code))
+}
+
+// throttleMillis returns a response's ThrottleMillis, if it has one.
+func throttleMillis(resp kmsg.Response) (int32, bool) {
+	v := reflect.ValueOf(resp)
+	if v.Kind() != reflect.Pointer || v.IsNil() || v.Elem().Kind() != reflect.Struct {
+		return 0, false
+	}
+	f := v.Elem().FieldByName("ThrottleMillis")
+	if !f.IsValid() || f.Kind() != reflect.Int32 {
+		return 0, false
+	}
+	return int32(f.Int()), true
 }
 
 // countErrors calls fn with every non-zero ErrorCode field of a response,

@@ -176,6 +176,7 @@ func TestRequestsAreCountedByAPIVersionAndErrorCode(t *testing.T) {
 		rt.Partitions = append(rt.Partitions, rp)
 	}
 	resp.Topics = append(resp.Topics, rt)
+	resp.ThrottleMillis = 250
 	m.Request(0, 9, 3*time.Millisecond, resp, nil)
 	m.Request(0, 9, time.Millisecond, nil, nil) // acks=0
 	m.Parked("Produce", 1)
@@ -192,6 +193,9 @@ func TestRequestsAreCountedByAPIVersionAndErrorCode(t *testing.T) {
 	}
 	if got := value(t, fams, "kafka_network_requestmetrics_totaltimems", map[string]string{"request": "Produce"}); got != 2 {
 		t.Errorf("latency samples = %v, want 2", got)
+	}
+	if f := fams["kafka_network_requestmetrics_throttletimems"]; f == nil || f.Metric[0].Histogram.GetSampleSum() != 250 {
+		t.Errorf("throttle time histogram %v, want one sample of 250", f)
 	}
 	if got := value(t, fams, "kafka_server_delayedoperationpurgatory_purgatorysize", map[string]string{"delayedOperation": "Produce"}); got != 1 {
 		t.Errorf("produce purgatory = %v, want 1", got)
