@@ -220,3 +220,46 @@ func TestMetricsShowTrafficISRShrinkAndElection(t *testing.T) {
 		return nil
 	})
 }
+
+// The HTTP listener answers before the broker can serve: a node whose
+// quorum peers are not up yet is live, and not ready, saying why.
+func TestHTTPListenerAnswersBeforeTheBrokerIsReady(t *testing.T) {
+	port, ctrl, httpPort := freePort(t), freePort(t), freePort(t)
+	voters := fmt.Sprintf("1@127.0.0.1:%d,2@127.0.0.1:%d,3@127.0.0.1:%d", ctrl, freePort(t), freePort(t))
+	b := newBroker(t, brokerOpts{Port: port, Env: map[string]string{
+		"GOKAFKA_NODE_ID":                  "1",
+		"GOKAFKA_LISTENERS":                fmt.Sprintf("PLAINTEXT://127.0.0.1:%d,CONTROLLER://127.0.0.1:%d", port, ctrl),
+		"GOKAFKA_CONTROLLER_QUORUM_VOTERS": voters,
+		"GOKAFKA_HTTP_LISTENER":            "127.0.0.1:" + strconv.Itoa(httpPort),
+	}})
+	b.launch()
+	base := "http://127.0.0.1:" + strconv.Itoa(httpPort)
+	eventually(t, 30*time.Second, func() error {
+		resp, err := http.Get(base + "/livez")
+		if err != nil {
+			return err
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("/livez: %s", resp.Status)
+		}
+		return nil
+	})
+	resp, err := http.Get(base + "/readyz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var body struct {
+		Ready    bool     `json:"ready"`
+		Reasons  []string `json:"reasons"`
+		Starting string   `json:"starting"`
+	}
+	raw, _ := io.ReadAll(resp.Body)
+	if err := json.Unmarshal(raw, &body); err != nil {
+		t.Fatalf("/readyz body %q: %v", raw, err)
+	}
+	if resp.StatusCode != http.StatusServiceUnavailable || body.Ready || len(body.Reasons) == 0 || body.Starting == "" {
+		t.Fatalf("/readyz of a node waiting for its quorum: %s %s", resp.Status, raw)
+	}
+}
