@@ -1,6 +1,7 @@
 package handlers
 
-// Read your own admin writes, on every broker.
+// Read your own admin writes, on every broker. A handler of any API that
+// changes the metadata calls awaitPropagation once the change is made.
 //
 // Kafka answers CreateTopics, DeleteTopics, AlterConfigs and the other
 // metadata-changing APIs once the controller has committed the change;
@@ -23,8 +24,9 @@ package handlers
 // "Applied" here means every metadata watcher has run for that image, so
 // the replicas, coordinators and quotas of that broker act on it.
 //
-// The wait is bounded by the request's timeout (30 s for APIs that have
-// none). A broker that is fenced, or becomes fenced while it is waited
+// A Metadata request that auto-creates topics waits the same way, for at
+// most autoCreatePropagationTimeout. The wait is bounded by the
+// request's timeout (30 s for APIs that have none). A broker that is fenced, or becomes fenced while it is waited
 // for, is not waited for, nor is one that cannot be reached (two failed
 // round trips in a row). Running out of time does not fail the request:
 // the change is committed, and an error would only make the client retry
@@ -56,6 +58,10 @@ const peerRoleMetadata = "metadata-wait"
 // defaultPropagationTimeout bounds the wait of APIs whose request has no
 // timeout (AlterConfigs, IncrementalAlterConfigs, AlterClientQuotas).
 const defaultPropagationTimeout = 30 * time.Second
+
+// autoCreatePropagationTimeout bounds the wait of a Metadata request that
+// created topics: shorter than a client's request timeout.
+const autoCreatePropagationTimeout = 10 * time.Second
 
 // propagationPoll is the longest one question to a broker parks there; a
 // broker still behind after it is asked again once the image has been

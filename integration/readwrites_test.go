@@ -277,3 +277,36 @@ func checkTopicGone(ctx context.Context, t *testing.T, cl *kgo.Client, id int32,
 		fail("Produce: %v", kerr.ErrorForCode(code))
 	}
 }
+
+// A topic created by a Metadata request (auto.create.topics.enable) is
+// likewise known to every broker, its leader serving, when the answer
+// comes.
+func TestAutoCreatedTopicVisibleOnEveryBrokerAtOnce(t *testing.T) {
+	c := startCluster(t, map[string]string{"GOKAFKA_NUM_PARTITIONS": "1"})
+	cl := c.client(t)
+	ctx := testCtx(t, 5*time.Minute)
+	eventually(t, 30*time.Second, func() error {
+		_, err := kmsg.NewPtrMetadataRequest().RequestWith(ctx, cl)
+		for id := 1; id <= 3; id++ {
+			if _, err := kmsg.NewPtrApiVersionsRequest().RequestWith(ctx, cl.Broker(id)); err != nil {
+				return err
+			}
+		}
+		return err
+	})
+	batch := testkit.SimpleBatch(1, time.Now().UnixMilli(), 10)
+	for round := range 20 {
+		topic := fmt.Sprintf("auto-%d", round)
+		meta := kmsg.NewPtrMetadataRequest()
+		mt := kmsg.NewMetadataRequestTopic()
+		mt.Topic = &topic
+		meta.Topics = append(meta.Topics, mt)
+		meta.AllowAutoTopicCreation = true
+		if _, err := meta.RequestWith(ctx, cl.Broker(round%3+1)); err != nil {
+			t.Fatalf("round %d: Metadata creating %s: %v", round, topic, err)
+		}
+		for id := int32(1); id <= 3; id++ {
+			checkTopicEverywhere(ctx, t, cl, id, round, "auto-creation", topic, 1, "", batch)
+		}
+	}
+}
