@@ -302,7 +302,7 @@ func Start(ctx context.Context, cfg Config, logger zerolog.Logger) (_ *Server, e
 		}()
 	}
 	if cfg.Metrics != nil {
-		cfg.Metrics.Attach(metrics.Sources{Meta: s.meta, Logs: s.logs, Conns: s.srv, Replicas: s.replicas})
+		cfg.Metrics.Attach(metrics.Sources{Meta: s.meta, Logs: s.logs, Conns: s.srv, Replicas: s.replicas, Groups: s.groups})
 	}
 	return s, nil
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/gokafka/gokafka/cluster"
+	"github.com/gokafka/gokafka/group"
 	"github.com/gokafka/gokafka/partition"
 	"github.com/gokafka/gokafka/replication"
 )
@@ -47,6 +48,13 @@ type Replicas interface {
 	FollowerLags() []replication.FollowerLag
 }
 
+// Groups lists the consumer groups this broker coordinates and their
+// committed offsets; group.Coordinator implements it.
+type Groups interface {
+	ListGroups(states []string) ([]group.GroupOverview, error)
+	FetchOffsets(groupID string, tps []partition.TopicPartition) ([]group.FetchedOffset, error)
+}
+
 // Sources are the broker's components the metrics and the readiness
 // check read at scrape time. Attach them once the broker has started.
 type Sources struct {
@@ -55,6 +63,9 @@ type Sources struct {
 	Conns Conns
 	// Replicas, if set, gives the followers' lag (per-partition series).
 	Replicas Replicas
+	// Groups, if set, gives the consumer groups' committed offsets
+	// (per-partition series).
+	Groups Groups
 }
 
 // Config configures the metrics.

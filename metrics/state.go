@@ -75,6 +75,9 @@ var (
 	replicaLabels     = []string{"topic", "partition", "replica"}
 	descFollowerLag   = desc("kafka_cluster_partition_replicalag", "Offsets a follower is behind this leader's log end.", replicaLabels...)
 	descFollowerLagMs = desc("kafka_cluster_partition_replicalagtimems", "Milliseconds since a follower last reached this leader's log end (0 while caught up).", replicaLabels...)
+	groupLabels       = []string{"consumergroup", "topic", "partition"}
+	descGroupOffset   = desc("kafka_consumergroup_current_offset", "Offset a consumer group coordinated here committed (kafka_exporter's name).", groupLabels...)
+	descGroupLag      = desc("kafka_consumergroup_lag", "High watermark minus the group's committed offset, for partitions whose log is on this broker (kafka_exporter's name).", groupLabels...)
 	descLogHW         = desc("kafka_cluster_partition_highwatermark", "High watermark of this partition as this broker knows it.", partLabels...)
 )
 
@@ -84,7 +87,7 @@ func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 		descTopics, descPartitions, descRaftEpoch, descRaftLeader, descRaftCommit, descRaftLogEnd, descRaftApplied,
 		descConnections, descOfflineDirs, descPartitionSeries, descPUnderRepl, descPISR, descPReplicas,
 		descPUnderMinISR, descPAtMinISR, descPLeaderEpoch, descLogSize, descLogSegments, descLogStart, descLogEnd,
-		descLogHW, descFollowerLag, descFollowerLagMs} {
+		descLogHW, descFollowerLag, descFollowerLagMs, descGroupOffset, descGroupLag} {
 		ch <- d
 	}
 }
@@ -211,6 +214,9 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 			gauge(ch, descFollowerLagMs, float64(f.Time.Milliseconds()), labels...)
 		}
 	}
+	if perPartition && src.Groups != nil {
+		c.collectGroups(ch, src)
+	}
 	if src.Logs != nil {
 		offlineDirs := 0
 		for _, d := range src.Logs.LogDirs() {
@@ -239,6 +245,31 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 				gauge(ch, descLogStart, float64(l.LogStartOffset()), labels...)
 				gauge(ch, descLogEnd, float64(leo), labels...)
 				gauge(ch, descLogHW, float64(hw), labels...)
+			}
+		}
+	}
+}
+
+// collectGroups exports the committed offsets of the groups coordinated
+// here and, where the partition's log is on this broker, their lag.
+func (c *stateCollector) collectGroups(ch chan<- prometheus.Metric, src *Sources) {
+	groups, _ := src.Groups.ListGroups(nil) // those loaded, even while others load
+	for _, g := range groups {
+		offsets, err := src.Groups.FetchOffsets(g.GroupID, nil)
+		if err != nil {
+			continue
+		}
+		for _, o := range offsets {
+			if o.Offset < 0 {
+				continue
+			}
+			labels := []string{g.GroupID, o.TP.Topic, strconv.Itoa(int(o.TP.Partition))}
+			gauge(ch, descGroupOffset, float64(o.Offset), labels...)
+			if src.Logs == nil {
+				continue
+			}
+			if l := src.Logs.Get(o.TP); l != nil {
+				gauge(ch, descGroupLag, float64(max(l.HighWatermark()-o.Offset, 0)), labels...)
 			}
 		}
 	}
