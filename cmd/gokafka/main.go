@@ -83,8 +83,9 @@ func run() int {
 	// The HTTP listener comes up first, so that /livez answers and
 	// /readyz says why not ready while the logs recover.
 	seriesMax := s.i64("metrics.partition.series.max")
-	if seriesMax < 0 {
-		logger.Error().Int64("metrics.partition.series.max", seriesMax).Msg("configuration rejected: must not be negative")
+	if len(s.errs) > 0 || seriesMax < 0 {
+		logger.Error().Str("metrics.partition.series.max", s.str("metrics.partition.series.max")).
+			Msg("configuration rejected: metrics.partition.series.max must be a number, 0 or more")
 		return 2
 	}
 	m := metrics.New(metrics.Config{PartitionSeriesMax: int(min(seriesMax, math.MaxInt32))})
