@@ -84,7 +84,7 @@ func run() int {
 	// /readyz says why not ready while the logs recover.
 	seriesMax := s.i64("metrics.partition.series.max")
 	if len(s.errs) > 0 || seriesMax < 0 {
-		logger.Error().Str("metrics.partition.series.max", s.str("metrics.partition.series.max")).
+		logger.Error().Str("value", s.str("metrics.partition.series.max")).
 			Msg("configuration rejected: metrics.partition.series.max must be a number, 0 or more")
 		return 2
 	}
@@ -93,7 +93,7 @@ func run() int {
 	if addr := s.str("http.listener"); addr != "" {
 		h, err := metrics.Listen(addr, m, logger.With().Str("component", "http").Logger())
 		if err != nil {
-			logger.Error().Err(err).Str("http.listener", addr).Msg("cannot bind the HTTP listener (set http.listener to a free host:port, or empty to turn it off)")
+			logger.Error().Err(err).Str("addr", addr).Msg("cannot bind the HTTP listener (set http.listener to a free host:port, or empty to turn it off)")
 			return 1
 		}
 		logger.Info().Str("addr", h.Addr()).Msg("http listener serving /metrics, /livez and /readyz")
