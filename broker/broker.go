@@ -24,6 +24,7 @@ import (
 	"github.com/gokafka/gokafka/group"
 	"github.com/gokafka/gokafka/handlers"
 	"github.com/gokafka/gokafka/idempotent"
+	"github.com/gokafka/gokafka/metrics"
 	"github.com/gokafka/gokafka/partition"
 	"github.com/gokafka/gokafka/protocol"
 	"github.com/gokafka/gokafka/quota"
@@ -95,6 +96,9 @@ type Config struct {
 	Authorizer *acl.Config
 	// SASL holds the broker-wide SASL properties (sasl.go).
 	SASL SASLConfig
+	// Metrics, if set, counts requests and traffic and reads the
+	// broker's state once Start has succeeded (metrics/).
+	Metrics *metrics.Metrics
 }
 
 // Server is a running broker.
@@ -111,6 +115,7 @@ type Server struct {
 	shareM   *share.Manager
 	srv      *protocol.Server
 	reg      *protocol.Registry
+	handlers *handlers.Handlers
 
 	listeners []net.Listener
 	// names holds each listener's name, by index in listeners.
@@ -249,6 +254,11 @@ func Start(ctx context.Context, cfg Config, logger zerolog.Logger) (_ *Server, e
 		s.names = append(s.names, l.Name)
 	}
 
+	starting := func(string) {}
+	if cfg.Metrics != nil {
+		starting = cfg.Metrics.SetStarting
+	}
+	starting("opening the metadata quorum")
 	qc.Dir = filepath.Join(cfg.LogDirs[0], cluster.MetadataDirName)
 	s.meta, err = cluster.Open(ctx, cluster.Config{
 		NodeID: cfg.NodeID, Rack: cfg.Rack,
@@ -265,6 +275,8 @@ func Start(ctx context.Context, cfg Config, logger zerolog.Logger) (_ *Server, e
 	logsCfg.Dirs = cfg.LogDirs
 	logsCfg.NodeID = cfg.NodeID
 	logsCfg.ClusterID = s.meta.Image().ClusterID
+	starting("loading logs")
+	logsCfg.Progress = func(p partition.RecoveryProgress) { starting(p.String()) }
 	meta := s.meta
 	configFor := func(topic string) partition.Config {
 		im := meta.Image()
@@ -307,10 +319,10 @@ func Start(ctx context.Context, cfg Config, logger zerolog.Logger) (_ *Server, e
 	}
 	s.shareC = share.NewCoordinator(cfg.Share, cfg.NodeID, s.meta, logger.With().Str("component", "share").Logger(), share.WithStore(s.groups))
 	s.shareM = share.NewManager(cfg.Share, s.meta, share.ReplicaSource(s.replicas), logger.With().Str("component", "share").Logger())
-	handlers.New(reg, handlers.Config{NodeID: cfg.NodeID, AutoCreateTopics: cfg.AutoCreateTopics, FetchMaxBytes: cfg.FetchMaxBytes}, handlers.Deps{
+	s.handlers = handlers.New(reg, handlers.Config{NodeID: cfg.NodeID, AutoCreateTopics: cfg.AutoCreateTopics, FetchMaxBytes: cfg.FetchMaxBytes}, handlers.Deps{
 		Meta: s.meta, Replicas: s.replicas, Controller: s.meta, ProducerIDs: pids,
 		Groups: s.groups, Txn: s.txn, ShareCoord: s.shareC, ShareMgr: s.shareM, ShareCfg: cfg.Share,
-		Quotas: s.watchQuotas(cfg.Quota), Authorizer: s.watchACLs(cfg.Authorizer),
+		Quotas: s.watchQuotas(cfg.Quota), Authorizer: s.watchACLs(cfg.Authorizer), Observer: observer(cfg.Metrics),
 	})
 	pcfg := cfg.Protocol
 	if pcfg.InterBrokerListener == "" {
@@ -334,6 +346,7 @@ func Start(ctx context.Context, cfg Config, logger zerolog.Logger) (_ *Server, e
 		}
 		eps = append(eps, cluster.Endpoint{Name: adv.Name, Host: adv.Host, Port: int32(adv.Port)})
 	}
+	starting("registering with the controller")
 	if err := s.meta.Register(ctx, ib.Host, int32(ib.Port), eps...); err != nil {
 		return nil, fmt.Errorf("register broker: %w", err)
 	}
@@ -353,7 +366,18 @@ func Start(ctx context.Context, cfg Config, logger zerolog.Logger) (_ *Server, e
 			s.serveErr <- s.srv.ServeListener(cl, protocol.ListenerConfig{Name: s.ctrlName, Exposes: handlers.ControllerAPI})
 		}()
 	}
+	if cfg.Metrics != nil {
+		cfg.Metrics.Attach(metrics.Sources{Meta: s.meta, Logs: s.logs, Conns: s.srv, Replicas: s.replicas, Groups: s.groups})
+	}
 	return s, nil
+}
+
+// observer is the handlers' observer for m (none when m is nil).
+func observer(m *metrics.Metrics) handlers.Observer {
+	if m == nil {
+		return nil
+	}
+	return m
 }
 
 // watchQuotas returns the client quotas to enforce, kept in step with
@@ -498,6 +522,9 @@ func (s *Server) closeAll() error {
 	var errs []error
 	for _, ln := range s.listeners {
 		ln.Close()
+	}
+	if s.handlers != nil {
+		s.handlers.Close()
 	}
 	// The coordinators write through the logs: stop them before them.
 	if s.txn != nil {

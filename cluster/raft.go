@@ -527,3 +527,33 @@ func (w zerologWriter) Write(p []byte) (int, error) {
 // MetadataDirName is the directory under the first log dir that holds the
 // metadata quorum's log and snapshots, named as Kafka names its own.
 const MetadataDirName = partition.MetadataTopic + "-0"
+
+// CommitIndex is the index of the last entry the quorum committed, as this
+// node knows it.
+func (l *raftLog) CommitIndex() uint64 { return l.r.CommitIndex() }
+
+// QuorumPosition is this node's view of the metadata quorum, for metrics
+// and readiness.
+type QuorumPosition struct {
+	// Term is the current raft term.
+	Term uint64
+	// CommitIndex, AppliedIndex and LastIndex are the index of the last
+	// entry committed (as this node knows it), applied here and stored
+	// here.
+	CommitIndex, AppliedIndex, LastIndex uint64
+	// Leader is the active controller's id, -1 if none is known.
+	Leader int32
+}
+
+// QuorumPosition returns this node's view of the metadata quorum.
+func (c *Controller) QuorumPosition() QuorumPosition {
+	if c.log == nil {
+		return QuorumPosition{Leader: -1}
+	}
+	q := QuorumPosition{Term: c.log.Term(), AppliedIndex: c.log.AppliedIndex(), LastIndex: c.log.LastIndex(), Leader: c.log.Leader()}
+	q.CommitIndex = q.AppliedIndex
+	if ci, ok := c.log.(interface{ CommitIndex() uint64 }); ok {
+		q.CommitIndex = ci.CommitIndex()
+	}
+	return q
+}

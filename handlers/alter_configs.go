@@ -32,6 +32,7 @@ func (h *Handlers) registerAlterConfigs(reg *protocol.Registry) {
 func (h *Handlers) alterConfigs(ctx context.Context, req *protocol.Request) (kmsg.Response, error) {
 	r := req.Body.(*kmsg.AlterConfigsRequest)
 	resp := r.ResponseKind().(*kmsg.AlterConfigsResponse)
+	changed := false
 	for _, res := range r.Resources {
 		rr := kmsg.NewAlterConfigsResponseResource()
 		rr.ResourceType, rr.ResourceName = res.ResourceType, res.ResourceName
@@ -56,6 +57,10 @@ func (h *Handlers) alterConfigs(ctx context.Context, req *protocol.Request) (kms
 		rr.ErrorCode = errorCode(err)
 		rr.ErrorMessage = errorMessage(err)
 		resp.Resources = append(resp.Resources, rr)
+		changed = changed || err == nil && !r.ValidateOnly
+	}
+	if changed {
+		h.awaitPropagation(ctx, req, defaultPropagationTimeout)
 	}
 	return resp, nil
 }

@@ -47,6 +47,9 @@ func (h *Handlers) alterClientQuotas(ctx context.Context, req *protocol.Request)
 		fillErrs(errs, errClusterAuthorization)
 	} else if a := h.ctrl; a != nil {
 		errs = a.AlterClientQuotas(ctx, changes, r.ValidateOnly)
+		if !r.ValidateOnly && anyNil(errs) {
+			h.awaitPropagation(ctx, req, defaultPropagationTimeout)
+		}
 	} else {
 		for i := range errs {
 			errs[i] = kerr.UnsupportedVersion

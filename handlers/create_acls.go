@@ -46,6 +46,9 @@ func (h *Handlers) createACLs(ctx context.Context, req *protocol.Request) (kmsg.
 			}
 		}
 		errs = h.ctrl.CreateACLs(ctx, bindings)
+		if anyNil(errs) {
+			h.awaitPropagation(ctx, req, defaultPropagationTimeout)
+		}
 	}
 	for _, err := range errs {
 		res := kmsg.NewCreateACLsResponseResult()

@@ -8,10 +8,12 @@ package handlers
 // twice fails with INVALID_REQUEST. ValidateOnly checks without creating.
 //
 // Authorization (authz.go): ALTER on each topic
-// (TOPIC_AUTHORIZATION_FAILED), as in Kafka.
+// (TOPIC_AUTHORIZATION_FAILED), as in Kafka. The answer comes once every live broker has the new partitions
+// (propagate.go).
 
 import (
 	"context"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -31,6 +33,12 @@ func (h *Handlers) createPartitions(ctx context.Context, req *protocol.Request) 
 	for _, t := range r.Topics {
 		count[t.Topic]++
 	}
+	changed := false
+	defer func() {
+		if changed {
+			h.awaitPropagation(ctx, req, time.Duration(r.TimeoutMillis)*time.Millisecond)
+		}
+	}()
 	for _, t := range r.Topics {
 		rt := kmsg.NewCreatePartitionsResponseTopic()
 		rt.Topic = t.Topic
@@ -47,6 +55,7 @@ func (h *Handlers) createPartitions(ctx context.Context, req *protocol.Request) 
 				assignment = append(assignment, a.Replicas)
 			}
 			err := h.meta.CreatePartitions(ctx, t.Topic, t.Count, assignment, r.ValidateOnly)
+			changed = changed || err == nil && !r.ValidateOnly
 			rt.ErrorCode = errorCode(err)
 			rt.ErrorMessage = errorMessage(err)
 		}

@@ -8,7 +8,8 @@ package handlers
 // (TOPIC_ALREADY_EXISTS). A name given twice in one request fails both
 // copies with INVALID_REQUEST, as Kafka does. -1 partitions or replication
 // factor (v4+) take the broker defaults. The answer comes only after every
-// new partition has a leader serving it, so a client can produce at once.
+// new partition has a leader serving it, so a client can produce at once,
+// and every live broker knows the topic (propagate.go).
 // v5+ answers with the topic's partition count, replication factor and
 // effective configs; v7+ with its id. ValidateOnly checks without creating.
 //
@@ -20,6 +21,7 @@ package handlers
 import (
 	"context"
 	"sort"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -106,6 +108,9 @@ func (h *Handlers) createTopics(ctx context.Context, req *protocol.Request) (kms
 	}
 
 	errs := h.meta.CreateTopics(ctx, specs, r.ValidateOnly)
+	if !r.ValidateOnly && anyNil(errs) {
+		h.awaitPropagation(ctx, req, time.Duration(r.TimeoutMillis)*time.Millisecond)
+	}
 	im := h.meta.Image()
 	bd := h.meta.BrokerDefaults()
 	for j, err := range errs {

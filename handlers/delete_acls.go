@@ -46,6 +46,9 @@ func (h *Handlers) deleteACLs(ctx context.Context, req *protocol.Request) (kmsg.
 			}
 		}
 		matched, errs = h.ctrl.DeleteACLs(ctx, filters)
+		if anyNil(errs) {
+			h.awaitPropagation(ctx, req, defaultPropagationTimeout)
+		}
 	}
 	for i, err := range errs {
 		res := kmsg.NewDeleteACLsResponseResult()

@@ -5,7 +5,8 @@ package handlers
 // Topics are named by name, or from v6 by name or id. Deleting a topic
 // removes it from the metadata and then every broker drops its logs.
 // Unknown names get UNKNOWN_TOPIC_OR_PARTITION, unknown ids UNKNOWN_TOPIC_ID;
-// with delete.topic.enable off, TOPIC_DELETION_DISABLED.
+// with delete.topic.enable off, TOPIC_DELETION_DISABLED. The answer comes
+// once every live broker has dropped the topic (propagate.go).
 //
 // Authorization (authz.go), as Kafka's: DELETE on each topic
 // (TOPIC_AUTHORIZATION_FAILED); a topic named by id also needs DESCRIBE,
@@ -13,6 +14,7 @@ package handlers
 
 import (
 	"context"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -84,7 +86,11 @@ func (h *Handlers) deleteTopics(ctx context.Context, req *protocol.Request) (kms
 		}
 		idx = append(idx, i)
 	}
-	for j, err := range h.meta.DeleteTopics(ctx, names) {
+	errs := h.meta.DeleteTopics(ctx, names)
+	if anyNil(errs) {
+		h.awaitPropagation(ctx, req, time.Duration(r.TimeoutMillis)*time.Millisecond)
+	}
+	for j, err := range errs {
 		rt := &resp.Topics[idx[j]]
 		rt.ErrorCode = errorCode(err)
 		if req.Version >= 5 {

@@ -19,4 +19,9 @@
 // log the answer; each handler's file says which operations it checks.
 // config_floors.go holds the floors on segment settings a
 // client may set.
+//
+// propagate.go makes the metadata-changing APIs answer only once every
+// live broker has applied the change (read your own admin writes,
+// everywhere); observe.go is the hook the broker's metrics count
+// requests, traffic and parked requests through.
 package handlers

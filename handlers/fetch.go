@@ -76,6 +76,9 @@ func (h *Handlers) fetch(ctx context.Context, req *protocol.Request) (kmsg.Respo
 		resp.ErrorCode = kerr.FetchSessionIDNotFound.Code
 		return resp, nil
 	}
+	if isMetadataPositionFetch(req, r) {
+		return h.metadataPosition(ctx, r), nil
+	}
 	im := h.meta.Image()
 	useIDs := req.Version >= 13
 
@@ -85,9 +88,31 @@ func (h *Handlers) fetch(ctx context.Context, req *protocol.Request) (kmsg.Respo
 		follower := h.authorizeCluster(req, acl.OpClusterAction)
 		allowed = func(string) bool { return follower }
 	}
+	parked := false
+	params.OnPark = func() {
+		req.Park()
+		if !parked {
+			parked = true
+			h.obs.Parked("Fetch", 1)
+		}
+	}
+	defer func() {
+		if parked {
+			h.obs.Parked("Fetch", -1)
+		}
+	}()
 	slots := planFetch(req, r, resp, im, useIDs, &params, allowed)
 	results := h.replicas.Fetch(ctx, params)
 	spliced := fillFetchResponse(req, resp, slots, results)
+	for i, res := range results {
+		n := int64(len(res.Records))
+		if res.Region != nil {
+			n = res.Region.Len
+		}
+		if n > 0 {
+			h.obs.BytesOut(params.Partitions[i].TP.Topic, n)
+		}
+	}
 	emptyNullRecordSets(resp)
 	if !params.FromFollower {
 		if throttled := h.throttleFetch(ctx, req, results); throttled != nil {

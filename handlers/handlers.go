@@ -53,7 +53,16 @@ type Handlers struct {
 	// authz decides what each principal may do; nil allows everything
 	// (authz.go).
 	authz *acl.Authorizer
+	// applied and peers serve read-your-writes on every broker
+	// (propagate.go); applied is nil without a controller.
+	applied *applied
+	peers   peers
+	// obs receives request and traffic counts (observe.go); never nil.
+	obs Observer
 }
+
+// Close releases the connections the handlers opened to other brokers.
+func (h *Handlers) Close() { h.peers.Close() }
 
 // Controller is what the handlers need of the metadata controller beyond
 // cluster.Metadata: the KRaft broker RPCs it answers as the active
@@ -94,6 +103,9 @@ type Deps struct {
 	Quotas      *quota.Quotas
 	// Authorizer, if set, authorizes every request (authz.go).
 	Authorizer *acl.Authorizer
+	// Observer receives request and traffic counts for the broker's
+	// metrics; nil observes nothing.
+	Observer Observer
 }
 
 // Register creates handlers over meta and replicas alone (no controller
@@ -109,9 +121,17 @@ func New(reg *protocol.Registry, cfg Config, d Deps) *Handlers {
 		ctrl: d.Controller, pids: d.ProducerIDs, groups: d.Groups, txn: d.Txn,
 		shareCoord: d.ShareCoord, shareMgr: d.ShareMgr, shareCfg: d.ShareCfg, quotas: d.Quotas,
 		authz: d.Authorizer,
+		obs:   d.Observer,
+	}
+	if h.obs == nil {
+		h.obs = nopObserver{}
+	}
+	if d.Controller != nil {
+		// Registered last of the metadata watchers: see propagate.go.
+		h.applied = newApplied(d.Meta)
 	}
 	// The peer check comes first: a request refused there costs no quota.
-	reg.Wrap(func(fn protocol.HandlerFunc) protocol.HandlerFunc { return h.guard(h.quotaAware(fn)) })
+	reg.Wrap(func(fn protocol.HandlerFunc) protocol.HandlerFunc { return h.observe(h.guard(h.quotaAware(fn))) })
 	for _, r := range []func(*protocol.Registry){
 		h.registerProduce,
 		h.registerFetch,

@@ -34,6 +34,7 @@ func (h *Handlers) registerIncrementalAlterConfigs(reg *protocol.Registry) {
 func (h *Handlers) incrementalAlterConfigs(ctx context.Context, req *protocol.Request) (kmsg.Response, error) {
 	r := req.Body.(*kmsg.IncrementalAlterConfigsRequest)
 	resp := r.ResponseKind().(*kmsg.IncrementalAlterConfigsResponse)
+	changed := false
 	for _, res := range r.Resources {
 		rr := kmsg.NewIncrementalAlterConfigsResponseResource()
 		rr.ResourceType, rr.ResourceName = res.ResourceType, res.ResourceName
@@ -44,6 +45,10 @@ func (h *Handlers) incrementalAlterConfigs(ctx context.Context, req *protocol.Re
 		rr.ErrorCode = errorCode(err)
 		rr.ErrorMessage = errorMessage(err)
 		resp.Resources = append(resp.Resources, rr)
+		changed = changed || err == nil && !r.ValidateOnly
+	}
+	if changed {
+		h.awaitPropagation(ctx, req, defaultPropagationTimeout)
 	}
 	return resp, nil
 }

@@ -107,6 +107,11 @@ func (h *Handlers) metadata(ctx context.Context, req *protocol.Request) (kmsg.Re
 					req.Logger().Warn().Err(err).Str("topic", create[i].Name).Msg("auto-creating topic failed")
 				}
 			}
+			if anyNil(errs) {
+				// As for CreateTopics: the answer names leaders that
+				// already serve the new topic (propagate.go).
+				h.awaitPropagation(ctx, req, autoCreatePropagationTimeout)
+			}
 			im = h.meta.Image()
 		}
 	}

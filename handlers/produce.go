@@ -139,6 +139,7 @@ func (h *Handlers) produce(ctx context.Context, req *protocol.Request) (kmsg.Res
 			return
 		}
 		e.rp.BaseOffset, e.rp.LogAppendTime, e.rp.LogStartOffset = info.FirstOffset, info.LogAppendTime, info.LogStartOffset
+		h.obs.BytesIn(e.topic, int64(len(e.records)), info.NumRecords)
 	}
 	if len(entries) == 1 {
 		appendOne(&entries[0])
@@ -157,6 +158,8 @@ func (h *Handlers) produce(ctx context.Context, req *protocol.Request) (kmsg.Res
 		}
 		if deadline == nil {
 			req.Park()
+			h.obs.Parked("Produce", 1)
+			defer h.obs.Parked("Produce", -1)
 			deadline = make(chan time.Time)
 			t := time.AfterFunc(timeout, func() { close(deadline) })
 			defer t.Stop()

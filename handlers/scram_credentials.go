@@ -65,6 +65,12 @@ func (h *Handlers) alterUserScramCredentials(ctx context.Context, req *protocol.
 	var errs map[string]error
 	if h.ctrl != nil {
 		errs = h.ctrl.AlterUserScramCredentials(ctx, dels, ups)
+		for _, u := range users {
+			if _, answered := errs[u]; answered && errs[u] == nil {
+				h.awaitPropagation(ctx, req, defaultPropagationTimeout)
+				break
+			}
+		}
 	}
 	for _, u := range users {
 		res := kmsg.NewAlterUserSCRAMCredentialsResponseResult()

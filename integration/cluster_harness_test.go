@@ -69,6 +69,13 @@ type cluster struct {
 // brokers registered and unfenced. env overrides clusterDefaults.
 func startCluster(t testing.TB, env map[string]string) *cluster {
 	t.Helper()
+	return startClusterWith(t, env, nil)
+}
+
+// startClusterWith is startCluster with perNode called on the settings
+// of each node (id 1..3) before it starts.
+func startClusterWith(t testing.TB, env map[string]string, perNode func(id int32, settings map[string]string)) *cluster {
+	t.Helper()
 	const n = 3
 	ports := make([]int, n)
 	ctrl := make([]int, n)
@@ -89,6 +96,9 @@ func startCluster(t testing.TB, env map[string]string) *cluster {
 		settings["GOKAFKA_NODE_ID"] = strconv.Itoa(i + 1)
 		settings["GOKAFKA_LISTENERS"] = fmt.Sprintf("PLAINTEXT://127.0.0.1:%d,CONTROLLER://127.0.0.1:%d", ports[i], ctrl[i])
 		settings["GOKAFKA_CONTROLLER_QUORUM_VOTERS"] = strings.Join(voters, ",")
+		if perNode != nil {
+			perNode(int32(i+1), settings)
+		}
 		c.nodes = append(c.nodes, newBroker(t, brokerOpts{Port: ports[i], Env: settings}))
 	}
 	c.boot(t)

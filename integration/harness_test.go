@@ -189,6 +189,9 @@ func newBroker(t testing.TB, opts brokerOpts) *broker {
 		"GOKAFKA_LOG_DIRS":   b.dataDir,
 		"GOKAFKA_LOG_LEVEL":  envOr("GOKAFKA_TEST_LOG_LEVEL", "info"),
 		"GOKAFKA_LOG_FORMAT": "console",
+		// Off unless a test asks for it with a free port: the default,
+		// 127.0.0.1:9644, would collide between nodes and tests.
+		"GOKAFKA_HTTP_LISTENER": "",
 	}
 	for k, v := range opts.Env {
 		settings[k] = v

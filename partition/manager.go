@@ -17,6 +17,11 @@ import (
 
 // ManagerConfig configures a Manager; names follow Kafka's broker properties.
 type ManagerConfig struct {
+	// Progress, if set, is told how far start-up is in loading the logs
+	// after each partition it loads (from several goroutines, one call
+	// at a time per partition; it must not block).
+	Progress func(RecoveryProgress)
+
 	Dirs      []string // log.dirs
 	NodeID    int32    // node.id, checked against meta.properties
 	ClusterID string   // cluster.id, checked against meta.properties ("" accepts any)
@@ -244,6 +249,7 @@ func (m *Manager) openLogs(jobs []openJob) error {
 		lmu  sync.Mutex
 		errs []error
 		sem  = make(chan struct{}, max(runtime.GOMAXPROCS(0), 1))
+		rec  = m.newRecoveryTracker(jobs)
 	)
 	for _, j := range jobs {
 		wg.Add(1)
@@ -262,6 +268,7 @@ func (m *Manager) openLogs(jobs []openJob) error {
 			m.mu.Lock()
 			m.mu.logs[j.tp] = l
 			m.mu.Unlock()
+			rec.opened(l.NumSegments(), l.Size())
 		}()
 	}
 	wg.Wait()

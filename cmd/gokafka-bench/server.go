@@ -131,6 +131,9 @@ func (s *server) launchGokafka(ports, ctrl []int) error {
 			"GOKAFKA_LOG_DIRS":  filepath.Join(nodeDir, "data"),
 			"GOKAFKA_LOG_LEVEL": s.spec.logLevel,
 			"GOKAFKA_LISTENERS": "PLAINTEXT://" + s.addrs[i],
+			// No HTTP listener: several nodes (or a developer's own
+			// gokafka) would collide on its default port.
+			"GOKAFKA_HTTP_LISTENER": "",
 		}
 		if len(ports) > 1 {
 			for k, v := range gokafkaClusterEnv {

@@ -38,6 +38,10 @@ var localValues = map[string]string{
 	"group.initial.rebalance.delay.ms": "0",
 }
 
+// offWhenEmpty are the properties an empty GOKAFKA_<NAME> sets to empty
+// (turning the feature off) rather than leaving at the default.
+var offWhenEmpty = map[string]bool{"http.listener": true}
+
 var maxLong = strconv.FormatInt(math.MaxInt64, 10)
 
 var properties = []property{
@@ -145,6 +149,8 @@ var properties = []property{
 	{"shutdown.timeout.ms", "30000", "How long in-flight requests may take to finish at shutdown."},
 	{"log.level", "info", "trace, debug, info, warn or error."},
 	{"log.format", "console", "console or json."},
+	{"http.listener", "127.0.0.1:9644", "host:port of the HTTP listener serving /metrics (Prometheus), /livez and /readyz; empty turns it off."},
+	{"metrics.partition.series.max", "1000", "Per-partition metric series (log size, offsets, ISR) are exported while this broker hosts at most this many partitions; 0 turns them off."},
 	{"debug.pprof.listener", "", "host:port serving Go's net/http/pprof profiles (off when empty); for profiling only, never on a public interface."},
 }
 
@@ -197,7 +203,11 @@ func loadConfig(path string) (*settings, error) {
 	for _, p := range properties {
 		val := strings.TrimSpace(v.GetString(p.name))
 		s.values[p.name] = val
-		_, inEnv := os.LookupEnv("GOKAFKA_" + strings.ToUpper(strings.ReplaceAll(p.name, ".", "_")))
+		env, inEnv := os.LookupEnv("GOKAFKA_" + strings.ToUpper(strings.ReplaceAll(p.name, ".", "_")))
+		if inEnv && strings.TrimSpace(env) == "" && offWhenEmpty[p.name] {
+			val = ""
+			s.values[p.name] = val
+		}
 		s.set[p.name] = inEnv || v.InConfig(p.name) && val != p.def
 	}
 	return s, nil
@@ -458,7 +468,7 @@ func (s *settings) brokerDefaults() cluster.BrokerDefaults {
 
 	values := map[string]string{}
 	for k, v := range s.values {
-		if v != "" && k != "log.level" && k != "log.format" && k != "debug.pprof.listener" && !secretProperty(k) {
+		if v != "" && k != "log.level" && k != "log.format" && k != "debug.pprof.listener" && k != "http.listener" && k != "metrics.partition.series.max" && !secretProperty(k) {
 			values[k] = v
 		}
 	}

@@ -179,3 +179,21 @@ func TestListenerSecurityProtocolMapRejectsUnknownProtocol(t *testing.T) {
 		t.Fatalf("brokerConfig: %v", err)
 	}
 }
+
+func TestHTTPListenerDefaultsToLoopbackAndEmptyEnvTurnsItOff(t *testing.T) {
+	s, err := loadConfig("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := s.str("http.listener"); got != "127.0.0.1:9644" {
+		t.Fatalf("default http.listener %q, want 127.0.0.1:9644", got)
+	}
+	t.Setenv("GOKAFKA_HTTP_LISTENER", "")
+	s, err = loadConfig("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := s.str("http.listener"); got != "" {
+		t.Fatalf("http.listener with GOKAFKA_HTTP_LISTENER empty: %q, want empty (off)", got)
+	}
+}

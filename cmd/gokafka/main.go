@@ -12,6 +12,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"math"
 	"net/http"
 	"net/http/pprof"
 	"os"
@@ -23,6 +24,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/gokafka/gokafka/broker"
+	"github.com/gokafka/gokafka/metrics"
 	"github.com/gokafka/gokafka/partition"
 	"github.com/gokafka/gokafka/protocol"
 )
@@ -76,6 +78,30 @@ func run() int {
 
 	if addr := s.str("debug.pprof.listener"); addr != "" {
 		servePprof(addr, logger)
+	}
+
+	// The HTTP listener comes up first, so that /livez answers and
+	// /readyz says why not ready while the logs recover.
+	seriesMax := s.i64("metrics.partition.series.max")
+	if len(s.errs) > 0 || seriesMax < 0 {
+		logger.Error().Str("value", s.str("metrics.partition.series.max")).
+			Msg("configuration rejected: metrics.partition.series.max must be a number, 0 or more")
+		return 2
+	}
+	m := metrics.New(metrics.Config{PartitionSeriesMax: int(min(seriesMax, math.MaxInt32))})
+	cfg.Metrics = m
+	if addr := s.str("http.listener"); addr != "" {
+		h, err := metrics.Listen(addr, m, logger.With().Str("component", "http").Logger())
+		if err != nil {
+			logger.Error().Err(err).Str("addr", addr).Msg("cannot bind the HTTP listener (set http.listener to a free host:port, or empty to turn it off)")
+			return 1
+		}
+		logger.Info().Str("addr", h.Addr()).Msg("http listener serving /metrics, /livez and /readyz")
+		defer func() {
+			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			h.Shutdown(sctx)
+		}()
 	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
