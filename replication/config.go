@@ -11,6 +11,7 @@ import (
 
 	"github.com/gokafka/gokafka/cluster"
 	"github.com/gokafka/gokafka/partition"
+	"github.com/gokafka/gokafka/protocol"
 )
 
 // LogConfig derives a partition log's config from the topic's effective
@@ -56,6 +57,9 @@ func LogConfig(im *cluster.Image, t *cluster.TopicInfo, nodeID int32, bd cluster
 type Config struct {
 	// NodeID is node.id: the replica id this broker fetches as.
 	NodeID int32
+	// PeerTLS, when set, makes the follower fetchers' connections TLS:
+	// the inter-broker listener is SSL or SASL_SSL.
+	PeerTLS protocol.PeerTLS
 	// ReplicaLagTimeMax is replica.lag.time.max.ms: a follower that has not
 	// caught up to the leader's log end for this long leaves the ISR.
 	ReplicaLagTimeMax time.Duration

@@ -21,6 +21,7 @@ import (
 	"github.com/gokafka/gokafka/quota"
 	"github.com/gokafka/gokafka/replication"
 	"github.com/gokafka/gokafka/share"
+	"github.com/gokafka/gokafka/tlsconf"
 	"github.com/gokafka/gokafka/txn"
 )
 
@@ -38,6 +39,14 @@ var localValues = map[string]string{
 }
 
 var maxLong = strconv.FormatInt(math.MaxInt64, 10)
+
+// The ssl.* properties are tlsconf's table; listener.name.<name>.ssl.*
+// overrides each for one listener.
+func init() {
+	for _, p := range tlsconf.Properties {
+		properties = append(properties, property{p.Name, p.Default, p.Doc})
+	}
+}
 
 var properties = []property{
 	{"node.id", "1", "This node's id, as broker and as metadata quorum voter."},
