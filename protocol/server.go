@@ -513,8 +513,14 @@ func (c *conn) secure() bool {
 				return false
 			}
 			// Named, so an operator can find a plaintext client on a TLS
-			// port or a client whose certificate is not trusted.
-			c.logger.Warn().Err(err).Msgf("TLS handshake with %s failed; closing the connection", c.info.RemoteAddr)
+			// port or a client whose certificate is not trusted. A
+			// connection closed before its first byte (a port probe) is
+			// not worth a warning.
+			ev := c.logger.Warn()
+			if errors.Is(err, io.EOF) {
+				ev = c.logger.Debug()
+			}
+			ev.Err(err).Msgf("TLS handshake with %s failed; closing the connection", c.info.RemoteAddr)
 			c.setReason(CloseTLSHandshake, err)
 			return false
 		}

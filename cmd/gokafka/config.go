@@ -265,6 +265,15 @@ func (s *settings) listenerSettings() map[string]map[string]string {
 	return out
 }
 
+// sslSettings returns the broker-wide ssl.* properties.
+func (s *settings) sslSettings() map[string]string {
+	out := map[string]string{}
+	for _, p := range tlsconf.Properties {
+		out[p.Name] = s.values[p.Name]
+	}
+	return out
+}
+
 // listenerLimits returns listener.name.<name>.max.connections by upper-case
 // listener name.
 func (s *settings) listenerLimits() map[string]int {
@@ -408,6 +417,7 @@ func (s *settings) brokerConfig() (broker.Config, error) {
 		InterBrokerListenerName:  strings.ToUpper(s.str("inter.broker.listener.name")),
 		SecurityProtocolMap:      s.securityProtocols(),
 		ListenerSettings:         s.listenerSettings(),
+		SSL:                      s.sslSettings(),
 		Groups:                   s.groupConfig(),
 		Share:                    s.shareConfig(),
 	}
