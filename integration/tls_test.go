@@ -63,9 +63,13 @@ func tlsClusterOpts(t testing.TB, dir string, env map[string]string) clusterOpts
 		e[k] = v
 	}
 	return clusterOpts{
-		Env:        e,
-		NodeEnv:    func(id int) map[string]string { return map[string]string{"GOKAFKA_SSL_KEYSTORE_LOCATION": filepath.Join(dir, fmt.Sprintf("node%d.pem", id))} },
-		Listeners:  func(port, ctrl int) string { return fmt.Sprintf("SSL://127.0.0.1:%d,CONTROLLER://127.0.0.1:%d", port, ctrl) },
+		Env: e,
+		NodeEnv: func(id int) map[string]string {
+			return map[string]string{"GOKAFKA_SSL_KEYSTORE_LOCATION": filepath.Join(dir, fmt.Sprintf("node%d.pem", id))}
+		},
+		Listeners: func(port, ctrl int) string {
+			return fmt.Sprintf("SSL://127.0.0.1:%d,CONTROLLER://127.0.0.1:%d", port, ctrl)
+		},
 		ClientOpts: []kgo.Opt{kgo.DialTLSConfig(clientTLS(t, dir, "client"))},
 	}
 }
@@ -91,7 +95,11 @@ func (b *broker) waitLog(t testing.TB, s string) {
 // clients the listener must refuse are refused while the others go on.
 func TestTLSClusterOnEveryListener(t *testing.T) {
 	dir := t.TempDir()
-	c := startClusterWith(t, tlsClusterOpts(t, dir, map[string]string{"GOKAFKA_LOG_LEVEL": "debug"}))
+	c := startClusterWith(t, tlsClusterOpts(t, dir, map[string]string{
+		"GOKAFKA_LOG_LEVEL": "debug",
+		// Unused by PEM stores; set to see it kept secret.
+		"GOKAFKA_SSL_TRUSTSTORE_PASSWORD": "trust-secret",
+	}))
 	const topic = "tls-everywhere"
 	c.createTopic(t, topic, 3, nil)
 
@@ -123,6 +131,31 @@ func TestTLSClusterOnEveryListener(t *testing.T) {
 	})
 
 	n1 := c.node(1)
+	t.Run("passwords not shown by DescribeConfigs", func(t *testing.T) {
+		rcs, err := c.admin(t).DescribeBrokerConfigs(testCtx(t, 15*time.Second), 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rc, err := rcs.On("1", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		found := false
+		for _, cfg := range rc.Configs {
+			if cfg.Key == "ssl.truststore.password" {
+				found = true
+				if !cfg.Sensitive || cfg.Value != nil {
+					t.Fatalf("ssl.truststore.password: sensitive %v, value %v; want sensitive with no value", cfg.Sensitive, cfg.MaybeValue())
+				}
+			}
+			if cfg.Key == "ssl.truststore.location" && (cfg.Sensitive || cfg.Value == nil) {
+				t.Fatalf("ssl.truststore.location hidden")
+			}
+		}
+		if !found {
+			t.Fatal("ssl.truststore.password not listed")
+		}
+	})
 	t.Run("plaintext client refused", func(t *testing.T) {
 		plain, err := net.DialTimeout("tcp", n1.Addr(), 5*time.Second)
 		if err != nil {

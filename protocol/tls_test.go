@@ -23,7 +23,7 @@ type testPKI struct {
 	server, client *tlsconf.Store
 }
 
-func newTestPKI(t *testing.T, serverProps map[string]string) *testPKI {
+func newTestPKI(t testing.TB, serverProps map[string]string) *testPKI {
 	t.Helper()
 	dir := t.TempDir()
 	if _, err := tlsconf.GenerateDir(dir, []string{"server", "client"}, nil, time.Hour); err != nil {
@@ -53,7 +53,7 @@ func newTestPKI(t *testing.T, serverProps map[string]string) *testPKI {
 
 // tlsPair returns the two ends of a TLS connection over loopback TCP,
 // handshaken.
-func tlsPair(t *testing.T) (server, client net.Conn) {
+func tlsPair(t testing.TB) (server, client net.Conn) {
 	t.Helper()
 	p := newTestPKI(t, nil)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")

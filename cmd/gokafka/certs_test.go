@@ -74,3 +74,32 @@ func containsIP(ips []net.IP, s string) bool {
 	}
 	return false
 }
+
+// config/secure.yaml, the README's TLS example, loads as a valid
+// configuration with TLS on every listener.
+func TestSecureExampleConfigLoads(t *testing.T) {
+	t.Setenv("GOKAFKA_NODE_ID", "2")
+	t.Setenv("GOKAFKA_LISTENERS", "SSL://127.0.0.1:29092,CONTROLLER://127.0.0.1:29093")
+	t.Setenv("GOKAFKA_SSL_KEYSTORE_LOCATION", "certs/node2.pem")
+	s, err := loadConfig(filepath.Join("..", "..", "config", "secure.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := s.brokerConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.SecurityProtocolMap["SSL"] != "SSL" || cfg.SecurityProtocolMap["CONTROLLER"] != "SSL" || cfg.InterBrokerListenerName != "SSL" {
+		t.Fatalf("listeners: %v, inter-broker %q", cfg.SecurityProtocolMap, cfg.InterBrokerListenerName)
+	}
+	tc, err := tlsconf.Parse(tlsconf.Overlay(cfg.SSL, cfg.ListenerSettings["SSL"]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tc.KeystoreLocation != "certs/node2.pem" || tc.TruststoreLocation != "certs/ca.pem" || tc.ClientAuth != tlsconf.ClientAuthRequired {
+		t.Fatalf("TLS settings %+v", tc)
+	}
+	if name, err := tlsconf.MapPrincipal(tc.Rules, "CN=Admin"); err != nil || name != "admin" {
+		t.Fatalf("CN=Admin maps to %q, %v", name, err)
+	}
+}
