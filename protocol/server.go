@@ -180,10 +180,10 @@ type ListenerConfig struct {
 	Exposes func(key int16) bool
 	// TLS, when set, makes every connection of the listener TLS (SSL and
 	// SASL_SSL): the handshake runs on the connection's reader goroutine,
-	// before any request is read. A
-	// listener whose net.Listener already yields TLS connections (the
+	// bounded by Config.TLSHandshakeTimeout, before any request is read.
+	// A listener whose net.Listener already yields TLS connections (the
 	// CONTROLLER listener, whose raft traffic shares the TLS layer)
-	// leaves it nil. Config.TLSHandshakeTimeout bounds the handshake.
+	// leaves it nil.
 	TLS *tls.Config
 	// TLSPrincipal names the principal of a TLS connection from its
 	// verified client certificate (ssl.principal.mapping.rules); ok is
