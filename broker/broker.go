@@ -185,7 +185,7 @@ func Start(ctx context.Context, cfg Config, logger zerolog.Logger) (_ *Server, e
 			return nil, fmt.Errorf("listener %s: security protocol %s is not supported", pl.Name, pl.SecurityProtocol)
 		}
 		if isTLS(pl.SecurityProtocol) {
-			if stores[pl.Name], err = tlsStore(&cfg, pl.Name, logger); err != nil {
+			if stores[pl.Name], err = tlsStore(&cfg, pl.Name, pl.SecurityProtocol, logger); err != nil {
 				return nil, err
 			}
 		}
@@ -365,20 +365,37 @@ func isTLS(securityProtocol string) bool {
 	return securityProtocol == "SSL" || securityProtocol == "SASL_SSL"
 }
 
-// tlsStore reads the TLS settings and stores of listener name.
-func tlsStore(cfg *Config, name string, logger zerolog.Logger) (*tlsconf.Store, error) {
-	tc, err := tlsconf.Parse(tlsconf.Overlay(cfg.SSL, cfg.ListenerSettings[name]))
+// listenerTLS resolves the TLS settings of listener name, whose security
+// protocol is SSL or SASL_SSL.
+func listenerTLS(cfg *Config, name, securityProtocol string) (tlsconf.Config, error) {
+	own := cfg.ListenerSettings[name]
+	tc, err := tlsconf.Parse(tlsconf.Overlay(cfg.SSL, own))
 	if err != nil {
-		return nil, fmt.Errorf("listener %s: %w", name, err)
+		return tlsconf.Config{}, fmt.Errorf("listener %s: %w", name, err)
 	}
 	if !tc.HasKeystore() {
-		return nil, fmt.Errorf("listener %s: a TLS listener needs ssl.keystore.location, or ssl.keystore.certificate.chain and ssl.keystore.key", name)
+		return tlsconf.Config{}, fmt.Errorf("listener %s: a TLS listener needs ssl.keystore.location, or ssl.keystore.certificate.chain and ssl.keystore.key", name)
+	}
+	if _, ok := own["ssl.client.auth"]; securityProtocol == "SASL_SSL" && !ok {
+		// As in Kafka (KIP-684): SASL authenticates a SASL_SSL client;
+		// only the listener's own ssl.client.auth asks for certificates
+		// there, never the broker-wide one.
+		tc.ClientAuth = tlsconf.ClientAuthNone
 	}
 	if slices.Contains(cfg.ControllerListenerNames, name) && tc.ClientAuth == tlsconf.ClientAuthNone {
 		// Raft peers authenticate with their certificates: the
 		// controller listener asks for one whatever ssl.client.auth
 		// says, and takes raft only from a verified peer (cluster/mux.go).
 		tc.ClientAuth = tlsconf.ClientAuthRequested
+	}
+	return tc, nil
+}
+
+// tlsStore reads the TLS settings and stores of listener name.
+func tlsStore(cfg *Config, name, securityProtocol string, logger zerolog.Logger) (*tlsconf.Store, error) {
+	tc, err := listenerTLS(cfg, name, securityProtocol)
+	if err != nil {
+		return nil, err
 	}
 	st, err := tlsconf.New(tc, logger.With().Str("component", "tls").Str("listener", name).Logger())
 	if err != nil {
