@@ -207,3 +207,57 @@ func TestTLSHandshakeTimesOutForASilentClient(t *testing.T) {
 	silent := dial(t, addr)
 	expectClosed(t, silent)
 }
+
+// Kafka fails the authentication of a client whose certificate no
+// ssl.principal.mapping.rules rule matches.
+func TestSSLListenerClosesConnectionWhoseCertificateMatchesNoRule(t *testing.T) {
+	p := newTestPKI(t, map[string]string{"ssl.client.auth": "required", "ssl.principal.mapping.rules": "RULE:^CN=admin$/admin/"})
+	var logs syncBuffer
+	var principals sync.Map
+	addr := tlsServer(t, p, &logs, &principals)
+	c := dial(t, addr)
+	tc := tls.Client(c, p.client.ClientConfig(addr))
+	req := kmsg.NewPtrApiVersionsRequest()
+	send(t, tc, req, 1)
+	if _, err := tc.Read(make([]byte, 1)); err == nil {
+		t.Fatal("a certificate no rule maps was served")
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for !strings.Contains(logs.String(), "maps to no principal") {
+		if time.Now().After(deadline) {
+			t.Fatalf("no log line: %s", logs.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if _, ok := principals.Load(c.LocalAddr().String()); ok {
+		t.Fatal("the request was served")
+	}
+}
+
+// A peer client (replica fetcher, controller client) over TLS presents
+// its keystore and verifies the server against its truststore.
+func TestPeerClientOverTLS(t *testing.T) {
+	p := newTestPKI(t, map[string]string{"ssl.client.auth": "required"})
+	var logs syncBuffer
+	var principals sync.Map
+	addr := tlsServer(t, p, &logs, &principals)
+	cl := NewTLSClient(addr, "peer", 5*time.Second, p.client.ClientConfig)
+	defer cl.Close()
+	req := kmsg.NewPtrApiVersionsRequest()
+	req.SetVersion(3)
+	if _, err := cl.Request(context.Background(), req); err != nil {
+		t.Fatal(err)
+	}
+	var got Principal
+	principals.Range(func(_, v any) bool { got = v.(Principal); return false })
+	if got.Name != "CN=client" {
+		t.Fatalf("the server saw %v, want the peer's certificate", got)
+	}
+	// A peer that does not trust the server's CA does not talk to it.
+	other := newTestPKI(t, nil)
+	bad := NewTLSClient(addr, "peer", 5*time.Second, other.client.ClientConfig)
+	defer bad.Close()
+	if _, err := bad.Request(context.Background(), req); err == nil || !strings.Contains(err.Error(), "TLS handshake") {
+		t.Fatalf("a server of an untrusted CA: %v", err)
+	}
+}
