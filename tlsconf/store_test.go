@@ -304,3 +304,22 @@ func TestEncryptedPKCS8KeyWithKeyPassword(t *testing.T) {
 		t.Fatalf("openssl's PBES2 (PBKDF2-HMAC-SHA256, AES-256-CBC) key: %v", err)
 	}
 }
+
+func TestLegacyEncryptedPEMKeyWithKeyPassword(t *testing.T) {
+	cert, _ := os.ReadFile("testdata/enc-cert.pem")
+	key, err := os.ReadFile("testdata/legacy-key.pem")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := Parse(map[string]string{"ssl.keystore.certificate.chain": string(cert), "ssl.keystore.key": string(key), "ssl.key.password": "s3cret"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := New(c, zerolog.Nop()); err != nil {
+		t.Fatalf("openssl ec -aes256 key: %v", err)
+	}
+	c.KeyPassword = "wrong"
+	if _, err := New(c, zerolog.Nop()); err == nil {
+		t.Fatal("wrong password accepted")
+	}
+}
