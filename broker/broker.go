@@ -31,6 +31,7 @@ import (
 	"github.com/gokafka/gokafka/replication"
 	"github.com/gokafka/gokafka/sasl"
 	"github.com/gokafka/gokafka/share"
+	"github.com/gokafka/gokafka/tlsconf"
 	"github.com/gokafka/gokafka/txn"
 )
 
@@ -68,6 +69,9 @@ type Config struct {
 	// upper-case listener name, then property: a listener's own value of
 	// a property that also has a broker-wide one.
 	ListenerSettings map[string]map[string]string
+	// SSL holds the broker-wide ssl.* properties; a listener's own
+	// listener.name.<name>.ssl.* values override them (tlsconf.Overlay).
+	SSL map[string]string
 
 	Protocol protocol.Config
 	Logs     partition.ManagerConfig
@@ -180,7 +184,9 @@ func Start(ctx context.Context, cfg Config, logger zerolog.Logger) (_ *Server, e
 		return nil, errors.New("log.dirs is empty")
 	}
 	var lns []Listener
-	var ctrlName string
+	var ctrlName, ctrlProto string
+	// stores holds the TLS material of each SSL or SASL_SSL listener.
+	stores := map[string]*tlsconf.Store{}
 	qc := cfg.Quorum
 	for _, l := range cfg.Listeners {
 		pl, err := ParseListener(l)
@@ -193,9 +199,19 @@ func Start(ctx context.Context, cfg Config, logger zerolog.Logger) (_ *Server, e
 		if err := checkSecurityProtocol(&cfg, pl); err != nil {
 			return nil, err
 		}
+		if isTLS(pl.SecurityProtocol) {
+			if stores[pl.Name], err = tlsStore(&cfg, pl.Name, pl.SecurityProtocol, logger); err != nil {
+				return nil, err
+			}
+		}
 		if slices.Contains(cfg.ControllerListenerNames, pl.Name) {
 			qc.BindAddr = net.JoinHostPort(pl.Host, strconv.Itoa(pl.Port))
-			ctrlName = pl.Name
+			ctrlName, ctrlProto = pl.Name, pl.SecurityProtocol
+			if st := stores[pl.Name]; st != nil {
+				if qc.TLS, err = quorumTLS(st); err != nil {
+					return nil, fmt.Errorf("listener %s: %w", pl.Name, err)
+				}
+			}
 			continue
 		}
 		lns = append(lns, pl)
@@ -295,6 +311,13 @@ func Start(ctx context.Context, cfg Config, logger zerolog.Logger) (_ *Server, e
 	rcfg.PeerSASL = peerAuth
 	txnCfg := cfg.Txn
 	txnCfg.PeerSASL = peerAuth
+	// Every connection to another broker goes to its inter-broker
+	// listener, with this node's own settings for that listener.
+	var peerTLS protocol.PeerTLS
+	if st := stores[lns[interBroker].Name]; st != nil {
+		peerTLS = st.ClientConfig
+	}
+	rcfg.PeerTLS = peerTLS
 	s.replicas, err = replication.NewManagerWithConfig(rcfg, s.logs, s.meta, logger.With().Str("component", "replicas").Logger())
 	if err != nil {
 		return nil, fmt.Errorf("load partitions: %w", err)
@@ -313,6 +336,7 @@ func Start(ctx context.Context, cfg Config, logger zerolog.Logger) (_ *Server, e
 	pids := idempotent.NewAllocator(func(ctx context.Context) (int64, int32, error) {
 		return s.meta.AllocateProducerIDs(ctx, cfg.NodeID)
 	})
+	txnCfg.PeerTLS = peerTLS
 	s.txn, err = txn.New(txnCfg, s.meta, txn.ReplicaStore(s.replicas), s.groups, pids.Next, logger.With().Str("component", "txn").Logger())
 	if err != nil {
 		return nil, fmt.Errorf("start transaction coordinator: %w", err)
@@ -323,6 +347,7 @@ func Start(ctx context.Context, cfg Config, logger zerolog.Logger) (_ *Server, e
 		Meta: s.meta, Replicas: s.replicas, Controller: s.meta, ProducerIDs: pids,
 		Groups: s.groups, Txn: s.txn, ShareCoord: s.shareC, ShareMgr: s.shareM, ShareCfg: cfg.Share,
 		Quotas: s.watchQuotas(cfg.Quota), Authorizer: s.watchACLs(cfg.Authorizer), Observer: observer(cfg.Metrics),
+		PeerTLS: peerTLS, PeerSASL: peerAuth,
 	})
 	pcfg := cfg.Protocol
 	if pcfg.InterBrokerListener == "" {
@@ -358,12 +383,24 @@ func Start(ctx context.Context, cfg Config, logger zerolog.Logger) (_ *Server, e
 		if i == interBroker {
 			lc.Exposes = func(key int16) bool { return !handlers.ControllerOnlyAPI(key) }
 		}
+		if st := stores[s.names[i]]; st != nil {
+			if lc.TLS, err = st.ServerConfig(); err != nil {
+				return nil, fmt.Errorf("listener %s: %w", s.names[i], err)
+			}
+			lc.TLSPrincipal = st.Principal
+		}
 		go func() { s.serveErr <- s.srv.ServeListener(ln, lc) }()
 	}
 	if cl := s.meta.ControllerListener(); cl != nil {
 		// Its Kafka-protocol side; a one-node quorum has none.
 		go func() {
-			s.serveErr <- s.srv.ServeListener(cl, protocol.ListenerConfig{Name: s.ctrlName, Exposes: handlers.ControllerAPI})
+			// A TLS controller listener hands over connections already
+			// handshaken (cluster/mux.go).
+			lc := protocol.ListenerConfig{Name: s.ctrlName, SecurityProtocol: ctrlProto, Exposes: handlers.ControllerAPI}
+			if st := stores[s.ctrlName]; st != nil {
+				lc.TLSPrincipal = st.Principal
+			}
+			s.serveErr <- s.srv.ServeListener(cl, lc)
 		}()
 	}
 	if cfg.Metrics != nil {
@@ -378,6 +415,57 @@ func observer(m *metrics.Metrics) handlers.Observer {
 		return nil
 	}
 	return m
+}
+
+func isTLS(securityProtocol string) bool {
+	return securityProtocol == "SSL" || securityProtocol == "SASL_SSL"
+}
+
+// listenerTLS resolves the TLS settings of listener name, whose security
+// protocol is SSL or SASL_SSL.
+func listenerTLS(cfg *Config, name, securityProtocol string) (tlsconf.Config, error) {
+	own := cfg.ListenerSettings[name]
+	tc, err := tlsconf.Parse(tlsconf.Overlay(cfg.SSL, own))
+	if err != nil {
+		return tlsconf.Config{}, fmt.Errorf("listener %s: %w", name, err)
+	}
+	if !tc.HasKeystore() {
+		return tlsconf.Config{}, fmt.Errorf("listener %s: a TLS listener needs ssl.keystore.location, or ssl.keystore.certificate.chain and ssl.keystore.key", name)
+	}
+	if _, ok := own["ssl.client.auth"]; securityProtocol == "SASL_SSL" && !ok {
+		// As in Kafka (KIP-684): SASL authenticates a SASL_SSL client;
+		// only the listener's own ssl.client.auth asks for certificates
+		// there, never the broker-wide one.
+		tc.ClientAuth = tlsconf.ClientAuthNone
+	}
+	if slices.Contains(cfg.ControllerListenerNames, name) && tc.ClientAuth == tlsconf.ClientAuthNone {
+		// Raft peers authenticate with their certificates: the
+		// controller listener asks for one whatever ssl.client.auth
+		// says, and takes raft only from a verified peer (cluster/mux.go).
+		tc.ClientAuth = tlsconf.ClientAuthRequested
+	}
+	return tc, nil
+}
+
+// tlsStore reads the TLS settings and stores of listener name.
+func tlsStore(cfg *Config, name, securityProtocol string, logger zerolog.Logger) (*tlsconf.Store, error) {
+	tc, err := listenerTLS(cfg, name, securityProtocol)
+	if err != nil {
+		return nil, err
+	}
+	st, err := tlsconf.New(tc, logger.With().Str("component", "tls").Str("listener", name).Logger())
+	if err != nil {
+		return nil, fmt.Errorf("listener %s: %w", name, err)
+	}
+	return st, nil
+}
+
+func quorumTLS(st *tlsconf.Store) (*cluster.QuorumTLS, error) {
+	sc, err := st.ServerConfig()
+	if err != nil {
+		return nil, err
+	}
+	return &cluster.QuorumTLS{Server: sc, Client: st.ClientConfig}, nil
 }
 
 // watchQuotas returns the client quotas to enforce, kept in step with

@@ -65,13 +65,14 @@ type SASLConfig struct {
 
 func isSASL(protocol string) bool { return protocol == "SASL_PLAINTEXT" || protocol == "SASL_SSL" }
 
-// checkSecurityProtocol refuses the listeners this build cannot serve.
+// checkSecurityProtocol refuses the listeners gokafka cannot secure: SASL
+// on the controller listener, whose raft traffic is not Kafka's protocol.
 func checkSecurityProtocol(cfg *Config, l Listener) error {
 	if slices.Contains(cfg.ControllerListenerNames, l.Name) && isSASL(l.SecurityProtocol) {
 		return fmt.Errorf("controller listener %s: %s is not supported on the controller listener, whose metadata quorum (raft) traffic cannot authenticate with SASL; secure it with SSL and ssl.client.auth=required (mTLS)", l.Name, l.SecurityProtocol)
 	}
 	switch l.SecurityProtocol {
-	case "PLAINTEXT", "SASL_PLAINTEXT":
+	case "PLAINTEXT", "SASL_PLAINTEXT", "SSL", "SASL_SSL":
 		return nil
 	}
 	return fmt.Errorf("listener %s: security protocol %s is not supported", l.Name, l.SecurityProtocol)

@@ -72,4 +72,10 @@
 // peer.go defines how a node names itself on the requests it sends other
 // nodes (cluster id, broker id, registration incarnation) and how a
 // receiver checks that against its image.
+//
+// mux.go splits the CONTROLLER listener between raft and Kafka-protocol
+// requests. When that listener is TLS (QuorumConfig.TLS) every connection
+// is handshaken before it is classified, raft included, and raft is taken
+// only from a peer whose certificate the truststore verified; the raft
+// dialer and the controller client dial TLS with the node's keystore.
 package cluster

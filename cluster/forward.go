@@ -112,7 +112,11 @@ func (c *Controller) controllerClient() *protocol.Client {
 		if c.fwdConn != nil {
 			c.fwdConn.Close()
 		}
-		c.fwdConn = protocol.NewClient(addr, cid, 30*time.Second)
+		var peerTLS protocol.PeerTLS
+		if c.mux != nil && c.mux.tls != nil {
+			peerTLS = c.mux.tls.Client
+		}
+		c.fwdConn = protocol.NewTLSClient(addr, cid, 30*time.Second, peerTLS)
 	}
 	return c.fwdConn
 }

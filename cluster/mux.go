@@ -1,6 +1,8 @@
 package cluster
 
 import (
+	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -37,7 +39,10 @@ const classifyTimeout = 10 * time.Second
 var maxUnclassified = 1024
 
 type controllerMux struct {
-	ln      net.Listener
+	ln net.Listener
+	// tls, when set, wraps every connection in TLS before its first
+	// bytes are read: raft runs inside it too.
+	tls     *QuorumTLS
 	logger  zerolog.Logger
 	raftCh  chan net.Conn
 	kafkaCh chan net.Conn
@@ -48,7 +53,7 @@ type controllerMux struct {
 	pending chan struct{}
 }
 
-func newControllerMux(addr string, logger zerolog.Logger) (*controllerMux, error) {
+func newControllerMux(addr string, qt *QuorumTLS, logger zerolog.Logger) (*controllerMux, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, err
@@ -57,7 +62,7 @@ func newControllerMux(addr string, logger zerolog.Logger) (*controllerMux, error
 		ln.Close()
 		return nil, fmt.Errorf("controller listener %s: the quorum needs an address its peers can reach, not %s", addr, ta.IP)
 	}
-	m := &controllerMux{ln: ln, logger: logger, raftCh: make(chan net.Conn), kafkaCh: make(chan net.Conn), done: make(chan struct{}),
+	m := &controllerMux{ln: ln, tls: qt, logger: logger, raftCh: make(chan net.Conn), kafkaCh: make(chan net.Conn), done: make(chan struct{}),
 		pending: make(chan struct{}, maxUnclassified)}
 	m.kafka = &kafkaSide{m: m, closed: make(chan struct{})}
 	go m.accept()
@@ -118,12 +123,33 @@ func (m *controllerMux) accept() {
 // to the Kafka side.
 func (m *controllerMux) classify(nc net.Conn) {
 	var p [4]byte
-	nc.SetReadDeadline(time.Now().Add(classifyTimeout))
+	var tc *tls.Conn
+	if m.tls != nil {
+		tc = tls.Server(nc, m.tls.Server)
+		nc = tc
+	}
+	nc.SetDeadline(time.Now().Add(classifyTimeout))
+	if tc != nil {
+		if err := tc.Handshake(); err != nil {
+			m.logger.Warn().Err(err).Str("remote", nc.RemoteAddr().String()).
+				Msgf("TLS handshake with %s on the controller listener failed; closing the connection", nc.RemoteAddr())
+			nc.Close()
+			return
+		}
+	}
 	if _, err := io.ReadFull(nc, p[:]); err != nil {
 		nc.Close()
 		return
 	}
-	nc.SetReadDeadline(time.Time{})
+	nc.SetDeadline(time.Time{})
+	if p == raftPreamble && tc != nil && len(tc.ConnectionState().VerifiedChains) == 0 {
+		// A secured quorum has no unauthenticated path: raft only from
+		// a peer whose certificate the truststore verified.
+		m.logger.Warn().Str("remote", nc.RemoteAddr().String()).
+			Msgf("raft connection from %s without a verified client certificate; closing it", nc.RemoteAddr())
+		nc.Close()
+		return
+	}
 	if p == raftPreamble {
 		select {
 		case m.raftCh <- nc:
@@ -132,8 +158,12 @@ func (m *controllerMux) classify(nc net.Conn) {
 		}
 		return
 	}
+	var kc net.Conn = &prefixedConn{Conn: nc, prefix: p[:]}
+	if tc != nil {
+		kc = &tlsPrefixedConn{prefixedConn{Conn: nc, prefix: p[:]}, tc}
+	}
 	select {
-	case m.kafkaCh <- &prefixedConn{Conn: nc, prefix: p[:]}:
+	case m.kafkaCh <- kc:
 	case <-m.kafka.closed:
 		nc.Close()
 	case <-m.done:
@@ -156,6 +186,15 @@ func (c *prefixedConn) Read(b []byte) (int, error) {
 	return c.Conn.Read(b)
 }
 
+// tlsPrefixedConn is a prefixedConn over TLS; the protocol server reads
+// the client certificate from ConnectionState.
+type tlsPrefixedConn struct {
+	prefixedConn
+	tc *tls.Conn
+}
+
+func (c *tlsPrefixedConn) ConnectionState() tls.ConnectionState { return c.tc.ConnectionState() }
+
 // raftStream is the raft transport's half (raft.StreamLayer).
 type raftStream struct{ m *controllerMux }
 
@@ -176,7 +215,11 @@ func (s raftStream) Addr() net.Addr { return s.m.ln.Addr() }
 // peer routes (protocol.PeerRoutesEnv) cover quorum traffic as they cover
 // every other connection between nodes; without routes it dials addr.
 func (s raftStream) Dial(addr raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
-	c, err := net.DialTimeout("tcp", protocol.PeerDialAddr(string(addr)), timeout)
+	var peerTLS protocol.PeerTLS
+	if s.m.tls != nil {
+		peerTLS = s.m.tls.Client
+	}
+	c, err := protocol.DialPeer(context.Background(), string(addr), timeout, peerTLS)
 	if err != nil {
 		return nil, err
 	}

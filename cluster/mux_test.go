@@ -12,7 +12,7 @@ import (
 )
 
 func TestControllerListenerSplitsRaftFromKafkaProtocol(t *testing.T) {
-	m, err := newControllerMux("127.0.0.1:0", zerolog.Nop())
+	m, err := newControllerMux("127.0.0.1:0", nil, zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,7 +93,7 @@ func TestControllerListenerClosesConnectionsPastTheUnclassifiedLimit(t *testing.
 	old := maxUnclassified
 	maxUnclassified = 1
 	defer func() { maxUnclassified = old }()
-	m, err := newControllerMux("127.0.0.1:0", zerolog.Nop())
+	m, err := newControllerMux("127.0.0.1:0", nil, zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)
 	}

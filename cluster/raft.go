@@ -3,6 +3,7 @@ package cluster
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -20,6 +21,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/gokafka/gokafka/partition"
+	"github.com/gokafka/gokafka/protocol"
 )
 
 // Voter is one member of controller.quorum.voters.
@@ -64,6 +66,22 @@ type QuorumConfig struct {
 	// ElectionTimeout is the raft election and heartbeat timeout of a
 	// multi-voter quorum (a quorum of one uses 50 ms).
 	ElectionTimeout time.Duration
+	// TLS, when set, runs the CONTROLLER listener inside TLS (an SSL or
+	// SASL_SSL controller listener): raft traffic and the Kafka-protocol
+	// requests alike, in both directions.
+	TLS *QuorumTLS
+}
+
+// QuorumTLS is the CONTROLLER listener's TLS.
+type QuorumTLS struct {
+	// Server is the listener's config. It should ask for client
+	// certificates: a raft connection is taken only from a peer whose
+	// certificate the truststore verified.
+	Server *tls.Config
+	// Client is the config of the connections this node opens to the
+	// other voters (raft, and the Kafka-protocol requests to the active
+	// controller): its keystore as client certificate.
+	Client protocol.PeerTLS
 }
 
 // raftLog is the metadata log on hashicorp/raft: commands are raft
@@ -205,7 +223,7 @@ func Open(ctx context.Context, cfg Config, qc QuorumConfig, logger zerolog.Logge
 		}
 		// The CONTROLLER listener also takes Kafka-protocol requests for
 		// the controller (mux.go).
-		m, err := newControllerMux(qc.BindAddr, logger.With().Str("component", "controller-listener").Logger())
+		m, err := newControllerMux(qc.BindAddr, qc.TLS, logger.With().Str("component", "controller-listener").Logger())
 		if err != nil {
 			return nil, fmt.Errorf("controller listener %s: %w", qc.BindAddr, err)
 		}

@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
+	"strings"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -83,6 +84,10 @@ func (h *Handlers) describeConfigs(_ context.Context, req *protocol.Request) (km
 			rc.Name = cv.Name
 			v := cv.Value
 			rc.Value = &v
+			if cv.Sensitive {
+				// Kafka never shows a password's value, only that it is set.
+				rc.Value = nil
+			}
 			rc.ReadOnly = cv.ReadOnly
 			rc.IsSensitive = cv.Sensitive
 			rc.Source = kmsg.ConfigSource(cv.Source)
@@ -90,9 +95,12 @@ func (h *Handlers) describeConfigs(_ context.Context, req *protocol.Request) (km
 			rc.ConfigType = kmsg.ConfigType(cv.Type)
 			if r.IncludeSynonyms && req.Version >= 1 {
 				for _, s := range cv.Synonyms {
-					sv := s.Value
+					sv := &s.Value
+					if cv.Sensitive {
+						sv = nil
+					}
 					rc.ConfigSynonyms = append(rc.ConfigSynonyms, kmsg.DescribeConfigsResponseResourceConfigConfigSynonym{
-						Name: s.Name, Value: &sv, Source: kmsg.ConfigSource(s.Source),
+						Name: s.Name, Value: sv, Source: kmsg.ConfigSource(s.Source),
 					})
 				}
 			}
@@ -149,9 +157,22 @@ func (h *Handlers) brokerConfigs(im *cluster.Image, name string) ([]cluster.Conf
 		cv.Type = cluster.TypeString
 		cv.Synonyms = chain
 		cv.ReadOnly = !isDynamicBrokerConfig(k)
+		cv.Sensitive = sensitiveBrokerConfig(k)
 		out = append(out, cv)
 	}
 	return out, nil
+}
+
+// sensitiveBrokerConfig reports whether a broker property is one of
+// Kafka's PASSWORD type (a key, a password, a JAAS config with secrets),
+// broker-wide or under listener.name.<name>.
+func sensitiveBrokerConfig(name string) bool {
+	if rest, ok := strings.CutPrefix(name, "listener.name."); ok {
+		if _, prop, ok := strings.Cut(rest, "."); ok {
+			name = prop
+		}
+	}
+	return strings.HasSuffix(name, ".password") || name == "ssl.keystore.key" || strings.HasSuffix(name, "sasl.jaas.config")
 }
 
 func isDynamicBrokerConfig(name string) bool {

@@ -3,6 +3,8 @@ package handlers
 import (
 	"context"
 
+	kgosasl "github.com/twmb/franz-go/pkg/sasl"
+
 	"github.com/gokafka/gokafka/acl"
 	"github.com/gokafka/gokafka/cluster"
 	"github.com/gokafka/gokafka/group"
@@ -106,6 +108,11 @@ type Deps struct {
 	// Observer receives request and traffic counts for the broker's
 	// metrics; nil observes nothing.
 	Observer Observer
+	// PeerTLS and PeerSASL secure the connections the handlers open to
+	// other brokers' inter-broker listeners (propagate.go); nil for a
+	// PLAINTEXT one.
+	PeerTLS  protocol.PeerTLS
+	PeerSASL kgosasl.Mechanism
 }
 
 // Register creates handlers over meta and replicas alone (no controller
@@ -121,7 +128,7 @@ func New(reg *protocol.Registry, cfg Config, d Deps) *Handlers {
 		ctrl: d.Controller, pids: d.ProducerIDs, groups: d.Groups, txn: d.Txn,
 		shareCoord: d.ShareCoord, shareMgr: d.ShareMgr, shareCfg: d.ShareCfg, quotas: d.Quotas,
 		authz: d.Authorizer,
-		obs:   d.Observer,
+		obs:   d.Observer, peers: peers{tls: d.PeerTLS, sasl: d.PeerSASL},
 	}
 	if h.obs == nil {
 		h.obs = nopObserver{}

@@ -45,6 +45,7 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	kgosasl "github.com/twmb/franz-go/pkg/sasl"
 
 	"github.com/gokafka/gokafka/cluster"
 	"github.com/gokafka/gokafka/partition"
@@ -122,6 +123,11 @@ func (a *applied) wait(ctx context.Context, off int64) int64 {
 
 // peers holds one client per broker for the applied-offset questions.
 type peers struct {
+	// tls and sasl secure the connections as the inter-broker listener
+	// requires (Deps.PeerTLS, Deps.PeerSASL); set before first use.
+	tls  protocol.PeerTLS
+	sasl kgosasl.Mechanism
+
 	mu      sync.Mutex // a leaf, never held across a request
 	clients map[int32]*protocol.Client
 }
@@ -137,7 +143,10 @@ func (p *peers) client(id int32, addr, clientID string) *protocol.Client {
 		if cl != nil {
 			cl.Close()
 		}
-		cl = protocol.NewClient(addr, clientID, propagationPoll+5*time.Second)
+		cl = protocol.NewTLSClient(addr, clientID, propagationPoll+5*time.Second, p.tls)
+		if p.sasl != nil {
+			cl.SetSASL(p.sasl)
+		}
 		p.clients[id] = cl
 	}
 	return cl

@@ -61,6 +61,23 @@ type cluster struct {
 
 	mu     sync.Mutex
 	paused map[int32]bool
+
+	// clientOpts are added to every client of the cluster's (the probes
+	// included): TLS for a cluster whose listeners are SSL.
+	clientOpts []kgo.Opt
+}
+
+// clusterOpts configures startClusterWith.
+type clusterOpts struct {
+	// Env overrides clusterDefaults for every node.
+	Env map[string]string
+	// NodeEnv adds settings for node id (1-based).
+	NodeEnv func(id int) map[string]string
+	// Listeners returns a node's listeners setting from its broker and
+	// controller ports; nil is PLAINTEXT and CONTROLLER.
+	Listeners func(port, ctrl int) string
+	// ClientOpts are added to every client of the cluster.
+	ClientOpts []kgo.Opt
 }
 
 // startCluster launches three nodes together (none accepts connections
@@ -69,13 +86,14 @@ type cluster struct {
 // brokers registered and unfenced. env overrides clusterDefaults.
 func startCluster(t testing.TB, env map[string]string) *cluster {
 	t.Helper()
-	return startClusterWith(t, env, nil)
+	return startClusterWith(t, clusterOpts{Env: env})
 }
 
-// startClusterWith is startCluster with perNode called on the settings
-// of each node (id 1..3) before it starts.
-func startClusterWith(t testing.TB, env map[string]string, perNode func(id int32, settings map[string]string)) *cluster {
+// startClusterWith is startCluster with listeners, per-node settings and
+// client options of the test's choosing.
+func startClusterWith(t testing.TB, o clusterOpts) *cluster {
 	t.Helper()
+	env := o.Env
 	const n = 3
 	ports := make([]int, n)
 	ctrl := make([]int, n)
@@ -84,7 +102,7 @@ func startClusterWith(t testing.TB, env map[string]string, perNode func(id int32
 		ports[i], ctrl[i] = freePort(t), freePort(t)
 		voters = append(voters, fmt.Sprintf("%d@127.0.0.1:%d", i+1, ctrl[i]))
 	}
-	c := &cluster{t: t, paused: map[int32]bool{}}
+	c := &cluster{t: t, paused: map[int32]bool{}, clientOpts: o.ClientOpts}
 	for i := range n {
 		settings := map[string]string{}
 		for k, v := range clusterDefaults {
@@ -95,10 +113,13 @@ func startClusterWith(t testing.TB, env map[string]string, perNode func(id int32
 		}
 		settings["GOKAFKA_NODE_ID"] = strconv.Itoa(i + 1)
 		settings["GOKAFKA_LISTENERS"] = fmt.Sprintf("PLAINTEXT://127.0.0.1:%d,CONTROLLER://127.0.0.1:%d", ports[i], ctrl[i])
-		settings["GOKAFKA_CONTROLLER_QUORUM_VOTERS"] = strings.Join(voters, ",")
-		if perNode != nil {
-			perNode(int32(i+1), settings)
+		if o.Listeners != nil {
+			settings["GOKAFKA_LISTENERS"] = o.Listeners(ports[i], ctrl[i])
 		}
+		if o.NodeEnv != nil {
+			maps.Copy(settings, o.NodeEnv(i+1))
+		}
+		settings["GOKAFKA_CONTROLLER_QUORUM_VOTERS"] = strings.Join(voters, ",")
 		c.nodes = append(c.nodes, newBroker(t, brokerOpts{Port: ports[i], Env: settings}))
 	}
 	c.boot(t)
@@ -116,7 +137,7 @@ func (c *cluster) boot(t testing.TB) {
 		b.waitReady()
 	}
 	for _, b := range c.nodes {
-		cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr()), kgo.ClientID("gokafka-integration-probe"))
+		cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(b.Addr()), kgo.ClientID("gokafka-integration-probe")}, c.clientOpts...)...)
 		if err != nil {
 			t.Fatalf("kgo.NewClient: %v", err)
 		}
@@ -153,7 +174,7 @@ func (c *cluster) addrs() []string {
 // any one of them is up.
 func (c *cluster) client(t testing.TB, opts ...kgo.Opt) *kgo.Client {
 	t.Helper()
-	return c.nodes[0].client(t, append([]kgo.Opt{kgo.SeedBrokers(c.addrs()...)}, opts...)...)
+	return c.nodes[0].client(t, append(append([]kgo.Opt{kgo.SeedBrokers(c.addrs()...)}, c.clientOpts...), opts...)...)
 }
 
 func (c *cluster) admin(t testing.TB) *kadm.Client {

@@ -36,9 +36,29 @@ func TestFranzGoSuite(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the franz-go suite takes minutes; skipped with -short")
 	}
-	c := startCluster(t, map[string]string{
-		"GOKAFKA_TRANSACTION_STATE_LOG_NUM_PARTITIONS": "3",
-	})
+	c := startCluster(t, kgoSuiteEnv)
+	runKgoSuite(t, c, kgoSuiteRun{})
+}
+
+// kgoSuiteEnv is the cluster setting the suite runs need.
+var kgoSuiteEnv = map[string]string{
+	"GOKAFKA_TRANSACTION_STATE_LOG_NUM_PARTITIONS": "3",
+}
+
+// kgoSuiteRun is what differs between the suite's runs.
+type kgoSuiteRun struct {
+	// name tells the runs apart in the report.
+	name string
+	// env is added to the suite's environment (KGO_TEST_TLS, ...).
+	env []string
+	// skip is a go test -skip pattern of tests not to run at all.
+	skip string
+}
+
+// runKgoSuite runs franz-go's pkg/kgo suite against c and checks every
+// test passed but the expected skips.
+func runKgoSuite(t *testing.T, c *cluster, run kgoSuiteRun) {
+	t.Helper()
 	root, err := filepath.Abs("..")
 	if err != nil {
 		t.Fatal(err)
@@ -46,10 +66,13 @@ func TestFranzGoSuite(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Minute)
 	defer cancel()
 	args := []string{"test", "github.com/twmb/franz-go/pkg/kgo", "-count=1", "-json", "-timeout", "11m"}
-	if run := os.Getenv("GOKAFKA_KGO_RUN"); run != "" {
+	if pattern := os.Getenv("GOKAFKA_KGO_RUN"); pattern != "" {
 		// Narrows the suite to the tests matching this -run pattern,
 		// for working on one area; CI runs the whole suite.
-		args = append(args, "-run", run)
+		args = append(args, "-run", pattern)
+	}
+	if run.skip != "" {
+		args = append(args, "-skip", run.skip)
 	}
 	cmd := exec.CommandContext(ctx, "go", args...)
 	cmd.Dir = root
@@ -58,6 +81,8 @@ func TestFranzGoSuite(t *testing.T) {
 		"KGO_TEST_RF=3",
 		"KGO_TEST_RECORDS="+envOr("KGO_TEST_RECORDS", "50000"),
 	)
+	cmd.Env = append(cmd.Env, run.env...)
+	start := time.Now()
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, runErr := cmd.Output()
@@ -116,7 +141,8 @@ func TestFranzGoSuite(t *testing.T) {
 	}
 	sort.Strings(skipped)
 	sort.Strings(failed)
-	summary := fmt.Sprintf("franz-go pkg/kgo suite against 3 gokafka nodes: %d passed, %d skipped, %d failed", len(passed), len(skipped), len(failed))
+	summary := fmt.Sprintf("franz-go pkg/kgo suite%s against 3 gokafka nodes: %d passed, %d skipped, %d failed in %s",
+		run.name, len(passed), len(skipped), len(failed), time.Since(start).Round(time.Second))
 	t.Log(summary)
 	t.Logf("skipped: %s", strings.Join(skipped, ", "))
 	testReport(t, summary+"\nskipped: "+strings.Join(skipped, ", ")+"\nfailed: "+strings.Join(failed, ", "))

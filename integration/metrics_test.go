@@ -71,10 +71,10 @@ next:
 
 func TestMetricsShowTrafficISRShrinkAndElection(t *testing.T) {
 	httpAddr := map[int32]string{}
-	c := startClusterWith(t, nil, func(id int32, settings map[string]string) {
-		httpAddr[id] = "127.0.0.1:" + strconv.Itoa(freePort(t))
-		settings["GOKAFKA_HTTP_LISTENER"] = httpAddr[id]
-	})
+	c := startClusterWith(t, clusterOpts{NodeEnv: func(id int) map[string]string {
+		httpAddr[int32(id)] = "127.0.0.1:" + strconv.Itoa(freePort(t))
+		return map[string]string{"GOKAFKA_HTTP_LISTENER": httpAddr[int32(id)]}
+	}})
 	for id, addr := range httpAddr {
 		resp, err := http.Get("http://" + addr + "/livez")
 		if err != nil || resp.StatusCode != http.StatusOK {

@@ -2,6 +2,7 @@ package protocol
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/binary"
 	"fmt"
 	"io"
@@ -22,6 +23,10 @@ type Client struct {
 	addr     string
 	clientID string
 	timeout  time.Duration
+
+	// tls, when set, makes every connection TLS with the config it
+	// returns for addr.
+	tls PeerTLS
 
 	mu   sync.Mutex
 	conn net.Conn
@@ -66,6 +71,35 @@ func NewClient(addr, clientID string, timeout time.Duration) *Client {
 	return &Client{addr: addr, clientID: clientID, timeout: timeout}
 }
 
+// PeerTLS returns the TLS config of a connection to a peer at addr, the
+// address it is known by (not the one dialled, which test peer routes may
+// change): the listener's keystore as client certificate, its truststore
+// for the peer's. A nil PeerTLS dials plaintext.
+type PeerTLS func(addr string) *tls.Config
+
+// NewTLSClient is NewClient over TLS when peerTLS is not nil.
+func NewTLSClient(addr, clientID string, timeout time.Duration, peerTLS PeerTLS) *Client {
+	return &Client{addr: addr, clientID: clientID, timeout: timeout, tls: peerTLS}
+}
+
+// DialPeer connects to a peer at addr through PeerDialAddr, over TLS
+// (handshake done) when peerTLS is set.
+func DialPeer(ctx context.Context, addr string, timeout time.Duration, peerTLS PeerTLS) (net.Conn, error) {
+	d := net.Dialer{Timeout: timeout}
+	conn, err := d.DialContext(ctx, "tcp", PeerDialAddr(addr))
+	if err != nil || peerTLS == nil {
+		return conn, err
+	}
+	tc := tls.Client(conn, peerTLS(addr))
+	hctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	if err := tc.HandshakeContext(hctx); err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("TLS handshake with %s: %w", addr, err)
+	}
+	return tc, nil
+}
+
 // ClientID returns the client id the client sends.
 func (c *Client) ClientID() string { return c.clientID }
 
@@ -100,8 +134,7 @@ func (c *Client) roundTrip(ctx context.Context, req kmsg.Request) (kmsg.Response
 		c.conn = nil
 	}
 	if c.conn == nil {
-		d := net.Dialer{Timeout: c.timeout}
-		conn, err := d.DialContext(ctx, "tcp", PeerDialAddr(c.addr))
+		conn, err := DialPeer(ctx, c.addr, c.timeout, c.tls)
 		if err != nil {
 			return nil, err
 		}

@@ -32,4 +32,12 @@
 // served, and closes a connection whose session expired (sasl.go); the
 // mechanisms themselves are package sasl's. Client authenticates the
 // connections it opens to a peer when given a mechanism (SetSASL).
+// A listener may be TLS (ListenerConfig.TLS, SSL and SASL_SSL): each
+// connection's reader runs the handshake before its first request, a
+// failed handshake closes the connection with a log line naming the
+// client, and on SSL the client certificate gives the principal. Fetch
+// file regions cannot go by sendfile through TLS; the writer reads them
+// into large chunks with the bytes around them (splice.go). Client and
+// DialPeer open broker-to-broker connections, over TLS when given a
+// PeerTLS.
 package protocol

@@ -51,9 +51,13 @@ type ConnInfo struct {
 	ID         uint64
 	RemoteAddr string
 	LocalAddr  string
-	// ZeroCopy is set for a plain TCP connection, which responses can
-	// reach with sendfile (see SplicedResponse).
+	// ZeroCopy is set for a connection that responses may send file
+	// regions on (SplicedResponse): a plain TCP connection, which gets
+	// them by sendfile, and a TLS one, which gets them read and written
+	// in large chunks, never copied into the encoded response.
 	ZeroCopy bool
+	// TLS is set for a connection that carries TLS.
+	TLS bool
 	// Listener is the name of the listener the connection arrived on
 	// (empty for a server started with Serve).
 	Listener string

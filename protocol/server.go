@@ -2,6 +2,7 @@ package protocol
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -54,6 +55,9 @@ type Config struct {
 	QueuedMaxRequests int
 	// QueuedMaxRequestBytes is queued.max.request.bytes.
 	QueuedMaxRequestBytes int64
+	// TLSHandshakeTimeout bounds a TLS connection's handshake (zero: 10
+	// s); a client that does not complete it in time is disconnected.
+	TLSHandshakeTimeout time.Duration
 }
 
 // DefaultConfig returns Kafka's defaults.
@@ -80,6 +84,8 @@ const (
 	CloseShutdown                              // the server is shutting down
 	CloseTooManyFromIP                         // max.connections.per.ip reached for the address
 	CloseNotExposed                            // the API is not exposed on this listener
+	CloseTLSHandshake                          // the TLS handshake failed (SSL and SASL_SSL listeners)
+	CloseAuthentication                        // the client's certificate maps to no principal
 )
 
 var closeReasonNames = [...]string{
@@ -88,6 +94,8 @@ var closeReasonNames = [...]string{
 	"malformed_request", "handler_panic", "handler_error", "server_shutdown",
 	"too_many_connections_from_ip",
 	"api_not_exposed",
+	"tls_handshake_failed",
+	"authentication_failed",
 }
 
 func (r CloseReason) String() string {
@@ -141,6 +149,9 @@ func NewServer(cfg Config, reg *Registry, logger zerolog.Logger) *Server {
 	if cfg.MaxQueuedResponses <= 0 {
 		cfg.MaxQueuedResponses = 8
 	}
+	if cfg.TLSHandshakeTimeout <= 0 {
+		cfg.TLSHandshakeTimeout = 10 * time.Second
+	}
 	s := &Server{cfg: cfg, reg: reg, logger: logger}
 	s.baseCtx, s.cancelBase = context.WithCancel(context.Background())
 	s.mu.conns = make(map[*conn]struct{})
@@ -175,6 +186,24 @@ type ListenerConfig struct {
 	// SASL, set on SASL_PLAINTEXT and SASL_SSL listeners, is what their
 	// connections authenticate against (sasl.go).
 	SASL *sasl.ServerConfig
+	// TLS, when set, makes every connection of the listener TLS (SSL and
+	// SASL_SSL): the handshake runs on the connection's reader goroutine,
+	// bounded by Config.TLSHandshakeTimeout, before any request is read.
+	// A listener whose net.Listener already yields TLS connections (the
+	// CONTROLLER listener, whose raft traffic shares the TLS layer)
+	// leaves it nil.
+	TLS *tls.Config
+	// TLSPrincipal names the principal of a TLS connection from its
+	// verified client certificate (ssl.principal.mapping.rules); ok is
+	// false without one (User:ANONYMOUS). It is used on SSL listeners
+	// only: on SASL_SSL the principal is the SASL identity, as in Kafka.
+	TLSPrincipal func(cs *tls.ConnectionState) (name string, ok bool, err error)
+}
+
+// tlsConn is a connection carrying TLS: *tls.Conn, or a wrapper of one
+// that exposes its state.
+type tlsConn interface {
+	ConnectionState() tls.ConnectionState
 }
 
 // ServeListener is Serve for a named listener exposing only the APIs
@@ -229,12 +258,20 @@ func isTemporary(err error) bool {
 
 func (s *Server) startConn(nc net.Conn, lc ListenerConfig) {
 	id := s.nextID.Add(1)
+	if lc.TLS != nil {
+		nc = tls.Server(nc, lc.TLS)
+	}
+	_, isTLS := nc.(tlsConn)
 	c := &conn{
 		srv: s,
 		nc:  nc,
-		info: &ConnInfo{ID: id, RemoteAddr: nc.RemoteAddr().String(), LocalAddr: nc.LocalAddr().String(), ZeroCopy: isTCP(nc),
-			Listener: lc.Name, exposes: lc.Exposes},
+		// Over TLS the file regions of a fetch cannot go by sendfile;
+		// the writer reads them in large chunks instead (splice.go),
+		// which still beats copying the records into the response.
+		info: &ConnInfo{ID: id, RemoteAddr: nc.RemoteAddr().String(), LocalAddr: nc.LocalAddr().String(), ZeroCopy: isTCP(nc) || isTLS,
+			Listener: lc.Name, exposes: lc.Exposes, TLS: isTLS},
 		out: make(chan frame, s.cfg.MaxQueuedResponses),
+		lc:  lc,
 	}
 	c.listener, c.ip = lc.Name, hostOf(nc.RemoteAddr().String())
 	c.outBytes = newBudget(s.cfg.MaxQueuedResponseBytes)
@@ -311,6 +348,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 type conn struct {
 	srv    *Server
 	nc     net.Conn
+	lc     ListenerConfig
 	info   *ConnInfo
 	logger zerolog.Logger
 	ctx    context.Context
@@ -374,6 +412,9 @@ func (c *conn) readLoop() {
 	defer close(c.out)
 	defer c.cancel()
 
+	if !c.secure() {
+		return
+	}
 	var sizeBuf [4]byte
 	for {
 		if c.srv.cfg.IdleTimeout > 0 {
@@ -470,6 +511,59 @@ func (c *conn) readLoop() {
 		}
 		c.busy.Store(false)
 	}
+}
+
+// secure completes a TLS connection's handshake and, on an SSL listener,
+// sets the principal of its client certificate. It returns false when the
+// connection must close; a plaintext connection returns true at once.
+func (c *conn) secure() bool {
+	tc, ok := c.nc.(tlsConn)
+	if !ok {
+		return true
+	}
+	if hs, ok := c.nc.(*tls.Conn); ok {
+		c.nc.SetDeadline(time.Now().Add(c.srv.cfg.TLSHandshakeTimeout))
+		// Checked after the deadline is set, as in readLoop.
+		if c.stopping.Load() {
+			c.setReason(CloseShutdown, nil)
+			return false
+		}
+		err := hs.HandshakeContext(c.ctx)
+		c.nc.SetDeadline(time.Time{})
+		if err != nil {
+			if c.stopping.Load() {
+				c.setReason(CloseShutdown, nil)
+				return false
+			}
+			// Named, so an operator can find a plaintext client on a TLS
+			// port or a client whose certificate is not trusted. A
+			// connection closed before its first byte (a port probe) is
+			// not worth a warning.
+			ev := c.logger.Warn()
+			if errors.Is(err, io.EOF) {
+				ev = c.logger.Debug()
+			}
+			ev.Err(err).Msgf("TLS handshake with %s failed; closing the connection", c.info.RemoteAddr)
+			c.setReason(CloseTLSHandshake, err)
+			return false
+		}
+	}
+	if c.lc.SecurityProtocol != "SSL" || c.lc.TLSPrincipal == nil {
+		return true
+	}
+	cs := tc.ConnectionState()
+	name, ok, err := c.lc.TLSPrincipal(&cs)
+	if err != nil {
+		c.logger.Warn().Err(err).Msgf("client certificate of %s maps to no principal; closing the connection", c.info.RemoteAddr)
+		c.setReason(CloseAuthentication, err)
+		return false
+	}
+	if ok {
+		c.info.SetPrincipal(Principal{Type: "User", Name: name})
+		c.logger = c.logger.With().Str("principal", "User:"+name).Logger()
+		c.logger.Debug().Msg("authenticated by TLS client certificate")
+	}
+	return true
 }
 
 // mute keeps the connection from reading its next request for d, as

@@ -19,6 +19,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"sync"
 	"sync/atomic"
 	"syscall"
 
@@ -152,14 +153,17 @@ func splice(buf []byte, flexible bool, s *SplicedResponse) (frame, error) {
 }
 
 // write sends f on nc: plain bytes with writes (writev for runs of
-// pieces), regions with sendfile where nc is a real socket, otherwise
-// read and written.
+// pieces), regions with sendfile where nc is a real socket. On any other
+// connection (TLS) the pieces go through writeChunked.
 func (f frame) write(nc net.Conn) error {
 	if f.pieces == nil {
 		_, err := nc.Write(f.b)
 		return err
 	}
 	defer f.close()
+	if _, ok := nc.(syscall.Conn); !ok {
+		return f.writeChunked(nc)
+	}
 	var run net.Buffers
 	for _, p := range f.pieces {
 		if p.region == nil {
@@ -183,6 +187,67 @@ func (f frame) write(nc net.Conn) error {
 		return err
 	}
 	return nil
+}
+
+// chunkSize is how much writeChunked hands to one Write: a TLS
+// connection seals it as 16 KiB records, so the chunk only needs to be
+// large enough that the per-call costs vanish.
+const chunkSize = 256 << 10
+
+var chunkBufs = sync.Pool{New: func() any { b := make([]byte, chunkSize); return &b }}
+
+// writeChunked sends the pieces of f through w in chunks of chunkSize:
+// the encoded bytes and the short length prefixes are gathered with the
+// file bytes that follow them, and a region is read from its file
+// (pread, the file's position untouched) straight into the chunk. Each
+// byte of a record batch is copied once, from the page cache into the
+// chunk, and the TLS layer encrypts it from there; no record is copied
+// into the encoded response, and no small piece becomes a TLS record of
+// its own.
+func (f frame) writeChunked(w io.Writer) error {
+	bp := chunkBufs.Get().(*[]byte)
+	defer chunkBufs.Put(bp)
+	buf := (*bp)[:0]
+	flush := func() error {
+		if len(buf) == 0 {
+			return nil
+		}
+		_, err := w.Write(buf)
+		buf = buf[:0]
+		return err
+	}
+	for _, p := range f.pieces {
+		for b := p.b; len(b) > 0; {
+			n := copy(buf[len(buf):cap(buf)], b)
+			buf, b = buf[:len(buf)+n], b[n:]
+			if len(buf) == cap(buf) {
+				if err := flush(); err != nil {
+					return err
+				}
+			}
+		}
+		if r := p.region; r != nil {
+			off, remain := r.Off, r.Len
+			for remain > 0 {
+				room := min(int64(cap(buf)-len(buf)), remain)
+				n, err := r.File.ReadAt(buf[len(buf):len(buf)+int(room)], off)
+				buf = buf[:len(buf)+n]
+				off, remain = off+int64(n), remain-int64(n)
+				if err != nil && (err != io.EOF || remain > 0) {
+					if err == io.EOF {
+						err = fmt.Errorf("file ends %d bytes short of the region", remain)
+					}
+					return err
+				}
+				if len(buf) == cap(buf) {
+					if err := flush(); err != nil {
+						return err
+					}
+				}
+			}
+		}
+	}
+	return flush()
 }
 
 // sendRegion copies r to nc in the kernel, at r's offsets (the file's own

@@ -83,6 +83,10 @@ func TestSplicedFetchResponseMatchesInline(t *testing.T) {
 			return c2, c1
 		},
 		"pipe": func(*testing.T) (net.Conn, net.Conn) { return net.Pipe() },
+		"tls": func(t *testing.T) (net.Conn, net.Conn) {
+			server, client := tlsPair(t)
+			return server, client
+		},
 	}
 	for name, mk := range conns {
 		for _, v := range []int16{4, 11, 12, 16} {
@@ -113,6 +117,71 @@ func TestSplicedFetchResponseMatchesInline(t *testing.T) {
 			}
 			server.Close()
 			client.Close()
+		}
+	}
+}
+
+// countingWriter counts the Write calls it gets.
+type countingWriter struct {
+	writes int
+	bytes.Buffer
+}
+
+func (w *countingWriter) Write(p []byte) (int, error) {
+	w.writes++
+	return w.Buffer.Write(p)
+}
+
+// Over TLS a spliced response goes out in chunks of chunkSize: the
+// headers and length prefixes between records do not each become a Write
+// (a TLS record of a few bytes), and the file bytes come in with them.
+func TestChunkedWriteGathersPiecesIntoLargeWrites(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "segment")
+	data := make([]byte, 600_000)
+	rand.New(rand.NewSource(2)).Read(data)
+	if err := os.WriteFile(file, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	resp := kmsg.NewPtrFetchResponse()
+	resp.SetVersion(12)
+	sr := &SplicedResponse{Response: resp}
+	rt := kmsg.NewFetchResponseTopic()
+	rt.Topic = "t"
+	// 200 partitions of 3000 bytes each: 600 pieces of bytes between
+	// the regions.
+	for i := 0; i < 200; i++ {
+		f, err := os.Open(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rp := kmsg.NewFetchResponseTopicPartition()
+		rp.Partition = int32(i)
+		rp.RecordBatches = sr.Placeholder(FileRegion{File: f, Off: int64(i) * 3000, Len: 3000})
+		rt.Partitions = append(rt.Partitions, rp)
+	}
+	resp.Topics = append(resp.Topics, rt)
+	h := header{key: 1, version: 12, correlationID: 1}
+	f, err := splice(encodeResponse(h, sr), true, sr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var w countingWriter
+	defer f.close()
+	if err := f.writeChunked(&w); err != nil {
+		t.Fatal(err)
+	}
+	want := (w.Len() + chunkSize - 1) / chunkSize
+	if w.writes != want {
+		t.Fatalf("%d bytes went out in %d writes, want %d of up to %d bytes", w.Len(), w.writes, want, chunkSize)
+	}
+	var back kmsg.FetchResponse
+	back.SetVersion(12)
+	if err := back.ReadFrom(w.Bytes()[4+4+1:]); err != nil {
+		t.Fatal(err)
+	}
+	for i, p := range back.Topics[0].Partitions {
+		if !bytes.Equal(p.RecordBatches, data[i*3000:(i+1)*3000]) {
+			t.Fatalf("partition %d: records differ", i)
 		}
 	}
 }

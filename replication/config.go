@@ -13,6 +13,7 @@ import (
 
 	"github.com/gokafka/gokafka/cluster"
 	"github.com/gokafka/gokafka/partition"
+	"github.com/gokafka/gokafka/protocol"
 )
 
 // LogConfig derives a partition log's config from the topic's effective
@@ -62,6 +63,9 @@ type Config struct {
 	// opens to its peers' inter-broker listener
 	// (sasl.mechanism.inter.broker.protocol).
 	PeerSASL kgosasl.Mechanism
+	// PeerTLS, when set, makes the follower fetchers' connections TLS:
+	// the inter-broker listener is SSL or SASL_SSL.
+	PeerTLS protocol.PeerTLS
 	// ReplicaLagTimeMax is replica.lag.time.max.ms: a follower that has not
 	// caught up to the leader's log end for this long leaves the ISR.
 	ReplicaLagTimeMax time.Duration

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/gokafka/gokafka/protocol"
 	kgosasl "github.com/twmb/franz-go/pkg/sasl"
 )
 
@@ -39,6 +40,9 @@ type Config struct {
 	// WriteTimeout bounds a write to __transaction_state and a marker
 	// write (Kafka uses request.timeout.ms).
 	WriteTimeout time.Duration
+	// PeerTLS, when set, makes the marker connections to the other
+	// brokers TLS: the inter-broker listener is SSL or SASL_SSL.
+	PeerTLS protocol.PeerTLS
 }
 
 // DefaultConfig returns Kafka's defaults.

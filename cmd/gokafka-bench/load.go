@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -112,13 +113,13 @@ func (c *loadConfig) producerOpts() []kgo.Opt {
 	if !c.idempotent {
 		opts = append(opts, kgo.DisableIdempotentWrite())
 	}
-	return opts
+	return append(opts, clientTLS...)
 }
 
 // ensureTopic creates the topic (tolerating one that exists) and waits until
 // every partition has a leader and rf in-sync replicas.
 func ensureTopic(ctx context.Context, brokers []string, topic string, partitions, rf int) error {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(brokers...)}, clientTLS...)...)
 	if err != nil {
 		return err
 	}
@@ -292,7 +293,7 @@ func runProduce(ctx context.Context, c *loadConfig) (*result, error) {
 // created a node may not know yet that it leads a partition, so retriable
 // errors are retried for a while, as clients do.
 func (c *loadConfig) partitionBounds(ctx context.Context) (map[int32][2]int64, error) {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(c.brokers...))
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(c.brokers...)}, clientTLS...)...)
 	if err != nil {
 		return nil, err
 	}
@@ -313,7 +314,7 @@ func (c *loadConfig) partitionConsumer(offsets map[int32]kgo.Offset, opts ...kgo
 	return kgo.NewClient(append([]kgo.Opt{
 		kgo.SeedBrokers(c.brokers...),
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{c.topic: offsets}),
-	}, opts...)...)
+	}, slices.Concat(clientTLS, opts)...)...)
 }
 
 func listBounds(ctx context.Context, cl *kgo.Client, topic string) (map[int32][2]int64, error) {

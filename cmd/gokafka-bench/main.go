@@ -44,6 +44,7 @@ type options struct {
 	dropCaches   bool
 	keepLogs     bool
 	logLevel     string
+	tls          bool
 	jsonPath     string
 	createTopic  bool
 
@@ -91,6 +92,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.BoolVar(&o.dropCaches, "drop-caches", false, "before each round, sync and drop the kernel's page cache (needs root): with the cache full of other files every write first reclaims a page, which on small VMs costs several times the copy itself and varies with what ran before")
 	fs.BoolVar(&o.keepLogs, "keep-logs", false, "keep the servers' temp dirs (data and logs) instead of removing them")
 	fs.StringVar(&o.logLevel, "gokafka-log-level", "warn", "log.level of the gokafka servers (their logs are in the temp dirs; see -keep-logs)")
+	fs.BoolVar(&o.tls, "tls", false, "scenarios: gokafka's listeners (client, inter-broker, controller) are SSL with certificates from `gokafka certs`, and the clients connect over TLS; needs -peer none")
 	fs.StringVar(&o.jsonPath, "json", "", "also write the scenario results to this JSON file")
 
 	fs.BoolVar(&o.serveKfake, "serve-kfake", false, "internal: run a kfake cluster until SIGTERM")
@@ -209,6 +211,9 @@ func (o *options) validate() error {
 	case sysKfake, "none":
 	default:
 		return fmt.Errorf("-peer %q: want kfake or none", o.peer)
+	}
+	if o.tls && o.peer != "none" {
+		return errors.New("-tls: the peer is run without TLS; use -peer none")
 	}
 	if o.rounds < 1 {
 		return fmt.Errorf("-rounds %d: must be at least 1", o.rounds)

@@ -227,6 +227,7 @@ func (r *runner) round(ctx context.Context, sc scenario, system string) (metrics
 		kfakePersist: r.opts.kfakePersist,
 		keepLogs:     r.opts.keepLogs,
 		logLevel:     r.opts.logLevel,
+		tls:          r.opts.tls,
 	})
 	if err != nil {
 		return nil, err
@@ -307,11 +308,11 @@ func (r *runner) startup(ctx context.Context, srv *server) ([]metric, error) {
 	started := srv.procs[0].started
 	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
-	cl, err := kgo.NewClient(
+	cl, err := kgo.NewClient(append([]kgo.Opt{
 		kgo.SeedBrokers(srv.addrs...),
 		kgo.RequiredAcks(kgo.AllISRAcks()),
 		kgo.RetryBackoffFn(func(int) time.Duration { return 5 * time.Millisecond }),
-	)
+	}, clientTLS...)...)
 	if err != nil {
 		return nil, err
 	}

@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -36,7 +38,15 @@ type serverSpec struct {
 	kfakePersist bool
 	keepLogs     bool // leave the temp dir (with the server logs) in place
 	logLevel     string
+	// tls makes every gokafka listener SSL (certificates from gokafka
+	// certs in the temp dir) and sets clientTLS.
+	tls bool
 }
+
+// clientTLS is added to every client the bench makes: kgo.DialTLSConfig
+// with the CA of the running server's certificates when it is TLS. The
+// servers are started one at a time, before their clients.
+var clientTLS []kgo.Opt
 
 // proc is one server process, stopped only through its own handle.
 type proc struct {
@@ -121,6 +131,25 @@ func (s *server) launchGokafka(ports, ctrl []int) error {
 			base = append(base, kv)
 		}
 	}
+	clientTLS = nil
+	var certs string
+	if s.spec.tls {
+		certs = filepath.Join(s.dir, "certs")
+		names := []string{}
+		for i := range ports {
+			names = append(names, "node"+strconv.Itoa(i+1))
+		}
+		if out, err := exec.Command(s.spec.gokafkaBin, append([]string{"certs", "--dir", certs}, names...)...).CombinedOutput(); err != nil {
+			return fmt.Errorf("gokafka certs: %v: %s", err, out)
+		}
+		ca, err := os.ReadFile(filepath.Join(certs, "ca.pem"))
+		if err != nil {
+			return err
+		}
+		roots := x509.NewCertPool()
+		roots.AppendCertsFromPEM(ca)
+		clientTLS = []kgo.Opt{kgo.DialTLSConfig(&tls.Config{MinVersion: tls.VersionTLS12, RootCAs: roots})}
+	}
 	for i := range ports {
 		nodeDir := filepath.Join(s.dir, "node"+strconv.Itoa(i+1))
 		if err := os.MkdirAll(nodeDir, 0o755); err != nil {
@@ -141,6 +170,12 @@ func (s *server) launchGokafka(ports, ctrl []int) error {
 			}
 			settings["GOKAFKA_LISTENERS"] = fmt.Sprintf("PLAINTEXT://%s,CONTROLLER://127.0.0.1:%d", s.addrs[i], ctrl[i])
 			settings["GOKAFKA_CONTROLLER_QUORUM_VOTERS"] = strings.Join(voters, ",")
+		}
+		if certs != "" {
+			settings["GOKAFKA_LISTENERS"] = strings.ReplaceAll(settings["GOKAFKA_LISTENERS"], "PLAINTEXT://", "SSL://")
+			settings["GOKAFKA_LISTENER_SECURITY_PROTOCOL_MAP"] = "SSL:SSL,CONTROLLER:SSL"
+			settings["GOKAFKA_SSL_KEYSTORE_LOCATION"] = filepath.Join(certs, "node"+strconv.Itoa(i+1)+".pem")
+			settings["GOKAFKA_SSL_TRUSTSTORE_LOCATION"] = filepath.Join(certs, "ca.pem")
 		}
 		env := append([]string(nil), base...)
 		for k, v := range settings {
@@ -240,7 +275,7 @@ func (s *server) waitReady(timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	for _, addr := range s.addrs {
-		cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+		cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(addr)}, clientTLS...)...)
 		if err != nil {
 			return err
 		}

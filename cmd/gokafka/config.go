@@ -22,6 +22,7 @@ import (
 	"github.com/gokafka/gokafka/quota"
 	"github.com/gokafka/gokafka/replication"
 	"github.com/gokafka/gokafka/share"
+	"github.com/gokafka/gokafka/tlsconf"
 	"github.com/gokafka/gokafka/txn"
 )
 
@@ -43,6 +44,14 @@ var localValues = map[string]string{
 var offWhenEmpty = map[string]bool{"http.listener": true}
 
 var maxLong = strconv.FormatInt(math.MaxInt64, 10)
+
+// The ssl.* properties are tlsconf's table; listener.name.<name>.ssl.*
+// overrides each for one listener.
+func init() {
+	for _, p := range tlsconf.Properties {
+		properties = append(properties, property{p.Name, p.Default, p.Doc})
+	}
+}
 
 var properties = []property{
 	{"node.id", "1", "This node's id, as broker and as metadata quorum voter."},
@@ -282,6 +291,15 @@ func (s *settings) listenerSettings() map[string]map[string]string {
 	return out
 }
 
+// sslSettings returns the broker-wide ssl.* properties.
+func (s *settings) sslSettings() map[string]string {
+	out := map[string]string{}
+	for _, p := range tlsconf.Properties {
+		out[p.Name] = s.values[p.Name]
+	}
+	return out
+}
+
 // listenerLimits returns listener.name.<name>.max.connections by upper-case
 // listener name.
 func (s *settings) listenerLimits() map[string]int {
@@ -425,6 +443,7 @@ func (s *settings) brokerConfig() (broker.Config, error) {
 		InterBrokerListenerName:  strings.ToUpper(s.str("inter.broker.listener.name")),
 		SecurityProtocolMap:      s.securityProtocols(),
 		ListenerSettings:         s.listenerSettings(),
+		SSL:                      s.sslSettings(),
 		Groups:                   s.groupConfig(),
 		Share:                    s.shareConfig(),
 		Authorizer:               s.authorizerConfig(),

@@ -1,6 +1,10 @@
 // Command gokafka runs a Kafka-compatible broker.
 //
 //	gokafka [--config config.yaml]
+//	gokafka certs --dir DIR [--hosts h1,h2] NAME...
+//
+// The certs command writes a development CA and certificates signed by it
+// for TLS listeners and clients (see README, "TLS").
 //
 // With no configuration it serves a single-node cluster on
 // 127.0.0.1:9092 with its data in ./data. Settings use Kafka's broker
@@ -37,6 +41,9 @@ func main() {
 }
 
 func run() int {
+	if len(os.Args) > 1 && os.Args[1] == "certs" {
+		return runCerts(os.Args[2:], os.Stdout, os.Stderr)
+	}
 	configPath := flag.String("config", "", "path to a YAML file of broker properties")
 	flag.Parse()
 
