@@ -86,6 +86,15 @@ type Config struct {
 	BrokerDefaults           BrokerDefaults
 	// Now is the clock broker sessions are measured with (nil: time.Now).
 	Now func() time.Time
+	// AutoLeaderRebalanceEnable is auto.leader.rebalance.enable: the
+	// active controller moves leaderships back to preferred replicas
+	// every LeaderImbalanceCheckInterval
+	// (leader.imbalance.check.interval.seconds) for brokers past
+	// LeaderImbalancePerBrokerPercentage
+	// (leader.imbalance.per.broker.percentage); see reassign.go.
+	AutoLeaderRebalanceEnable          bool
+	LeaderImbalanceCheckInterval       time.Duration
+	LeaderImbalancePerBrokerPercentage int
 }
 
 // Log orders, persists and applies metadata commands, and answers every
@@ -171,6 +180,11 @@ type Controller struct {
 	// controller, last applied everything committed before it (a raft
 	// barrier). Guarded by proposeMu.
 	caughtUpTerm uint64
+
+	// rebalanceMu guards lastRebalance, when the auto leader rebalance
+	// last ran (reassign.go).
+	rebalanceMu   sync.Mutex
+	lastRebalance time.Time
 }
 
 // lockLeader takes proposeMu for validate-then-propose on the active
@@ -699,11 +713,21 @@ func (c *Controller) AlterPartition(ctx context.Context, req AlterPartitionReque
 		return *cur, nil
 	}
 	t := im.Topics[req.Topic]
+	pol := c.policyFor(im)
 	next, _ := changePartition(*cur, partitionTarget{
-		isr: req.NewISR, live: liveExcept(im, -1), minISR: effectiveMinISR(c.policyFor(im), t, *cur),
+		isr: req.NewISR, live: liveExcept(im, -1), minISR: effectiveMinISR(pol, t, *cur),
 	})
 	if next.Leader != cur.Leader {
 		return *cur, fmt.Errorf("%w: the ISR change would move the leadership", ErrInvalidRequest)
+	}
+	// An ISR that now holds every target replica completes a
+	// reassignment in progress (reassign.go).
+	completed := false
+	if next.Reassigning() {
+		if done := completeReassignment(im, t, next, pol); !done.Reassigning() {
+			next, completed = done, true
+			next.PartitionEpoch = cur.PartitionEpoch + 1
+		}
 	}
 	err := c.log.Propose(ctx, &Command{Type: CmdChangePartitions, Changes: []PartitionChange{{
 		Topic: req.Topic, ExpectPartitionEpoch: cur.PartitionEpoch, Next: next,
@@ -713,6 +737,13 @@ func (c *Controller) AlterPartition(ctx context.Context, req AlterPartitionReque
 	}
 	c.logger.Info().Str("topic", req.Topic).Int32("partition", req.Partition).Ints32("isr", next.ISR).
 		Ints32("elr", next.ELR).Int32("partition_epoch", next.PartitionEpoch).Msg("ISR changed")
+	if completed {
+		c.logger.Info().Str("topic", req.Topic).Int32("partition", req.Partition).Ints32("replicas", next.Replicas).
+			Int32("leader", next.Leader).Msg("partition reassignment completed")
+		if next.Leader != cur.Leader {
+			return next, fmt.Errorf("%w: %s-%d is led by %d", ErrNewLeaderElected, req.Topic, req.Partition, next.Leader)
+		}
+	}
 	return next, nil
 }
 

@@ -70,6 +70,8 @@ type Controller interface {
 	UpdateShareState(ctx context.Context, ch cluster.ShareChange) error
 	CreateACLs(ctx context.Context, bindings []acl.Binding) []error
 	DeleteACLs(ctx context.Context, filters []acl.Filter) ([][]acl.Binding, []error)
+	AlterPartitionReassignments(ctx context.Context, reqs []cluster.Reassignment) []error
+	ElectLeaders(ctx context.Context, typ cluster.ElectionType, parts map[string][]int32) ([]cluster.ElectionResult, error)
 }
 
 var _ Controller = (*cluster.Controller)(nil)
@@ -141,6 +143,8 @@ func New(reg *protocol.Registry, cfg Config, d Deps) *Handlers {
 		h.registerShare,
 		h.registerClientQuotas,
 		h.registerACLs,
+		h.registerReassignments,
+		h.registerElectLeaders,
 	} {
 		r(reg)
 	}

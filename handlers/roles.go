@@ -74,7 +74,8 @@ func ControllerAPI(key int16) bool {
 	switch kmsg.Key(key) {
 	case kmsg.ApiVersions, kmsg.CreateTopics, kmsg.DeleteTopics, kmsg.CreatePartitions,
 		kmsg.AlterConfigs, kmsg.IncrementalAlterConfigs, kmsg.DescribeConfigs, kmsg.DescribeCluster,
-		kmsg.AlterClientQuotas, kmsg.DescribeClientQuotas, kmsg.CreateACLs, kmsg.DeleteACLs, kmsg.DescribeACLs:
+		kmsg.AlterClientQuotas, kmsg.DescribeClientQuotas, kmsg.CreateACLs, kmsg.DeleteACLs, kmsg.DescribeACLs,
+		kmsg.AlterPartitionAssignments, kmsg.ListPartitionReassignments, kmsg.ElectLeaders:
 		return true
 	}
 	return false

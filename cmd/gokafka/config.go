@@ -66,6 +66,9 @@ var properties = []property{
 	{"default.replication.factor", "1", "Replication factor of auto-created topics or CreateTopics with -1."},
 	{"auto.create.topics.enable", "true", "Create unknown topics named in Metadata requests."},
 	{"delete.topic.enable", "true", "Allow DeleteTopics."},
+	{"auto.leader.rebalance.enable", "true", "The active controller moves leaderships back to preferred replicas when a broker's imbalance is past leader.imbalance.per.broker.percentage."},
+	{"leader.imbalance.check.interval.seconds", "300", "How often the active controller checks the leader imbalance."},
+	{"leader.imbalance.per.broker.percentage", "10", "Percentage of a broker's preferred partitions led elsewhere above which leadership moves back."},
 	{"authorizer.class.name", "", "Turns ACLs on: org.apache.kafka.metadata.authorizer.StandardAuthorizer (or kafka.security.authorizer.AclAuthorizer); empty authorizes nothing."},
 	{"super.users", "", "Semicolon-separated principals allowed everything (User:admin;User:broker); with ACLs on, the brokers' own principal must be one."},
 	{"allow.everyone.if.no.acl.found", "false", "With ACLs on, allow an operation on a resource no ACL matches."},
@@ -360,6 +363,15 @@ func (s *settings) positive(name string) int64 {
 	return n
 }
 
+// percentage is a setting between 0 and 100.
+func (s *settings) percentage(name string) int64 {
+	n := s.i64(name)
+	if n < 0 || n > 100 {
+		s.errs = append(s.errs, fmt.Sprintf("%s must be between 0 and 100, got %d", name, n))
+	}
+	return n
+}
+
 func ms(n int64) time.Duration { return time.Duration(n) * time.Millisecond }
 
 // brokerConfig turns settings into the broker's typed config, collecting
@@ -390,22 +402,27 @@ func (s *settings) brokerConfig() (broker.Config, error) {
 		DefaultReplicationFactor: int16(s.positive("default.replication.factor")),
 		AutoCreateTopics:         s.boolean("auto.create.topics.enable"),
 		DeleteTopicEnable:        s.boolean("delete.topic.enable"),
-		FetchMaxBytes:            int32(min(s.positive("fetch.max.bytes"), math.MaxInt32)),
-		Protocol:                 s.protocolConfig(),
-		Logs:                     s.logsConfig(),
-		Txn:                      s.txnConfig(),
-		Replication:              s.replicationConfig(),
-		BrokerDefaults:           defaults,
-		ShutdownTimeout:          ms(s.positive("shutdown.timeout.ms")),
-		Quota:                    s.quotaConfig(),
-		Quorum:                   s.quorumConfig(voters),
-		ControllerListenerNames:  upper(s.list("controller.listener.names")),
-		InterBrokerListenerName:  strings.ToUpper(s.str("inter.broker.listener.name")),
-		SecurityProtocolMap:      s.securityProtocols(),
-		ListenerSettings:         s.listenerSettings(),
-		Groups:                   s.groupConfig(),
-		Share:                    s.shareConfig(),
-		Authorizer:               s.authorizerConfig(),
+		LeaderRebalance: broker.LeaderRebalanceConfig{
+			Enable:              s.boolean("auto.leader.rebalance.enable"),
+			CheckInterval:       time.Duration(min(s.positive("leader.imbalance.check.interval.seconds"), math.MaxInt32)) * time.Second,
+			PerBrokerPercentage: int(s.percentage("leader.imbalance.per.broker.percentage")),
+		},
+		FetchMaxBytes:           int32(min(s.positive("fetch.max.bytes"), math.MaxInt32)),
+		Protocol:                s.protocolConfig(),
+		Logs:                    s.logsConfig(),
+		Txn:                     s.txnConfig(),
+		Replication:             s.replicationConfig(),
+		BrokerDefaults:          defaults,
+		ShutdownTimeout:         ms(s.positive("shutdown.timeout.ms")),
+		Quota:                   s.quotaConfig(),
+		Quorum:                  s.quorumConfig(voters),
+		ControllerListenerNames: upper(s.list("controller.listener.names")),
+		InterBrokerListenerName: strings.ToUpper(s.str("inter.broker.listener.name")),
+		SecurityProtocolMap:     s.securityProtocols(),
+		ListenerSettings:        s.listenerSettings(),
+		Groups:                  s.groupConfig(),
+		Share:                   s.shareConfig(),
+		Authorizer:              s.authorizerConfig(),
 	}
 	s.validate(&cfg)
 	if len(s.errs) > 0 {
