@@ -69,7 +69,12 @@ type cluster struct {
 // brokers registered and unfenced. env overrides clusterDefaults.
 func startCluster(t testing.TB, env map[string]string) *cluster {
 	t.Helper()
-	const n = 3
+	return startClusterN(t, 3, env)
+}
+
+// startClusterN is startCluster with n nodes, every one a voter.
+func startClusterN(t testing.TB, n int, env map[string]string) *cluster {
+	t.Helper()
 	ports := make([]int, n)
 	ctrl := make([]int, n)
 	var voters []string
@@ -193,9 +198,9 @@ func (c *cluster) createTopicAssigned(t testing.TB, topic string, assignment [][
 	if err := kerr.ErrorForCode(resp.Topics[0].ErrorCode); err != nil {
 		t.Fatalf("CreateTopics %q with assignment %v: %v", topic, assignment, err)
 	}
-	for p := range assignment {
+	for p, replicas := range assignment {
 		c.waitPartition(t, topic, int32(p), "a leader and a full ISR", func(s partState) bool {
-			return s.Leader > 0 && len(s.ISR) == 3
+			return s.Leader > 0 && len(s.ISR) == len(replicas)
 		})
 	}
 }
