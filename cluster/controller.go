@@ -596,7 +596,7 @@ func hasKey(m map[string]string, k string) bool {
 // a restart, with the topic config each one supplies the default for.
 func DynamicBrokerConfigs() []string {
 	var out []string
-	for _, def := range topicConfigDefs {
+	for _, def := range append(slices.Clone(topicConfigDefs), brokerOnlyConfigDefs...) {
 		if def.BrokerSynonym != "" {
 			out = append(out, def.BrokerSynonym)
 		}
@@ -664,6 +664,11 @@ func brokerSynonymDef(name string) *ConfigDef {
 	for i := range topicConfigDefs {
 		if topicConfigDefs[i].BrokerSynonym == name {
 			return &topicConfigDefs[i]
+		}
+	}
+	for i := range brokerOnlyConfigDefs {
+		if brokerOnlyConfigDefs[i].BrokerSynonym == name {
+			return &brokerOnlyConfigDefs[i]
 		}
 	}
 	return nil

@@ -93,13 +93,13 @@ type PartitionInfo struct {
 
 // Reassigning reports whether a reassignment of the partition is in
 // progress.
-func (p *PartitionInfo) Reassigning() bool {
+func (p PartitionInfo) Reassigning() bool {
 	return len(p.AddingReplicas) > 0 || len(p.RemovingReplicas) > 0
 }
 
 // TargetReplicas returns the replicas the partition will have once its
 // reassignment completes: Replicas without RemovingReplicas.
-func (p *PartitionInfo) TargetReplicas() []int32 {
+func (p PartitionInfo) TargetReplicas() []int32 {
 	out := make([]int32, 0, len(p.Replicas))
 	for _, r := range p.Replicas {
 		if !contains32(p.RemovingReplicas, r) {

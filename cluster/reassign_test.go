@@ -410,3 +410,26 @@ func TestAutoLeaderRebalanceRunsEveryCheckIntervalByTheControllerClock(t *testin
 		t.Fatalf("leader %d after the check interval, want the preferred 1", p.Leader)
 	}
 }
+
+func TestReplicationThrottleConfigsAreAcceptedAndValidated(t *testing.T) {
+	ctx := context.Background()
+	c := memCluster(t, testConfig(), 1)
+	for _, ok := range []string{"", "*", "0:1,1:2", " 0:1 , 1:2 "} {
+		if err := ValidateTopicConfig("follower.replication.throttled.replicas", &ok); err != nil {
+			t.Errorf("%q refused: %v", ok, err)
+		}
+	}
+	for _, bad := range []string{"0", "a:1", "0:1,*"} {
+		if err := ValidateTopicConfig("leader.replication.throttled.replicas", &bad); !errors.Is(err, ErrInvalidConfig) {
+			t.Errorf("%q: %v, want INVALID_CONFIG", bad, err)
+		}
+	}
+	for _, res := range []string{"", "1"} {
+		if err := c.SetBrokerConfigs(ctx, res, map[string]string{"follower.replication.throttled.rate": "1048576", "leader.replication.throttled.rate": "1048576"}, false); err != nil {
+			t.Fatalf("broker %q: %v", res, err)
+		}
+	}
+	if err := c.SetBrokerConfigs(ctx, "1", map[string]string{"follower.replication.throttled.rate": "-1"}, false); !errors.Is(err, ErrInvalidConfig) {
+		t.Fatalf("negative rate: %v", err)
+	}
+}

@@ -500,10 +500,22 @@ func (f *fetcher) fetch(states []*fetchState) {
 	}
 	sent := map[partition.TopicPartition]sentPart{}
 	topics := map[string]int{}
+	now := f.m.now()
+	throttleWait := f.m.followerThrottle.wait(now)
+	throttled := map[partition.TopicPartition]bool{}
 	f.mu.Lock()
 	for _, s := range states {
 		if !f.currentLocked(s) || s.truncating {
 			continue
+		}
+		if s.p.followerThrottledNow(f.m.nodeID) {
+			if throttleWait > 0 {
+				// Over follower.replication.throttled.rate: this
+				// partition sits out until the budget is back.
+				s.delayUntil = now.Add(throttleWait)
+				continue
+			}
+			throttled[s.p.TP] = true
 		}
 		lg := s.p.log
 		ti, ok := topics[s.p.TP.Topic]
@@ -599,6 +611,9 @@ func (f *fetcher) fetch(states []*fetchState) {
 	// The response buffer is reused by the next request: everything is
 	// appended before that.
 	for _, d := range apply {
+		if throttled[d.s.p.TP] {
+			f.m.followerThrottle.record(f.m.now(), len(d.rp.RecordBatches))
+		}
 		var out applyOutcome
 		if !f.withPartition(d.s, func() { out = f.applyPartition(d.s, d.offset, d.rp) }) {
 			continue

@@ -58,6 +58,11 @@ type Partition struct {
 	// prod is the idempotent-producer state; see producers.go.
 	prod producers
 
+	// followerThrottled is set when the topic's
+	// follower.replication.throttled.replicas names this replica
+	// (throttle.go).
+	followerThrottled atomic.Bool
+
 	mu struct {
 		sync.Mutex
 		leaderEpoch    int32
@@ -276,6 +281,10 @@ type Manager struct {
 
 	tickMu sync.Mutex
 	tick   *time.Timer
+
+	// followerThrottle is follower.replication.throttled.rate, spent by
+	// the fetchers on throttled partitions (throttle.go).
+	followerThrottle replicaThrottle
 }
 
 // NewManager returns a manager over logs, following meta, with Kafka's
@@ -305,6 +314,7 @@ func NewManagerWithConfig(cfg Config, logs *partition.Manager, meta cluster.Meta
 		o(m)
 	}
 	m.ctx, m.cancel = context.WithCancel(context.Background())
+	m.followerThrottle.setRate(-1)
 	m.fetch.init(m)
 	// Watch first, then apply the current image, both under reconcileMu:
 	// a change applied in between is then seen by the watch callback
@@ -546,6 +556,7 @@ func alterOutcome(err error) AlterPartitionOutcome {
 // current. Called with reconcileMu held.
 func (m *Manager) reconcile(prev, next *cluster.Image) error {
 	bd := m.meta.BrokerDefaults()
+	m.followerThrottle.setRate(followerRate(next, m.nodeID, bd))
 	var firstErr error
 	want := make(map[partition.TopicPartition]bool)
 	unchangedBrokers := prev != nil && sameBrokers(prev, next) && sameBrokerConfigs(prev, next)
@@ -674,6 +685,7 @@ func (m *Manager) ensure(tp partition.TopicPartition, pi *cluster.PartitionInfo,
 		m.mu.Unlock()
 	}
 	p.log.UpdateConfig(cfg)
+	p.followerThrottled.Store(throttledReplica(im.Topics[tp.Topic].Configs[followerThrottledReplicas], tp.Partition, m.nodeID))
 	if pi.Leader == m.nodeID {
 		m.makeLeader(p, pi, minISR, im)
 	} else {
