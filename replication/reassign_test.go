@@ -97,3 +97,35 @@ func TestCluster_FollowerThrottleHoldsBackOnlyACatchingUpThrottledReplica(t *tes
 	c.waitReassigned("slow", 1, 2, 3)
 	c.waitConverged("slow", "a", "b", "c")
 }
+
+// leader.replication.throttled.rate holds back what the leader sends a
+// catching-up replica of a partition leader.replication.throttled.replicas
+// names with the leader; the ISR and other partitions replicate as before.
+func TestCluster_LeaderThrottleHoldsBackOnlyACatchingUpThrottledReplica(t *testing.T) {
+	ctx := context.Background()
+	c := newSimCluster(t, testReplConfig(10*time.Second), 1, 2, 3)
+	if err := c.ctrl.SetBrokerConfigs(ctx, "1", map[string]string{"leader.replication.throttled.rate": "0"}, false); err != nil {
+		t.Fatal(err)
+	}
+	c.createTopic("slow", []int32{1, 2}, map[string]string{"leader.replication.throttled.replicas": "0:1"})
+	c.createTopic("fast", []int32{1, 2}, nil)
+	for _, topic := range []string{"slow", "fast"} {
+		c.waitISR(topic, 1, 2)
+		for _, v := range []string{"a", "b", "c"} {
+			c.nodes[1].mustProduce(topic, v, -1)
+		}
+	}
+	c.waitConverged("slow", "a", "b", "c")
+	c.reassign("slow", 1, 2, 3)
+	c.reassign("fast", 1, 2, 3)
+	c.waitReassigned("fast", 1, 2, 3)
+	c.waitConverged("fast", "a", "b", "c")
+	if leo := c.nodes[3].log("slow").LogEndOffset(); leo != 0 {
+		t.Fatalf("leader sent a throttled catching-up replica records up to %d at rate 0", leo)
+	}
+	if err := c.ctrl.SetBrokerConfigs(ctx, "1", nil, false); err != nil {
+		t.Fatal(err)
+	}
+	c.waitReassigned("slow", 1, 2, 3)
+	c.waitConverged("slow", "a", "b", "c")
+}

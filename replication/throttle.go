@@ -16,12 +16,16 @@ package replication
 // manager's clock; one fetch may overdraw it (a partition's fetch is at
 // most replica.fetch.max.bytes), which the following wait pays back.
 //
-// The leader side (leader.replication.throttled.rate and
-// leader.replication.throttled.replicas) is accepted and stored but not
-// enforced yet.
+// The leader side is the same budget on the serving end:
+// leader.replication.throttled.rate caps what this broker sends follower
+// fetches for the partitions leader.replication.throttled.replicas names
+// with this broker, to followers outside the ISR. Over the rate, such a
+// partition is answered with no records (the follower's position still
+// counts), as Kafka's ReplicaManager answers it.
 
 import (
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -33,6 +37,8 @@ import (
 const (
 	followerThrottledRate     = "follower.replication.throttled.rate"
 	followerThrottledReplicas = "follower.replication.throttled.replicas"
+	leaderThrottledRate       = "leader.replication.throttled.rate"
+	leaderThrottledReplicas   = "leader.replication.throttled.replicas"
 )
 
 // replicaThrottle is a bytes-per-second budget. Safe for concurrent use.
@@ -122,16 +128,16 @@ func throttledReplica(value string, p, broker int32) bool {
 	return false
 }
 
-// followerRate returns follower.replication.throttled.rate for node in
-// im: this broker's dynamic value, else the cluster default, else the
-// static one, else unlimited (-1).
-func followerRate(im *cluster.Image, node int32, bd cluster.BrokerDefaults) int64 {
-	v, ok := im.BrokerConfigs[strconv.Itoa(int(node))][followerThrottledRate]
+// throttleRate returns a *.replication.throttled.rate for node in im:
+// this broker's dynamic value, else the cluster default, else the static
+// one, else unlimited (-1).
+func throttleRate(im *cluster.Image, node int32, bd cluster.BrokerDefaults, name string) int64 {
+	v, ok := im.BrokerConfigs[strconv.Itoa(int(node))][name]
 	if !ok {
-		v, ok = im.BrokerConfigs[""][followerThrottledRate]
+		v, ok = im.BrokerConfigs[""][name]
 	}
 	if !ok {
-		v, ok = bd.Values[followerThrottledRate]
+		v, ok = bd.Values[name]
 	}
 	if !ok {
 		return -1
@@ -158,4 +164,17 @@ func (p *Partition) followerThrottledNow(node int32) bool {
 		}
 	}
 	return true
+}
+
+// leaderThrottledFor reports whether what p's leader sends replica counts
+// against the leader throttle: the topic names this leader's replica and
+// replica is not in the ISR.
+func (p *Partition) leaderThrottledFor(replica int32) bool {
+	if !p.leaderThrottled.Load() {
+		return false
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	st := p.mu.st
+	return st != nil && !slices.Contains(st.ISR(), replica)
 }

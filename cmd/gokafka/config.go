@@ -67,7 +67,7 @@ var properties = []property{
 	{"auto.create.topics.enable", "true", "Create unknown topics named in Metadata requests."},
 	{"delete.topic.enable", "true", "Allow DeleteTopics."},
 	{"follower.replication.throttled.rate", "9223372036854775807", "Bytes per second this broker's followers copy for the replicas follower.replication.throttled.replicas names (dynamic per broker or cluster-wide)."},
-	{"leader.replication.throttled.rate", "9223372036854775807", "Bytes per second of leader-side replication throttling (accepted and stored; not enforced yet)."},
+	{"leader.replication.throttled.rate", "9223372036854775807", "Bytes per second this broker sends catching-up followers for the replicas leader.replication.throttled.replicas names (dynamic per broker or cluster-wide)."},
 	{"auto.leader.rebalance.enable", "true", "The active controller moves leaderships back to preferred replicas when a broker's imbalance is past leader.imbalance.per.broker.percentage."},
 	{"leader.imbalance.check.interval.seconds", "300", "How often the active controller checks the leader imbalance."},
 	{"leader.imbalance.per.broker.percentage", "10", "Percentage of a broker's preferred partitions led elsewhere above which leadership moves back."},
