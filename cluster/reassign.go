@@ -171,7 +171,10 @@ func startReassignment(im *Image, t *TopicInfo, p PartitionInfo, target []int32,
 }
 
 // completeReassignment returns p completed if every target replica is in
-// its ISR, p otherwise (the partition epoch is the caller's to set).
+// its ISR, p otherwise (the partition epoch is the caller's to set). A
+// completion that removes replicas bumps the leader epoch even when the
+// leader stays, as Kafka's controller does, so that nothing a removed
+// replica still believes about the partition is current.
 func completeReassignment(im *Image, t *TopicInfo, p PartitionInfo, pol policy) PartitionInfo {
 	target := p.TargetReplicas()
 	for _, r := range target {
@@ -179,7 +182,11 @@ func completeReassignment(im *Image, t *TopicInfo, p PartitionInfo, pol policy) 
 			return p
 		}
 	}
-	return settleReplicas(im, t, p, target, pol, false)
+	next := settleReplicas(im, t, p, target, pol, false)
+	if next.LeaderEpoch == p.LeaderEpoch && len(minus(p.Replicas, target)) > 0 {
+		next.LeaderEpoch++
+	}
+	return next
 }
 
 // settleReplicas gives p the replica list replicas and no reassignment,
@@ -207,10 +214,22 @@ func settleReplicas(im *Image, t *TopicInfo, p PartitionInfo, replicas []int32, 
 }
 
 // revertReassignment computes the record for cancelling p's reassignment.
-func revertReassignment(im *Image, t *TopicInfo, p PartitionInfo, pol policy) PartitionInfo {
-	next := settleReplicas(im, t, p, minus(p.Replicas, p.AddingReplicas), pol, false)
+// If no original replica is in the ISR any more, reverting would leave
+// the partition without a leader: as Kafka, it is refused unless unclean
+// leader election is on for the topic, which then elects a live original
+// replica.
+func revertReassignment(im *Image, t *TopicInfo, p PartitionInfo, pol policy) (PartitionInfo, error) {
+	original := minus(p.Replicas, p.AddingReplicas)
+	unclean := false
+	if len(orderLike(original, p.ISR)) == 0 {
+		if !pol.unclean(t) {
+			return p, fmt.Errorf("%w: cancelling would leave %s-%d with no in-sync replica, and unclean leader election is disabled", ErrInvalidReplicaAssignment, t.Name, p.Partition)
+		}
+		unclean = true
+	}
+	next := settleReplicas(im, t, p, original, pol, unclean)
 	next.PartitionEpoch = p.PartitionEpoch + 1
-	return next
+	return next, nil
 }
 
 // checkTarget validates a reassignment's target replicas as Kafka does.
@@ -259,7 +278,9 @@ func (c *Controller) AlterPartitionReassignments(ctx context.Context, reqs []Rea
 				errs[i] = fmt.Errorf("%w: %s-%d", ErrNoReassignmentInProgress, r.Topic, r.Partition)
 				continue
 			}
-			next = revertReassignment(im, t, *p, pol)
+			if next, errs[i] = revertReassignment(im, t, *p, pol); errs[i] != nil {
+				continue
+			}
 		} else {
 			if errs[i] = checkTarget(im, r.Replicas); errs[i] != nil {
 				continue

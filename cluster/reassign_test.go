@@ -109,12 +109,55 @@ func TestReassignmentKeepingItsLeaderCompletesWithoutAnElection(t *testing.T) {
 	if p := c.Image().Partition("t", 0); !p.Reassigning() || !slices.Equal(p.Replicas, []int32{1, 2, 4, 3}) {
 		t.Fatalf("after an ISR shrink: %+v, want the reassignment still in progress", p)
 	}
+	before := *c.Image().Partition("t", 0)
 	q, err := expandISR(t, c, "t", 0, []int32{1, 2, 4})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !slices.Equal(q.Replicas, []int32{1, 2, 4}) || q.Reassigning() || q.Leader != 1 || !slices.Equal(c.Image().Partition("t", 0).Replicas, []int32{1, 2, 4}) {
 		t.Fatalf("completed: %+v", q)
+	}
+	// 3 was removed: the leader epoch moves on although 1 still leads.
+	if q.LeaderEpoch != before.LeaderEpoch+1 {
+		t.Fatalf("leader epoch %d after removing a replica, want %d", q.LeaderEpoch, before.LeaderEpoch+1)
+	}
+}
+
+func TestReassignmentCancelThatWouldLeaveNoLeaderNeedsUncleanElection(t *testing.T) {
+	ctx := context.Background()
+	for _, unclean := range []bool{false, true} {
+		c := memCluster(t, testConfig(), 3)
+		spec := TopicSpec{Name: "t", NumPartitions: -1, ReplicationFactor: -1, Assignment: [][]int32{{1}}}
+		if unclean {
+			spec.Configs = map[string]*string{"unclean.leader.election.enable": str("true")}
+		}
+		mustCreate(t, c, spec)
+		if err := reassign(t, c, "t", 0, []int32{2, 3}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := expandISR(t, c, "t", 0, []int32{1, 2}); err != nil {
+			t.Fatal(err)
+		}
+		// 1, the only original replica, fails: 2 leads, and the ISR
+		// holds no original replica.
+		if _, _, err := c.BrokerHeartbeat(ctx, 1, true, nil); err != nil {
+			t.Fatal(err)
+		}
+		registerLive(t, c, 1)
+		if p := c.Image().Partition("t", 0); p.Leader != 2 || !slices.Equal(p.ISR, []int32{2}) {
+			t.Fatalf("before cancelling: %+v", p)
+		}
+		err := reassign(t, c, "t", 0, nil)
+		p := *c.Image().Partition("t", 0)
+		if !unclean {
+			if !errors.Is(err, ErrInvalidReplicaAssignment) || !p.Reassigning() || p.Leader != 2 {
+				t.Fatalf("cancel with no original replica in the ISR: %v, %+v; want it refused", err, p)
+			}
+			continue
+		}
+		if err != nil || p.Reassigning() || !slices.Equal(p.Replicas, []int32{1}) || p.Leader != 1 || !slices.Equal(p.ISR, []int32{1}) {
+			t.Fatalf("unclean cancel: %v, %+v; want 1 leading its replicas again", err, p)
+		}
 	}
 }
 
