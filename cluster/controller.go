@@ -522,7 +522,7 @@ func (c *Controller) CreatePartitions(ctx context.Context, name string, total in
 		return fmt.Errorf("%w: topic already has %d partitions", ErrInvalidPartitions, cur)
 	}
 	add := int(total - cur)
-	rf := len(t.Partitions[0].Replicas)
+	rf := len(t.Partitions[0].TargetReplicas())
 	if assignment != nil {
 		if len(assignment) != add {
 			return fmt.Errorf("%w: attempted to add %d additional partitions, but only %d assignments were supplied", ErrInvalidReplicaAssignment, add, len(assignment))

@@ -476,3 +476,17 @@ func TestReplicationThrottleConfigsAreAcceptedAndValidated(t *testing.T) {
 		t.Fatalf("negative rate: %v", err)
 	}
 }
+
+func TestCreatePartitionsDuringAReassignmentKeepsTheTargetReplicationFactor(t *testing.T) {
+	c := memCluster(t, testConfig(), 3)
+	mustCreate(t, c, TopicSpec{Name: "t", NumPartitions: -1, ReplicationFactor: -1, Assignment: [][]int32{{1, 2}}})
+	if err := reassign(t, c, "t", 0, []int32{2, 3}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.CreatePartitions(context.Background(), "t", 2, nil, false); err != nil {
+		t.Fatal(err)
+	}
+	if p := c.Image().Partition("t", 1); len(p.Replicas) != 2 {
+		t.Fatalf("new partition %+v, want 2 replicas like the topic's", p)
+	}
+}
