@@ -62,8 +62,12 @@ func reassign(t *testing.T, adm *kadm.Client, topic string, targets map[int32][]
 // node's metadata shows each partition with its target replicas.
 func (c *cluster) waitReassigned(t *testing.T, adm *kadm.Client, topic string, targets map[int32][]int32) {
 	t.Helper()
+	set := kadm.TopicsSet{}
+	for p := range targets {
+		set.Add(topic, p)
+	}
 	eventually(t, 90*time.Second, func() error {
-		listed, err := adm.ListPartitionReassignments(testCtx(t, 10*time.Second), kadm.TopicsSet{topic: nil})
+		listed, err := adm.ListPartitionReassignments(testCtx(t, 10*time.Second), set)
 		if err != nil {
 			return err
 		}
@@ -235,4 +239,65 @@ func TestClusterAutoLeaderRebalanceAfterFailover(t *testing.T) {
 	c.waitPartition(t, topic, 0, "the preferred replica 1 leading again", func(s partState) bool {
 		return s.Leader == 1 && len(s.ISR) == 3
 	})
+}
+
+// alterConfigs applies configs with IncrementalAlterConfigs through kadm,
+// to a broker (broker >= 0) or to topic.
+func alterConfigs(t *testing.T, adm *kadm.Client, broker int32, topic string, configs ...kadm.AlterConfig) {
+	t.Helper()
+	var res kadm.AlterConfigsResponses
+	var err error
+	if topic != "" {
+		res, err = adm.AlterTopicConfigs(testCtx(t, 30*time.Second), configs, topic)
+	} else {
+		res, err = adm.AlterBrokerConfigs(testCtx(t, 30*time.Second), configs, broker)
+	}
+	if err != nil {
+		t.Fatalf("altering configs: %v", err)
+	}
+	for _, r := range res {
+		if r.Err != nil {
+			t.Fatalf("altering configs of %s: %v %s", r.Name, r.Err, r.ErrMessage)
+		}
+	}
+}
+
+// TestClusterFollowerThrottleHoldsBackAMoveUntilLifted throttles, through
+// IncrementalAlterConfigs, what node 2 may copy for one partition to
+// nothing: a move of that partition to node 2 stays in progress while an
+// unthrottled one from the same leader completes, producers keep being
+// acknowledged, and lifting the throttle lets the move finish.
+func TestClusterFollowerThrottleHoldsBackAMoveUntilLifted(t *testing.T) {
+	c := startCluster(t, map[string]string{"GOKAFKA_MIN_INSYNC_REPLICAS": "1"})
+	c.createTopicAssigned(t, "held", [][]int32{{1}})
+	c.createTopicAssigned(t, "free", [][]int32{{1}})
+	adm := c.admin(t)
+	for _, topic := range []string{"held", "free"} {
+		prod := startSeqProducer(t, seqProducerClient(t, c), topic, 1, 5)
+		prod.waitMoreAcks(t, 300, "before the move")
+		prod.stop(t)
+	}
+	alterConfigs(t, adm, 2, "", kadm.AlterConfig{Op: kadm.SetConfig, Name: "follower.replication.throttled.rate", Value: kadm.StringPtr("0")})
+	alterConfigs(t, adm, -1, "held", kadm.AlterConfig{Op: kadm.SetConfig, Name: "follower.replication.throttled.replicas", Value: kadm.StringPtr("0:2")})
+
+	prod := startSeqProducer(t, seqProducerClient(t, c), "held", 1, 5)
+	reassign(t, adm, "held", map[int32][]int32{0: {1, 2}})
+	reassign(t, adm, "free", map[int32][]int32{0: {1, 2}})
+	c.waitReassigned(t, adm, "free", map[int32][]int32{0: {1, 2}})
+	listed, err := adm.ListPartitionReassignments(testCtx(t, 10*time.Second), kadm.TopicsSet{"held": {0: {}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, ok := listed["held"][0]; !ok || !slices.Equal(r.AddingReplicas, []int32{2}) {
+		t.Fatalf("held's move is not in progress while throttled to nothing: %+v", listed)
+	}
+	prod.waitMoreAcks(t, 300, "while the move is held back")
+
+	alterConfigs(t, adm, 2, "", kadm.AlterConfig{Op: kadm.DeleteConfig, Name: "follower.replication.throttled.rate"})
+	c.waitReassigned(t, adm, "held", map[int32][]int32{0: {1, 2}})
+	prod.stop(t)
+	got := seqRecords(t, c.consumeAll(t, "held", 1), 1)
+	if len(got) < 600 {
+		t.Fatalf("read %d records back", len(got))
+	}
 }
