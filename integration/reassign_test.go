@@ -301,3 +301,51 @@ func TestClusterFollowerThrottleHoldsBackAMoveUntilLifted(t *testing.T) {
 		t.Fatalf("read %d records back", len(got))
 	}
 }
+
+// TestClusterReassignmentContinuesAfterControllerFailover holds a move
+// back with a follower throttle, kills the active controller with
+// SIGKILL, and lifts the throttle through the new controller: the move,
+// which lives in the metadata quorum, completes.
+func TestClusterReassignmentContinuesAfterControllerFailover(t *testing.T) {
+	c := startCluster(t, map[string]string{"GOKAFKA_MIN_INSYNC_REPLICAS": "1"})
+	var ctl int32
+	eventually(t, 30*time.Second, func() error {
+		var err error
+		if ctl, err = c.controller(1); err == nil && ctl < 1 {
+			err = fmt.Errorf("no controller yet")
+		}
+		return err
+	})
+	others := c.others(ctl)
+	from, to := others[0], others[1]
+	c.createTopicAssigned(t, "held", [][]int32{{from}})
+	adm := c.admin(t)
+	prod := startSeqProducer(t, seqProducerClient(t, c), "held", 1, 5)
+	prod.waitMoreAcks(t, 300, "before the move")
+	alterConfigs(t, adm, to, "", kadm.AlterConfig{Op: kadm.SetConfig, Name: "follower.replication.throttled.rate", Value: kadm.StringPtr("0")})
+	alterConfigs(t, adm, -1, "held", kadm.AlterConfig{Op: kadm.SetConfig, Name: "follower.replication.throttled.replicas", Value: kadm.StringPtr(fmt.Sprintf("0:%d", to))})
+	target := map[int32][]int32{0: {from, to}}
+	reassign(t, adm, "held", target)
+
+	c.node(ctl).Kill()
+	eventually(t, 60*time.Second, func() error {
+		now, err := c.controller(from)
+		if err == nil && (now < 1 || now == ctl) {
+			err = fmt.Errorf("controller still %d", now)
+		}
+		return err
+	})
+	listed, err := adm.ListPartitionReassignments(testCtx(t, 30*time.Second), kadm.TopicsSet{"held": {0: {}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, ok := listed["held"][0]; !ok || !slices.Equal(r.AddingReplicas, []int32{to}) {
+		t.Fatalf("after the controller failover the move is not listed: %+v", listed)
+	}
+	alterConfigs(t, adm, to, "", kadm.AlterConfig{Op: kadm.DeleteConfig, Name: "follower.replication.throttled.rate"})
+	c.node(ctl).Restart()
+	c.waitReassigned(t, adm, "held", target)
+	prod.waitMoreAcks(t, 300, "after the move")
+	prod.stop(t)
+	checkAckedPresent(t, prod, seqRecords(t, c.consumeAll(t, "held", 1), 1))
+}
