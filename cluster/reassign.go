@@ -473,9 +473,16 @@ func (c *Controller) rebalanceLeaders(ctx context.Context) error {
 }
 
 // maybeRebalanceLeaders runs the auto leader rebalance if it is on and
-// leader.imbalance.check.interval.seconds passed since the last run.
+// leader.imbalance.check.interval.seconds passed since the last run, or
+// since this node became the active controller.
 func (c *Controller) maybeRebalanceLeaders() {
-	if !c.cfg.AutoLeaderRebalanceEnable || c.cfg.LeaderImbalanceCheckInterval <= 0 || !c.IsLeader() {
+	if !c.cfg.AutoLeaderRebalanceEnable || c.cfg.LeaderImbalanceCheckInterval <= 0 {
+		return
+	}
+	if !c.IsLeader() {
+		c.rebalanceMu.Lock()
+		c.lastRebalance = time.Time{}
+		c.rebalanceMu.Unlock()
 		return
 	}
 	now := c.now()
