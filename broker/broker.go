@@ -49,6 +49,9 @@ type Config struct {
 	DefaultReplicationFactor int16
 	AutoCreateTopics         bool
 	DeleteTopicEnable        bool
+	// LeaderRebalance is the auto leader rebalance of the active
+	// controller.
+	LeaderRebalance LeaderRebalanceConfig
 	// FetchMaxBytes is fetch.max.bytes, the most one Fetch response
 	// carries.
 	FetchMaxBytes int32
@@ -103,6 +106,15 @@ type Config struct {
 	// Metrics, if set, counts requests and traffic and reads the
 	// broker's state once Start has succeeded (metrics/).
 	Metrics *metrics.Metrics
+}
+
+// LeaderRebalanceConfig is auto.leader.rebalance.enable,
+// leader.imbalance.check.interval.seconds and
+// leader.imbalance.per.broker.percentage.
+type LeaderRebalanceConfig struct {
+	Enable              bool
+	CheckInterval       time.Duration
+	PerBrokerPercentage int
 }
 
 // Server is a running broker.
@@ -280,7 +292,10 @@ func Start(ctx context.Context, cfg Config, logger zerolog.Logger) (_ *Server, e
 		NodeID: cfg.NodeID, Rack: cfg.Rack,
 		NumPartitions: cfg.NumPartitions, DefaultReplicationFactor: cfg.DefaultReplicationFactor,
 		DeleteTopicEnable: cfg.DeleteTopicEnable, BrokerDefaults: cfg.BrokerDefaults,
-		BootstrapScram: cfg.SASL.BootstrapScram,
+		BootstrapScram:                     cfg.SASL.BootstrapScram,
+		AutoLeaderRebalanceEnable:          cfg.LeaderRebalance.Enable,
+		LeaderImbalanceCheckInterval:       cfg.LeaderRebalance.CheckInterval,
+		LeaderImbalancePerBrokerPercentage: cfg.LeaderRebalance.PerBrokerPercentage,
 	}, qc, logger.With().Str("component", "cluster").Logger())
 	if err != nil {
 		return nil, fmt.Errorf("open metadata: %w", err)

@@ -80,6 +80,31 @@ func ratio(v string) error {
 	return nil
 }
 
+// throttledReplicas checks a *.replication.throttled.replicas value as
+// Kafka does: empty, "*", or partition:broker entries.
+func throttledReplicas(v string) error {
+	if v == "" || v == "*" {
+		return nil
+	}
+	for _, item := range strings.Split(v, ",") {
+		p, b, ok := strings.Cut(strings.TrimSpace(item), ":")
+		_, err1 := strconv.ParseInt(strings.TrimSpace(p), 10, 32)
+		_, err2 := strconv.ParseInt(strings.TrimSpace(b), 10, 32)
+		if !ok || err1 != nil || err2 != nil {
+			return fmt.Errorf("%q must be empty, * or a list of partitionId:brokerId entries", v)
+		}
+	}
+	return nil
+}
+
+// brokerOnlyConfigDefs are the dynamic broker configs that supply no topic
+// config: the replication throttle rates (bytes per second), set per
+// broker or cluster-wide through IncrementalAlterConfigs as in Kafka.
+var brokerOnlyConfigDefs = []ConfigDef{
+	{Name: "follower.replication.throttled.rate", Type: TypeLong, Default: strconv.FormatInt(math.MaxInt64, 10), BrokerSynonym: "follower.replication.throttled.rate", Check: atLeast(0)},
+	{Name: "leader.replication.throttled.rate", Type: TypeLong, Default: strconv.FormatInt(math.MaxInt64, 10), BrokerSynonym: "leader.replication.throttled.rate", Check: atLeast(0)},
+}
+
 // topicConfigDefs are the topic configs gokafka accepts, with Kafka's names,
 // types and defaults.
 var topicConfigDefs = []ConfigDef{
@@ -88,8 +113,10 @@ var topicConfigDefs = []ConfigDef{
 	{Name: "delete.retention.ms", Type: TypeLong, Default: "86400000", BrokerSynonym: "log.cleaner.delete.retention.ms", Check: atLeast(0)},
 	{Name: "file.delete.delay.ms", Type: TypeLong, Default: "60000", BrokerSynonym: "log.segment.delete.delay.ms", Check: atLeast(0)},
 	{Name: "flush.messages", Type: TypeLong, Default: strconv.FormatInt(math.MaxInt64, 10), BrokerSynonym: "log.flush.interval.messages", Check: atLeast(1)},
+	{Name: "follower.replication.throttled.replicas", Type: TypeList, Default: "", Check: throttledReplicas},
 	{Name: "flush.ms", Type: TypeLong, Default: strconv.FormatInt(math.MaxInt64, 10), BrokerSynonym: "log.flush.interval.ms", Check: atLeast(0)},
 	{Name: "index.interval.bytes", Type: TypeInt, Default: "4096", BrokerSynonym: "log.index.interval.bytes", Check: atLeast(0)},
+	{Name: "leader.replication.throttled.replicas", Type: TypeList, Default: "", Check: throttledReplicas},
 	{Name: "max.compaction.lag.ms", Type: TypeLong, Default: strconv.FormatInt(math.MaxInt64, 10), BrokerSynonym: "log.cleaner.max.compaction.lag.ms", Check: atLeast(1)},
 	{Name: "max.message.bytes", Type: TypeInt, Default: "1048588", BrokerSynonym: "message.max.bytes", Check: atLeast(0)},
 	{Name: "message.timestamp.after.max.ms", Type: TypeLong, Default: strconv.FormatInt(math.MaxInt64, 10), BrokerSynonym: "log.message.timestamp.after.max.ms", Check: atLeast(0)},

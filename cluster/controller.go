@@ -89,6 +89,15 @@ type Config struct {
 	// BootstrapScram are SCRAM credentials the cluster is created with
 	// (gokafka.scram.bootstrap.users).
 	BootstrapScram []ScramChange
+	// AutoLeaderRebalanceEnable is auto.leader.rebalance.enable: the
+	// active controller moves leaderships back to preferred replicas
+	// every LeaderImbalanceCheckInterval
+	// (leader.imbalance.check.interval.seconds) for brokers past
+	// LeaderImbalancePerBrokerPercentage
+	// (leader.imbalance.per.broker.percentage); see reassign.go.
+	AutoLeaderRebalanceEnable          bool
+	LeaderImbalanceCheckInterval       time.Duration
+	LeaderImbalancePerBrokerPercentage int
 }
 
 // Log orders, persists and applies metadata commands, and answers every
@@ -174,6 +183,11 @@ type Controller struct {
 	// controller, last applied everything committed before it (a raft
 	// barrier). Guarded by proposeMu.
 	caughtUpTerm uint64
+
+	// rebalanceMu guards lastRebalance, when the auto leader rebalance
+	// last ran (reassign.go).
+	rebalanceMu   sync.Mutex
+	lastRebalance time.Time
 }
 
 // lockLeader takes proposeMu for validate-then-propose on the active
@@ -511,7 +525,7 @@ func (c *Controller) CreatePartitions(ctx context.Context, name string, total in
 		return fmt.Errorf("%w: topic already has %d partitions", ErrInvalidPartitions, cur)
 	}
 	add := int(total - cur)
-	rf := len(t.Partitions[0].Replicas)
+	rf := len(t.Partitions[0].TargetReplicas())
 	if assignment != nil {
 		if len(assignment) != add {
 			return fmt.Errorf("%w: attempted to add %d additional partitions, but only %d assignments were supplied", ErrInvalidReplicaAssignment, add, len(assignment))
@@ -585,7 +599,7 @@ func hasKey(m map[string]string, k string) bool {
 // a restart, with the topic config each one supplies the default for.
 func DynamicBrokerConfigs() []string {
 	var out []string
-	for _, def := range topicConfigDefs {
+	for _, def := range append(slices.Clone(topicConfigDefs), brokerOnlyConfigDefs...) {
 		if def.BrokerSynonym != "" {
 			out = append(out, def.BrokerSynonym)
 		}
@@ -655,6 +669,11 @@ func brokerSynonymDef(name string) *ConfigDef {
 			return &topicConfigDefs[i]
 		}
 	}
+	for i := range brokerOnlyConfigDefs {
+		if brokerOnlyConfigDefs[i].BrokerSynonym == name {
+			return &brokerOnlyConfigDefs[i]
+		}
+	}
 	return nil
 }
 
@@ -702,11 +721,21 @@ func (c *Controller) AlterPartition(ctx context.Context, req AlterPartitionReque
 		return *cur, nil
 	}
 	t := im.Topics[req.Topic]
+	pol := c.policyFor(im)
 	next, _ := changePartition(*cur, partitionTarget{
-		isr: req.NewISR, live: liveExcept(im, -1), minISR: effectiveMinISR(c.policyFor(im), t, *cur),
+		isr: req.NewISR, live: liveExcept(im, -1), minISR: effectiveMinISR(pol, t, *cur),
 	})
 	if next.Leader != cur.Leader {
 		return *cur, fmt.Errorf("%w: the ISR change would move the leadership", ErrInvalidRequest)
+	}
+	// An ISR that now holds every target replica completes a
+	// reassignment in progress (reassign.go).
+	completed := false
+	if next.Reassigning() {
+		if done := completeReassignment(im, t, next, pol); !done.Reassigning() {
+			next, completed = done, true
+			next.PartitionEpoch = cur.PartitionEpoch + 1
+		}
 	}
 	err := c.log.Propose(ctx, &Command{Type: CmdChangePartitions, Changes: []PartitionChange{{
 		Topic: req.Topic, ExpectPartitionEpoch: cur.PartitionEpoch, Next: next,
@@ -716,6 +745,13 @@ func (c *Controller) AlterPartition(ctx context.Context, req AlterPartitionReque
 	}
 	c.logger.Info().Str("topic", req.Topic).Int32("partition", req.Partition).Ints32("isr", next.ISR).
 		Ints32("elr", next.ELR).Int32("partition_epoch", next.PartitionEpoch).Msg("ISR changed")
+	if completed {
+		c.logger.Info().Str("topic", req.Topic).Int32("partition", req.Partition).Ints32("replicas", next.Replicas).
+			Int32("leader", next.Leader).Msg("partition reassignment completed")
+		if next.Leader != cur.Leader {
+			return next, fmt.Errorf("%w: %s-%d is led by %d", ErrNewLeaderElected, req.Topic, req.Partition, next.Leader)
+		}
+	}
 	return next, nil
 }
 

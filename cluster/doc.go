@@ -33,6 +33,7 @@
 //	acls.go         ACL bindings (package acl decides from them)
 //	share.go        share-group checkpoints and group config overrides, stored
 //	cleanshutdown.go  the broker epoch of a clean shutdown (KIP-966)
+//	reassign.go     partition reassignment (KIP-455), ElectLeaders (KIP-460), auto leader rebalance
 //
 // # How a change flows
 //

@@ -82,6 +82,32 @@ type PartitionInfo struct {
 	// last-known-leader use of the field); it may lead again when ISR
 	// and ELR are both empty.
 	LastKnownELR []int32 `json:"last_known_elr,omitempty"`
+	// AddingReplicas and RemovingReplicas describe a reassignment in
+	// progress (KIP-455, Kafka's PartitionRecord fields of the same
+	// names): Replicas is then the target followed by the replicas
+	// being removed; the ones being added fetch and catch up, and once
+	// every target replica is in the ISR the controller completes the
+	// reassignment (reassign.go). Both are empty otherwise.
+	AddingReplicas   []int32 `json:"adding_replicas,omitempty"`
+	RemovingReplicas []int32 `json:"removing_replicas,omitempty"`
+}
+
+// Reassigning reports whether a reassignment of the partition is in
+// progress.
+func (p PartitionInfo) Reassigning() bool {
+	return len(p.AddingReplicas) > 0 || len(p.RemovingReplicas) > 0
+}
+
+// TargetReplicas returns the replicas the partition will have once its
+// reassignment completes: Replicas without RemovingReplicas.
+func (p PartitionInfo) TargetReplicas() []int32 {
+	out := make([]int32, 0, len(p.Replicas))
+	for _, r := range p.Replicas {
+		if !contains32(p.RemovingReplicas, r) {
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 // TopicInfo is one topic.

@@ -317,6 +317,7 @@ func (c *Controller) leaderLoop() {
 		case <-t.C:
 		}
 		c.checkSessions()
+		c.maybeRebalanceLeaders()
 	}
 }
 

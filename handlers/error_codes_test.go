@@ -72,6 +72,13 @@ var sentinelCodes = []struct {
 	{"cluster.ErrNotLeader", cluster.ErrNotLeader, pathAlterPartition, kerr.NotLeaderForPartition},
 	{"cluster.ErrUnknownTopic", cluster.ErrUnknownTopic, pathAlterPartition, kerr.UnknownTopicOrPartition},
 	{"cluster.ErrNotController", cluster.ErrNotController, pathAlterPartition, kerr.NotController},
+	{"cluster.ErrNewLeaderElected", cluster.ErrNewLeaderElected, pathAlterPartition, kerr.NewLeaderElected},
+	// Reassignment and election outcomes (cluster/reassign.go).
+	{"cluster.ErrNoReassignmentInProgress", cluster.ErrNoReassignmentInProgress, pathAny, kerr.NoReassignmentInProgress},
+	{"cluster.ErrElectionNotNeeded", cluster.ErrElectionNotNeeded, pathAny, kerr.ElectionNotNeeded},
+	{"cluster.ErrPreferredLeaderNotAvailable", cluster.ErrPreferredLeaderNotAvailable, pathAny, kerr.PreferredLeaderNotAvailable},
+	{"cluster.ErrEligibleLeadersNotAvailable", cluster.ErrEligibleLeadersNotAvailable, pathAny, kerr.EligibleLeadersNotAvailable},
+	{"cluster.ErrNewLeaderElected", cluster.ErrNewLeaderElected, pathAny, kerr.NewLeaderElected},
 	// Anything else AlterPartition fails with is UNKNOWN_SERVER_ERROR.
 	{"cluster.ErrInvalidRequest", cluster.ErrInvalidRequest, pathAlterPartition, kerr.UnknownServerError},
 

@@ -67,6 +67,7 @@ var alterPartitionOutcomes = []error{
 	cluster.ErrNotLeader,
 	cluster.ErrUnknownTopic,
 	cluster.ErrNotController,
+	cluster.ErrNewLeaderElected,
 }
 
 // isAlterPartitionOutcome reports whether s is one of the outcomes only

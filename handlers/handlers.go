@@ -82,6 +82,8 @@ type Controller interface {
 	CreateACLs(ctx context.Context, bindings []acl.Binding) []error
 	DeleteACLs(ctx context.Context, filters []acl.Filter) ([][]acl.Binding, []error)
 	AlterUserScramCredentials(ctx context.Context, deletions []cluster.ScramChange, upserts []cluster.ScramUpsert) map[string]error
+	AlterPartitionReassignments(ctx context.Context, reqs []cluster.Reassignment) []error
+	ElectLeaders(ctx context.Context, typ cluster.ElectionType, parts map[string][]int32) ([]cluster.ElectionResult, error)
 }
 
 var _ Controller = (*cluster.Controller)(nil)
@@ -171,6 +173,8 @@ func New(reg *protocol.Registry, cfg Config, d Deps) *Handlers {
 		h.registerACLs,
 		h.registerSASL,
 		h.registerScramCredentials,
+		h.registerReassignments,
+		h.registerElectLeaders,
 	} {
 		r(reg)
 	}

@@ -75,7 +75,8 @@ func ControllerAPI(key int16) bool {
 	case kmsg.ApiVersions, kmsg.CreateTopics, kmsg.DeleteTopics, kmsg.CreatePartitions,
 		kmsg.AlterConfigs, kmsg.IncrementalAlterConfigs, kmsg.DescribeConfigs, kmsg.DescribeCluster,
 		kmsg.AlterClientQuotas, kmsg.DescribeClientQuotas, kmsg.CreateACLs, kmsg.DeleteACLs, kmsg.DescribeACLs,
-		kmsg.AlterUserSCRAMCredentials, kmsg.DescribeUserSCRAMCredentials:
+		kmsg.AlterUserSCRAMCredentials, kmsg.DescribeUserSCRAMCredentials,
+		kmsg.AlterPartitionAssignments, kmsg.ListPartitionReassignments, kmsg.ElectLeaders:
 		return true
 	}
 	return false

@@ -78,6 +78,8 @@ type clusterOpts struct {
 	Listeners func(port, ctrl int) string
 	// ClientOpts are added to every client of the cluster.
 	ClientOpts []kgo.Opt
+	// Nodes is how many nodes, every one a voter; 0 is 3.
+	Nodes int
 }
 
 // startCluster launches three nodes together (none accepts connections
@@ -89,12 +91,21 @@ func startCluster(t testing.TB, env map[string]string) *cluster {
 	return startClusterWith(t, clusterOpts{Env: env})
 }
 
-// startClusterWith is startCluster with listeners, per-node settings and
-// client options of the test's choosing.
+// startClusterN is startCluster with n nodes, every one a voter.
+func startClusterN(t testing.TB, n int, env map[string]string) *cluster {
+	t.Helper()
+	return startClusterWith(t, clusterOpts{Env: env, Nodes: n})
+}
+
+// startClusterWith is startCluster with listeners, per-node settings,
+// client options and a node count (default 3) of the test's choosing.
 func startClusterWith(t testing.TB, o clusterOpts) *cluster {
 	t.Helper()
 	env := o.Env
-	const n = 3
+	n := o.Nodes
+	if n == 0 {
+		n = 3
+	}
 	ports := make([]int, n)
 	ctrl := make([]int, n)
 	var voters []string
@@ -224,9 +235,9 @@ func (c *cluster) createTopicAssigned(t testing.TB, topic string, assignment [][
 	if err := kerr.ErrorForCode(resp.Topics[0].ErrorCode); err != nil {
 		t.Fatalf("CreateTopics %q with assignment %v: %v", topic, assignment, err)
 	}
-	for p := range assignment {
+	for p, replicas := range assignment {
 		c.waitPartition(t, topic, int32(p), "a leader and a full ISR", func(s partState) bool {
-			return s.Leader > 0 && len(s.ISR) == 3
+			return s.Leader > 0 && len(s.ISR) == len(replicas)
 		})
 	}
 }

@@ -35,6 +35,19 @@
 // partition's role lock (shared) and follow lock, so an fsync of one
 // partition never holds up another's role change.
 //
+// # Reassignment and throttles
+//
+// A reassignment (KIP-455) is metadata like any other: a broker newly
+// named in a partition's replicas gets a log and fetches; the leader
+// tracks it from the record and proposes it for the ISR once caught up;
+// a broker no longer named drops the partition and deletes its log. The
+// leader takes the replica set of a record at the partition epoch it
+// already holds, since the AlterPartition answer that completed a move
+// does not carry it. throttle.go caps, by bytes per second, what a
+// broker copies (follower.replication.throttled.rate) or sends
+// (leader.replication.throttled.rate) for the catching-up replicas the
+// topic's *.replication.throttled.replicas name.
+//
 // # Producer state
 //
 // producers.go keeps each partition's idempotent-producer state current

@@ -503,9 +503,26 @@ func (f *fetcher) fetch(states []*fetchState) {
 	}
 	sent := map[partition.TopicPartition]sentPart{}
 	topics := map[string]int{}
+	// Which partitions the follower throttle applies to is read before
+	// the fetcher's lock is taken, so that lock never waits for a
+	// partition's (throttle.go).
+	now := f.m.now()
+	throttleWait := f.m.followerThrottle.wait(now)
+	throttled := map[partition.TopicPartition]bool{}
+	for _, s := range states {
+		if s.p.followerThrottledNow(f.m.nodeID) {
+			throttled[s.p.TP] = true
+		}
+	}
 	f.mu.Lock()
 	for _, s := range states {
 		if !f.currentLocked(s) || s.truncating {
+			continue
+		}
+		if throttled[s.p.TP] && throttleWait > 0 {
+			// Over follower.replication.throttled.rate: this partition
+			// sits out until the budget is back.
+			s.delayUntil = now.Add(throttleWait)
 			continue
 		}
 		lg := s.p.log
@@ -602,6 +619,9 @@ func (f *fetcher) fetch(states []*fetchState) {
 	// The response buffer is reused by the next request: everything is
 	// appended before that.
 	for _, d := range apply {
+		if throttled[d.s.p.TP] {
+			f.m.followerThrottle.record(f.m.now(), len(d.rp.RecordBatches))
+		}
 		var out applyOutcome
 		if !f.withPartition(d.s, func() { out = f.applyPartition(d.s, d.offset, d.rp) }) {
 			continue

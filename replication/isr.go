@@ -226,17 +226,34 @@ func (s *leaderState) UpdateLeaderAndISR(li LeaderAndISR, nowMs int64) Effects {
 		return Effects{Done: s.releaseWaiters()}
 	case !newEpoch && li.PartitionEpoch == s.partitionEpoch:
 		// The record did not change (a config or broker change brought it
-		// here): keep any proposal in flight.
+		// here, or our AlterPartition's answer came first): keep any
+		// proposal in flight. The replica set is the record's, though:
+		// an AlterPartition that completed a reassignment changed it, and
+		// its answer does not carry it.
 		s.ineligible = slices.Clone(li.Ineligible)
 		s.minISR = li.MinISR
+		if !slices.Equal(s.replicas, li.Replicas) {
+			s.setReplicas(li.Replicas, false, nowMs)
+		}
 		return Effects{Done: s.releaseWaiters()}
 	}
-	s.replicas = slices.Clone(li.Replicas)
 	s.ineligible = slices.Clone(li.Ineligible)
 	s.committed = slices.Clone(li.ISR)
 	s.minISR = li.MinISR
 	s.pending, s.pendingExpand = nil, false
 	s.partitionEpoch = li.PartitionEpoch
+	s.setReplicas(li.Replicas, newEpoch, nowMs)
+	if newEpoch {
+		s.leaderEpoch = li.LeaderEpoch
+		s.epochStartOffset = s.leo
+	}
+	return s.maybeAdvanceHW()
+}
+
+// setReplicas replaces the replica set, tracking a follower state for each
+// replica but this one; a new leader epoch starts every follower afresh.
+func (s *leaderState) setReplicas(replicas []int32, newEpoch bool, nowMs int64) {
+	s.replicas = slices.Clone(replicas)
 	for id := range s.followers {
 		if !slices.Contains(s.replicas, id) {
 			delete(s.followers, id)
@@ -259,11 +276,6 @@ func (s *leaderState) UpdateLeaderAndISR(li LeaderAndISR, nowMs int64) Effects {
 			}
 		}
 	}
-	if newEpoch {
-		s.leaderEpoch = li.LeaderEpoch
-		s.epochStartOffset = s.leo
-	}
-	return s.maybeAdvanceHW()
 }
 
 // Appended records that the leader's log now ends at leo.

@@ -250,3 +250,26 @@ func sameSet(a, b []int32) bool {
 	slices.Sort(b)
 	return slices.Equal(a, b)
 }
+
+// KIP-455: an AlterPartition that completes a reassignment changes the
+// replica set, which its answer does not carry; the record that follows
+// at the same partition epoch does. A replica it removed is no longer
+// tracked, so a late fetch of it cannot bring it back into the ISR.
+func TestReassignmentRemovedReplicaIsForgottenFromTheRecordAtTheSamePartitionEpoch(t *testing.T) {
+	h := newISR(t, []int32{1, 2}, 10, 10, 1)
+	h.at(1).fetch(2, 10)
+	// The leader proposes an ISR change; the controller completes a
+	// reassignment of replicas [1 2 3] to [1 2] with it.
+	h.s.partitionEpoch = 7
+	prop := h.s.propose([]int32{1, 2}, false)
+	h.collect(h.s.AlterPartitionDone(prop.Seq, AlterOK, LeaderAndISR{LeaderEpoch: 5, PartitionEpoch: 8, Replicas: []int32{1, 2, 3}, ISR: []int32{1, 2}}))
+	h.collect(h.s.UpdateLeaderAndISR(LeaderAndISR{LeaderEpoch: 5, PartitionEpoch: 8, Replicas: []int32{1, 2}, ISR: []int32{1, 2}, MinISR: 1}, h.now))
+	n := len(h.props)
+	h.at(2).fetch(3, 10)
+	if len(h.props) != n {
+		t.Fatalf("removed replica 3 proposed for the ISR: %v", h.props[n:])
+	}
+	if slices.Contains(h.s.replicas, 3) {
+		t.Fatalf("replicas %v still hold removed 3", h.s.replicas)
+	}
+}

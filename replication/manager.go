@@ -58,6 +58,13 @@ type Partition struct {
 	// prod is the idempotent-producer state; see producers.go.
 	prod producers
 
+	// followerThrottled is set when the topic's
+	// follower.replication.throttled.replicas names this replica
+	// (throttle.go).
+	followerThrottled atomic.Bool
+	// leaderThrottled: leader.replication.throttled.replicas names it.
+	leaderThrottled atomic.Bool
+
 	mu struct {
 		sync.Mutex
 		leaderEpoch    int32
@@ -276,6 +283,13 @@ type Manager struct {
 
 	tickMu sync.Mutex
 	tick   *time.Timer
+
+	// followerThrottle is follower.replication.throttled.rate, spent by
+	// the fetchers on throttled partitions, and leaderThrottle
+	// leader.replication.throttled.rate, spent serving follower fetches
+	// of throttled partitions (throttle.go).
+	followerThrottle replicaThrottle
+	leaderThrottle   replicaThrottle
 }
 
 // NewManager returns a manager over logs, following meta, with Kafka's
@@ -305,6 +319,8 @@ func NewManagerWithConfig(cfg Config, logs *partition.Manager, meta cluster.Meta
 		o(m)
 	}
 	m.ctx, m.cancel = context.WithCancel(context.Background())
+	m.followerThrottle.setRate(-1)
+	m.leaderThrottle.setRate(-1)
 	m.fetch.init(m)
 	// Watch first, then apply the current image, both under reconcileMu:
 	// a change applied in between is then seen by the watch callback
@@ -546,6 +562,8 @@ func alterOutcome(err error) AlterPartitionOutcome {
 // current. Called with reconcileMu held.
 func (m *Manager) reconcile(prev, next *cluster.Image) error {
 	bd := m.meta.BrokerDefaults()
+	m.followerThrottle.setRate(throttleRate(next, m.nodeID, bd, followerThrottledRate))
+	m.leaderThrottle.setRate(throttleRate(next, m.nodeID, bd, leaderThrottledRate))
 	var firstErr error
 	want := make(map[partition.TopicPartition]bool)
 	unchangedBrokers := prev != nil && sameBrokers(prev, next) && sameBrokerConfigs(prev, next)
@@ -674,6 +692,9 @@ func (m *Manager) ensure(tp partition.TopicPartition, pi *cluster.PartitionInfo,
 		m.mu.Unlock()
 	}
 	p.log.UpdateConfig(cfg)
+	tcfg := im.Topics[tp.Topic].Configs
+	p.followerThrottled.Store(throttledReplica(tcfg[followerThrottledReplicas], tp.Partition, m.nodeID))
+	p.leaderThrottled.Store(throttledReplica(tcfg[leaderThrottledReplicas], tp.Partition, m.nodeID))
 	if pi.Leader == m.nodeID {
 		m.makeLeader(p, pi, minISR, im)
 	} else {
@@ -1122,10 +1143,14 @@ func (m *Manager) readAll(ctx context.Context, fp FetchParams, record bool) ([]F
 		if limit > budget {
 			limit = budget
 		}
-		if limit <= 0 && !minOne {
-			// Nothing more fits in the response, but the follower's
-			// position is news all the same (Kafka reads such a partition
-			// with zero bytes and records it like any other).
+		// Over leader.replication.throttled.rate a catching-up replica of
+		// a throttled partition gets no records (throttle.go).
+		leaderThrottled := fp.FromFollower && p.leaderThrottledFor(fp.ReplicaID)
+		throttledOut := leaderThrottled && m.leaderThrottle.wait(m.now()) > 0
+		if (limit <= 0 && !minOne) || throttledOut {
+			// Nothing more fits in the response (or may be sent), but the
+			// follower's position is news all the same (Kafka reads such
+			// a partition with zero bytes and records it like any other).
 			if fp.FromFollower && record {
 				m.followerFetched(p, fp.ReplicaID, fp.ReplicaEpoch, part.Offset, part.LogStartOffset, leo)
 				hw := p.log.HighWatermark()
@@ -1176,6 +1201,9 @@ func (m *Manager) readAll(ctx context.Context, fp FetchParams, record bool) ([]F
 			total += n
 			budget -= n
 			minOne = false
+			if leaderThrottled {
+				m.leaderThrottle.record(m.now(), int(n))
+			}
 		}
 		if fp.FromFollower && record {
 			m.followerFetched(p, fp.ReplicaID, fp.ReplicaEpoch, part.Offset, part.LogStartOffset, leo)

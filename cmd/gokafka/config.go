@@ -91,6 +91,11 @@ var properties = []property{
 	{"default.replication.factor", "1", "Replication factor of auto-created topics or CreateTopics with -1."},
 	{"auto.create.topics.enable", "true", "Create unknown topics named in Metadata requests."},
 	{"delete.topic.enable", "true", "Allow DeleteTopics."},
+	{"follower.replication.throttled.rate", "9223372036854775807", "Bytes per second this broker's followers copy for the replicas follower.replication.throttled.replicas names (dynamic per broker or cluster-wide)."},
+	{"leader.replication.throttled.rate", "9223372036854775807", "Bytes per second this broker sends catching-up followers for the replicas leader.replication.throttled.replicas names (dynamic per broker or cluster-wide)."},
+	{"auto.leader.rebalance.enable", "true", "The active controller moves leaderships back to preferred replicas when a broker's imbalance is past leader.imbalance.per.broker.percentage."},
+	{"leader.imbalance.check.interval.seconds", "300", "How often the active controller checks the leader imbalance."},
+	{"leader.imbalance.per.broker.percentage", "10", "Percentage of a broker's preferred partitions led elsewhere above which leadership moves back."},
 	{"authorizer.class.name", "", "Turns ACLs on: org.apache.kafka.metadata.authorizer.StandardAuthorizer (or kafka.security.authorizer.AclAuthorizer); empty authorizes nothing."},
 	{"super.users", "", "Semicolon-separated principals allowed everything (User:admin;User:broker); with ACLs on, the brokers' own principal must be one."},
 	{"allow.everyone.if.no.acl.found", "false", "With ACLs on, allow an operation on a resource no ACL matches."},
@@ -400,6 +405,15 @@ func (s *settings) positive(name string) int64 {
 	return n
 }
 
+// percentage is a setting between 0 and 100.
+func (s *settings) percentage(name string) int64 {
+	n := s.i64(name)
+	if n < 0 || n > 100 {
+		s.errs = append(s.errs, fmt.Sprintf("%s must be between 0 and 100, got %d", name, n))
+	}
+	return n
+}
+
 func ms(n int64) time.Duration { return time.Duration(n) * time.Millisecond }
 
 // brokerConfig turns settings into the broker's typed config, collecting
@@ -449,6 +463,11 @@ func (s *settings) brokerConfig() (broker.Config, error) {
 		Authorizer:               s.authorizerConfig(),
 	}
 	cfg.SASL = s.saslConfig()
+	cfg.LeaderRebalance = broker.LeaderRebalanceConfig{
+		Enable:              s.boolean("auto.leader.rebalance.enable"),
+		CheckInterval:       time.Duration(min(s.positive("leader.imbalance.check.interval.seconds"), math.MaxInt32)) * time.Second,
+		PerBrokerPercentage: int(s.percentage("leader.imbalance.per.broker.percentage")),
+	}
 	s.validate(&cfg)
 	if len(s.errs) > 0 {
 		return broker.Config{}, fmt.Errorf("invalid configuration: %s", strings.Join(s.errs, "; "))

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // config.yaml documents every property with its default; the table in
@@ -195,5 +196,38 @@ func TestHTTPListenerDefaultsToLoopbackAndEmptyEnvTurnsItOff(t *testing.T) {
 	}
 	if got := s.str("http.listener"); got != "" {
 		t.Fatalf("http.listener with GOKAFKA_HTTP_LISTENER empty: %q, want empty (off)", got)
+	}
+}
+
+func TestLeaderRebalanceConfig(t *testing.T) {
+	s, err := loadConfig("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := s.brokerConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lr := cfg.LeaderRebalance; !lr.Enable || lr.CheckInterval != 300*time.Second || lr.PerBrokerPercentage != 10 {
+		t.Fatalf("defaults %+v, want Kafka's: on, 300 s, 10 %%", lr)
+	}
+	t.Setenv("GOKAFKA_AUTO_LEADER_REBALANCE_ENABLE", "false")
+	t.Setenv("GOKAFKA_LEADER_IMBALANCE_CHECK_INTERVAL_SECONDS", "5")
+	t.Setenv("GOKAFKA_LEADER_IMBALANCE_PER_BROKER_PERCENTAGE", "0")
+	if s, err = loadConfig(""); err != nil {
+		t.Fatal(err)
+	}
+	if cfg, err = s.brokerConfig(); err != nil {
+		t.Fatal(err)
+	}
+	if lr := cfg.LeaderRebalance; lr.Enable || lr.CheckInterval != 5*time.Second || lr.PerBrokerPercentage != 0 {
+		t.Fatalf("from the environment: %+v", lr)
+	}
+	t.Setenv("GOKAFKA_LEADER_IMBALANCE_PER_BROKER_PERCENTAGE", "101")
+	if s, err = loadConfig(""); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.brokerConfig(); err == nil {
+		t.Fatal("a percentage above 100 was accepted")
 	}
 }
