@@ -19,8 +19,8 @@ package handlers
 
 import (
 	"context"
-	"time"
 	"fmt"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
