@@ -31,6 +31,8 @@ type ManagerConfig struct {
 	FlushSchedulerInterval time.Duration
 	// Now is the clock for retention and flush.ms; nil = time.Now.
 	Now func() time.Time
+	// Cleaner configures the log cleaner (log.cleaner.*).
+	Cleaner CleanerConfig
 }
 
 // Manager owns every partition log of a broker across its log dirs.
@@ -61,6 +63,9 @@ type Manager struct {
 		creating map[TopicPartition]*sync.WaitGroup
 		closed   bool
 	}
+
+	// cleaner is the log cleaner's state (cleaner_manager.go).
+	cleaner *cleanerState
 
 	stop    chan struct{}
 	done    sync.WaitGroup
@@ -111,6 +116,7 @@ func OpenManager(fs FS, cfg ManagerConfig, configFor func(topic string) Config, 
 		m.closeOpened()
 		return nil, err
 	}
+	m.initCleaner()
 	logger.Info().Int("partitions", len(jobs)).Bool("clean", len(markers) == len(cfg.Dirs)).
 		Dur("took", time.Since(start)).Msg("logs loaded")
 	return m, nil
@@ -488,6 +494,7 @@ func (m *Manager) Delete(tp TopicPartition) error {
 		return nil
 	}
 	err := l.Delete()
+	m.forgetCleaned(tp)
 	return errors.Join(err, m.writeDirCheckpoints(dir))
 }
 
@@ -539,6 +546,7 @@ func (m *Manager) Start() {
 	}
 	m.started = true
 	m.mu.Unlock()
+	m.startCleaner()
 	m.done.Add(1)
 	go func() {
 		defer m.done.Done()

@@ -1,0 +1,690 @@
+package partition
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"testing"
+	"time"
+)
+
+// kv is one record as read back from a log.
+type kv struct {
+	off   int64
+	key   string
+	value []byte // nil for a tombstone
+}
+
+func compactConfig() Config {
+	cfg := DefaultConfig()
+	cfg.Compact = true
+	cfg.RetentionMs, cfg.RetentionBytes = -1, -1
+	cfg.SegmentBytes = 1024
+	cfg.IndexIntervalBytes = 128
+	return cfg
+}
+
+func testRun(c *fakeClock, mapBytes int64) *cleanRun {
+	return &cleanRun{m: newOffsetMap(mapBytes, 0.9), now: c.Now}
+}
+
+// keyBatch is a batch of one record key=value (nil value: tombstone) with
+// timestamp ts.
+func keyBatch(key string, value []byte, ts int64) []byte {
+	return NewBatchBuilder(ts).Add(Record{Key: []byte(key), Value: value}).Build()
+}
+
+// readRecords reads every record of the log from its start, checking
+// that offsets only grow.
+func readRecords(t testing.TB, l *Log) []kv {
+	t.Helper()
+	var out []kv
+	last := int64(-1)
+	for off := l.LogStartOffset(); off < l.LogEndOffset(); {
+		ri, err := l.Read(off, 1<<20, l.LogEndOffset(), true)
+		if err != nil {
+			t.Fatalf("read %d: %v", off, err)
+		}
+		if len(ri.Records) == 0 {
+			break
+		}
+		hs, err := ValidateReplicatedBatches(ri.Records, math32)
+		if err != nil {
+			t.Fatalf("read %d returned invalid batches: %v", off, err)
+		}
+		pos := 0
+		for _, h := range hs {
+			b := ri.Records[pos : pos+h.Size()]
+			pos += h.Size()
+			if h.IsControl() {
+				continue
+			}
+			if err := eachRecord(h, b, math32, func(o, _ int64, body []byte) {
+				r, err := recordOf(body)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if o <= last {
+					t.Fatalf("offset %d after %d", o, last)
+				}
+				last = o
+				if o >= off {
+					out = append(out, kv{off: o, key: string(r.Key), value: r.Value})
+				}
+			}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		off = hs[len(hs)-1].NextOffset()
+	}
+	return out
+}
+
+func recordOf(body []byte) (Record, error) {
+	it := &RecordIter{withBody: true, Body: body}
+	return it.Record()
+}
+
+// latest is the model: each key's last record (with its offset).
+func latest(recs []kv) map[string]kv {
+	m := map[string]kv{}
+	for _, r := range recs {
+		m[r.key] = r
+	}
+	return m
+}
+
+// fillLog appends n records over `keys` keys (value "v<offset>"), one a
+// batch, then commits them all (HW = LEO).
+func fillLog(t *testing.T, l *Log, n, keys int, ts int64) []kv {
+	t.Helper()
+	var written []kv
+	for i := 0; i < n; i++ {
+		off := l.LogEndOffset()
+		k := fmt.Sprintf("k%d", i%keys)
+		v := []byte(fmt.Sprintf("v%d", off))
+		mustAppend(t, l, keyBatch(k, v, ts), 0)
+		written = append(written, kv{off: off, key: k, value: v})
+	}
+	l.SetHighWatermark(l.LogEndOffset())
+	return written
+}
+
+// checkCompacted checks the cleaned log against what was written: every
+// record read is one that was written at that offset; below end each
+// key appears once, with its latest value; at and after end every record
+// written is there.
+func checkCompacted(t *testing.T, got, written []kv, end int64) {
+	t.Helper()
+	byOff := map[int64]kv{}
+	for _, w := range written {
+		byOff[w.off] = w
+	}
+	seen := map[string]int{}
+	var tail int
+	for _, g := range got {
+		w, ok := byOff[g.off]
+		if !ok || w.key != g.key || !bytes.Equal(w.value, g.value) {
+			t.Fatalf("record at %d is %q=%q, written %q=%q", g.off, g.key, g.value, w.key, w.value)
+		}
+		if g.off < end {
+			seen[g.key]++
+			if end == 1<<62 {
+				seen[g.key] = 1 // not compacted: only the latest is checked
+			}
+		} else {
+			tail++
+		}
+	}
+	for k, n := range seen {
+		if n != 1 {
+			t.Errorf("key %s appears %d times in the cleaned section", k, n)
+		}
+	}
+	want := latest(written)
+	gotLatest := latest(got)
+	for k, w := range want {
+		g, ok := gotLatest[k]
+		if w.value == nil {
+			continue // tombstones are checked by their own tests
+		}
+		if !ok || g.off != w.off {
+			t.Errorf("key %s: latest is %+v, want offset %d", k, g, w.off)
+		}
+	}
+	wantTail := 0
+	for _, w := range written {
+		if w.off >= end {
+			wantTail++
+		}
+	}
+	if end < 1<<62 && tail != wantTail {
+		t.Errorf("%d records at or after %d, want %d", tail, end, wantTail)
+	}
+}
+
+func TestCleanerKeepsLatestValuePerKeyAndTheTail(t *testing.T) {
+	c := newClock()
+	fs := NewMemFS()
+	l := openTestLog(t, fs, compactConfig(), OpenOptions{Now: c.Now})
+	written := fillLog(t, l, 300, 10, c.Now().UnixMilli())
+	segsBefore, sizeBefore := l.NumSegments(), l.Size()
+
+	st, err := l.clean(testRun(c, 1<<20), -1, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	active := l.mu.segs[len(l.mu.segs)-1].base
+	if st.End != active {
+		t.Fatalf("cleaned to %d, want the active segment's base %d", st.End, active)
+	}
+	checkCompacted(t, readRecords(t, l), written, st.End)
+	if l.Size() >= sizeBefore/2 {
+		t.Errorf("size %d -> %d: not compacted", sizeBefore, l.Size())
+	}
+	// Segments are grouped by their size before cleaning (as Kafka
+	// does): full ones are cleaned one by one, and the small cleaned
+	// ones are merged by the next cleaning.
+	written = append(written, fillLog(t, l, 30, 10, c.Now().UnixMilli())...)
+	if st, err = l.clean(testRun(c, 1<<20), st.End, true); err != nil {
+		t.Fatal(err)
+	}
+	if l.NumSegments() >= segsBefore/2 {
+		t.Errorf("segments %d -> %d: cleaned segments not merged", segsBefore, l.NumSegments())
+	}
+	if l.LogEndOffset() != 330 || l.LogStartOffset() != 0 {
+		t.Errorf("offsets changed: [%d, %d)", l.LogStartOffset(), l.LogEndOffset())
+	}
+	// The cleaned log reopens as it is (its segments have no gaps
+	// recovery could take for lost data).
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	l2 := openTestLog(t, fs.CrashClone(), compactConfig(), OpenOptions{Now: c.Now, HighWatermark: 330}) // unclean: every segment re-validated
+	checkCompacted(t, readRecords(t, l2), written, st.End)
+}
+
+func TestCleanerNeedsTheDirtyRatio(t *testing.T) {
+	c := newClock()
+	cfg := compactConfig()
+	l := openTestLog(t, NewMemFS(), cfg, OpenOptions{Now: c.Now})
+	fillLog(t, l, 100, 10, c.Now().UnixMilli())
+	st, err := l.clean(testRun(c, 1<<20), -1, false)
+	if err != nil || st.Passes == 0 {
+		t.Fatalf("an all-dirty log not cleaned: %+v %v", st, err)
+	}
+	// Dirty bytes about as many as the clean ones: below a ratio of
+	// 0.9, above one of 0.3.
+	fillLog(t, l, 12, 10, c.Now().UnixMilli())
+	cfg.MinCleanableDirtyRatio = 0.9
+	l.UpdateConfig(cfg)
+	st2, err := l.clean(testRun(c, 1<<20), st.End, false)
+	if err != nil || st2.Passes != 0 {
+		t.Fatalf("cleaned below min.cleanable.dirty.ratio: %+v %v", st2, err)
+	}
+	cfg.MinCleanableDirtyRatio = 0.3
+	l.UpdateConfig(cfg)
+	st2, err = l.clean(testRun(c, 1<<20), st.End, false)
+	if err != nil || st2.Passes == 0 {
+		t.Fatalf("not cleaned above min.cleanable.dirty.ratio: %+v %v", st2, err)
+	}
+}
+
+func TestCleanerSeveralPassesWithAKeyMapSmallerThanTheKeys(t *testing.T) {
+	c := newClock()
+	l := openTestLog(t, NewMemFS(), compactConfig(), OpenOptions{Now: c.Now})
+	written := fillLog(t, l, 400, 50, c.Now().UnixMilli())
+	// Room for 20 keys: 50 keys over 400 records need many passes.
+	st, err := l.clean(testRun(c, 24*23), -1, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Passes < 3 {
+		t.Fatalf("%d passes with a 20-entry map over 50 keys", st.Passes)
+	}
+	checkCompacted(t, readRecords(t, l), written, st.End)
+}
+
+func TestCleanerPreservesOffsetsTimestampsAndEpochs(t *testing.T) {
+	c := newClock()
+	l := openTestLog(t, NewMemFS(), compactConfig(), OpenOptions{Now: c.Now})
+	base := c.Now().UnixMilli() - 10_000
+	// Batches of 3 records, two keys updated by later batches: those
+	// batches lose records and are re-written, gzip as they came.
+	for i := 0; i < 60; i++ {
+		b := NewBatchBuilder(base + int64(i)*10)
+		b.Add(Record{Key: []byte(fmt.Sprintf("a%d", i%4)), Value: []byte("x"), TimestampDelta: 0})
+		b.Add(Record{Key: []byte(fmt.Sprintf("u%d", i)), Value: []byte("unique"), TimestampDelta: 1})
+		b.Add(Record{Key: []byte(fmt.Sprintf("b%d", i%4)), Value: []byte("y"), TimestampDelta: 2})
+		raw := b.Build()
+		h := parseHeaderUnchecked(raw)
+		recs := raw[BatchHeaderSize:]
+		gz, err := rebuildBatch(BatchHeader{BaseOffset: 0, PartitionLeaderEpoch: -1, Attributes: int16(CompressionGzip),
+			LastOffsetDelta: h.LastOffsetDelta, FirstTimestamp: h.FirstTimestamp, MaxTimestamp: h.MaxTimestamp,
+			ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1}, recs, 3, h.MaxTimestamp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mustAppend(t, l, gz, int32(i/20))
+	}
+	l.SetHighWatermark(l.LogEndOffset())
+	before := map[int64]int64{} // offset -> timestamp
+	epochBefore := map[int64]int32{}
+	for _, v := range l.viewsLocked(0) {
+		_, _ = scanHeaders(v.s.log, 0, v.size, func(h BatchHeader, pos int64) bool {
+			b := make([]byte, h.Size())
+			_, _ = v.s.log.ReadAt(b, pos)
+			_ = eachRecord(h, b, math32, func(o, ts int64, _ []byte) { before[o] = ts; epochBefore[o] = h.PartitionLeaderEpoch })
+			return true
+		})
+	}
+	if _, err := l.clean(testRun(c, 1<<20), -1, true); err != nil {
+		t.Fatal(err)
+	}
+	n, rewritten := 0, 0
+	for _, v := range l.viewsLocked(0) {
+		_, _ = scanHeaders(v.s.log, 0, v.size, func(h BatchHeader, pos int64) bool {
+			b := make([]byte, h.Size())
+			_, _ = v.s.log.ReadAt(b, pos)
+			if h.NumRecords > 0 && h.Compression() != CompressionGzip {
+				t.Errorf("batch at %d lost its codec: %d", h.BaseOffset, h.Compression())
+			}
+			if h.NumRecords > 0 && h.NumRecords < 3 {
+				rewritten++
+			}
+			if err := eachRecord(h, b, math32, func(o, ts int64, _ []byte) {
+				n++
+				if want, ok := before[o]; !ok || want != ts {
+					t.Errorf("record at %d has timestamp %d, had %d (present %v)", o, ts, want, ok)
+				}
+				if epochBefore[o] != h.PartitionLeaderEpoch {
+					t.Errorf("record at %d in epoch %d, was %d", o, h.PartitionLeaderEpoch, epochBefore[o])
+				}
+			}); err != nil {
+				t.Fatal(err)
+			}
+			return true
+		})
+	}
+	if rewritten == 0 || n >= 180 {
+		t.Fatalf("%d records kept, %d batches re-written", n, rewritten)
+	}
+}
+
+func TestCleanerDropsTombstonesOnlyAfterDeleteRetention(t *testing.T) {
+	c := newClock()
+	cfg := compactConfig()
+	cfg.DeleteRetentionMs = 60_000
+	l := openTestLog(t, NewMemFS(), cfg, OpenOptions{Now: c.Now})
+	written := fillLog(t, l, 100, 10, c.Now().UnixMilli())
+	mustAppend(t, l, keyBatch("k3", nil, c.Now().UnixMilli()), 0)
+	written = append(written, kv{off: 100, key: "k3"})
+	fillLog(t, l, 40, 3, c.Now().UnixMilli()) // keys k0..k2 again, not k3
+	hasTombstone := func() bool {
+		for _, r := range readRecords(t, l) {
+			if r.key == "k3" && r.value == nil {
+				return true
+			}
+			if r.key == "k3" {
+				t.Fatalf("k3's old value %q survived its tombstone", r.value)
+			}
+		}
+		return false
+	}
+	run := testRun(c, 1<<20)
+	st, err := l.clean(run, -1, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !hasTombstone() {
+		t.Fatal("tombstone dropped by the cleaning that first cleaned it")
+	}
+	c.Advance(30 * time.Second)
+	fillLog(t, l, 30, 3, c.Now().UnixMilli())
+	if st, err = l.clean(run, st.End, true); err != nil {
+		t.Fatal(err)
+	}
+	if !hasTombstone() {
+		t.Fatal("tombstone dropped before delete.retention.ms")
+	}
+	c.Advance(31 * time.Second)
+	fillLog(t, l, 30, 3, c.Now().UnixMilli())
+	if _, err = l.clean(run, st.End, true); err != nil {
+		t.Fatal(err)
+	}
+	if hasTombstone() {
+		t.Fatal("tombstone kept after delete.retention.ms")
+	}
+}
+
+func TestCleanerRespectsMinCompactionLag(t *testing.T) {
+	c := newClock()
+	cfg := compactConfig()
+	cfg.MinCompactionLagMs = 60_000
+	l := openTestLog(t, NewMemFS(), cfg, OpenOptions{Now: c.Now})
+	old := fillLog(t, l, 100, 10, c.Now().UnixMilli()-120_000) // old enough
+	young := fillLog(t, l, 100, 10, c.Now().UnixMilli()-1000)  // too young
+	written := append(old, young...)
+	st, err := l.clean(testRun(c, 1<<20), -1, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.End > 100 {
+		t.Fatalf("cleaned to %d, into records younger than min.compaction.lag.ms", st.End)
+	}
+	got := readRecords(t, l)
+	checkCompacted(t, got, written, st.End)
+	for _, y := range young {
+		found := false
+		for _, g := range got {
+			found = found || g.off == y.off
+		}
+		if !found {
+			t.Fatalf("young record at %d was cleaned away", y.off)
+		}
+	}
+}
+
+func TestCleanerMaxCompactionLagForcesCleaningBelowTheRatio(t *testing.T) {
+	c := newClock()
+	cfg := compactConfig()
+	cfg.MinCleanableDirtyRatio = 0.99
+	cfg.MaxCompactionLagMs = 60_000
+	l := openTestLog(t, NewMemFS(), cfg, OpenOptions{Now: c.Now})
+	fillLog(t, l, 100, 10, c.Now().UnixMilli())
+	st, _ := l.clean(testRun(c, 1<<20), -1, false)
+	if st.Passes == 0 {
+		t.Fatal("first cleaning skipped") // all dirty: ratio 1
+	}
+	fillLog(t, l, 30, 10, c.Now().UnixMilli())
+	if st2, _ := l.clean(testRun(c, 1<<20), st.End, false); st2.Passes != 0 {
+		t.Fatal("cleaned below the ratio before max.compaction.lag.ms")
+	}
+	c.Advance(61 * time.Second)
+	if st2, _ := l.clean(testRun(c, 1<<20), st.End, false); st2.Passes == 0 {
+		t.Fatal("not cleaned after max.compaction.lag.ms")
+	}
+}
+
+func TestCleanerStopsAtTheHighWatermark(t *testing.T) {
+	c := newClock()
+	l := openTestLog(t, NewMemFS(), compactConfig(), OpenOptions{Now: c.Now})
+	written := fillLog(t, l, 200, 10, c.Now().UnixMilli())
+	l.SetHighWatermark(100)
+	st, err := l.clean(testRun(c, 1<<20), -1, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.End > 100 {
+		t.Fatalf("cleaned to %d, above the HW 100", st.End)
+	}
+	checkCompacted(t, readRecords(t, l), written, st.End)
+}
+
+// txnBatch is a transactional batch of producer pid.
+func txnBatch(pid int64, seq int32, key, value string, ts int64) []byte {
+	b := NewBatchBuilder(ts)
+	b.ProducerID, b.ProducerEpoch, b.BaseSequence, b.Transactional = pid, 0, seq, true
+	return b.Add(Record{Key: []byte(key), Value: []byte(value)}).Build()
+}
+
+func TestCleanerRemovesAbortedTransactionsAndKeepsProducerState(t *testing.T) {
+	c := newClock()
+	cfg := compactConfig()
+	cfg.DeleteRetentionMs = 1000
+	l := openTestLog(t, NewMemFS(), cfg, OpenOptions{Now: c.Now})
+	ts := c.Now().UnixMilli()
+	// Producer 7 aborts a transaction writing "gone"; producer 8 commits
+	// one writing "kept"; producer 9's only batch is later overwritten.
+	mustAppend(t, l, txnBatch(7, 0, "a", "gone", ts), 0)
+	mustAppend(t, l, txnBatch(8, 0, "b", "kept", ts), 0)
+	mustAppend(t, l, ControlBatch(7, 0, 0, false, ts), 0)
+	mustAppend(t, l, ControlBatch(8, 0, 0, true, ts), 0)
+	idem := NewBatchBuilder(ts)
+	idem.ProducerID, idem.ProducerEpoch, idem.BaseSequence = 9, 0, 0
+	mustAppend(t, l, idem.Add(Record{Key: []byte("c"), Value: []byte("old")}).Build(), 0)
+	written := fillLog(t, l, 60, 3, ts) // keys k0..k2
+	mustAppend(t, l, keyBatch("c", []byte("new"), ts), 0)
+	fillLog(t, l, 40, 3, ts)
+	run := testRun(c, 1<<20)
+	st, err := l.clean(run, -1, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = written
+	type seen struct{ data, markers int }
+	scan := func() (map[string]string, map[int64]*seen, map[int64]BatchHeader) {
+		vals := map[string]string{}
+		per := map[int64]*seen{}
+		lastOf := map[int64]BatchHeader{}
+		for _, v := range l.viewsLocked(0) {
+			_, _ = scanHeaders(v.s.log, 0, v.size, func(h BatchHeader, pos int64) bool {
+				if h.ProducerID >= 0 {
+					if per[h.ProducerID] == nil {
+						per[h.ProducerID] = &seen{}
+					}
+					if h.IsControl() {
+						per[h.ProducerID].markers++
+					} else {
+						per[h.ProducerID].data++
+						lastOf[h.ProducerID] = h
+					}
+				}
+				return true
+			})
+		}
+		for _, r := range readRecords(t, l) {
+			vals[r.key] = string(r.value)
+		}
+		return vals, per, lastOf
+	}
+	vals, per, lastOf := scan()
+	if vals["a"] == "gone" {
+		t.Error("aborted record survived cleaning")
+	}
+	if vals["b"] != "kept" || vals["c"] != "new" {
+		t.Errorf("values after cleaning: %v", vals)
+	}
+	if per[7] == nil || per[7].markers != 1 || per[8] == nil || per[8].markers != 1 {
+		t.Fatalf("markers dropped before delete.retention.ms: %+v %+v", per[7], per[8])
+	}
+	for _, pid := range []int64{7, 8, 9} {
+		h, ok := lastOf[pid]
+		if !ok {
+			t.Fatalf("producer %d's last batch is gone: its producer state would be lost", pid)
+		}
+		if h.ProducerEpoch != 0 || h.BaseSequence != 0 {
+			t.Errorf("producer %d's last batch lost its producer fields: %+v", pid, h)
+		}
+	}
+	if lastOf[9].NumRecords != 0 || lastOf[7].NumRecords != 0 {
+		t.Errorf("emptied batches hold records: %d %d", lastOf[9].NumRecords, lastOf[7].NumRecords)
+	}
+	// After delete.retention.ms: the abort marker goes (its data is gone),
+	// the commit marker stays while its record does.
+	c.Advance(2 * time.Second)
+	fillLog(t, l, 40, 3, c.Now().UnixMilli())
+	if _, err := l.clean(run, st.End, true); err != nil {
+		t.Fatal(err)
+	}
+	vals, per, _ = scan()
+	if per[7] != nil && per[7].markers != 0 {
+		t.Error("abort marker kept after delete.retention.ms with no data left")
+	}
+	if per[8] == nil || per[8].markers != 1 || vals["b"] != "kept" {
+		t.Errorf("commit marker or its record dropped while the record lives: %+v %v", per[8], vals)
+	}
+}
+
+func TestCleanerDoesNotCleanAnOpenTransaction(t *testing.T) {
+	c := newClock()
+	l := openTestLog(t, NewMemFS(), compactConfig(), OpenOptions{Now: c.Now})
+	ts := c.Now().UnixMilli()
+	fillLog(t, l, 50, 5, ts)
+	open := l.LogEndOffset()
+	mustAppend(t, l, txnBatch(7, 0, "k1", "pending", ts), 0)
+	written := fillLog(t, l, 100, 5, ts)
+	st, err := l.clean(testRun(c, 1<<20), -1, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.End > open {
+		t.Fatalf("cleaned to %d past the open transaction at %d", st.End, open)
+	}
+	_ = written
+}
+
+// TestCleanerSwapSurvivesACrashAtEachStep simulates a kill -9 before each
+// step of a group's swap and checks that the log reopened from what was
+// durable then holds the same records as either the log before the
+// cleaning or after it, and opens without error.
+func TestCleanerSwapSurvivesACrashAtEachStep(t *testing.T) {
+	for _, step := range []string{"rename-swap", "sync-swap", "rename-deleted", "sync-deleted", "rename-final", "done"} {
+		t.Run(step, func(t *testing.T) {
+			c := newClock()
+			fs := NewMemFS()
+			l := openTestLog(t, fs, compactConfig(), OpenOptions{Now: c.Now})
+			written := fillLog(t, l, 200, 10, c.Now().UnixMilli())
+			if err := l.Flush(); err != nil {
+				t.Fatal(err)
+			}
+			before := readRecords(t, l)
+			crash := errors.New("crash")
+			var crashed *MemFS
+			run := testRun(c, 1<<20)
+			run.hook = func(s string) error {
+				if s == step && crashed == nil {
+					crashed = fs.CrashClone()
+					return crash
+				}
+				return nil
+			}
+			st, err := l.clean(run, -1, true)
+			if step != "done" && !errors.Is(err, crash) {
+				t.Fatalf("clean: %v", err)
+			}
+			if crashed == nil {
+				crashed = fs.CrashClone()
+			}
+			l2, err := Open(crashed, "/data", TopicPartition{Topic: "t", Partition: 0}, compactConfig(), testLogger(t),
+				OpenOptions{Now: c.Now, RecoveryPoint: 200, HighWatermark: 200})
+			if err != nil {
+				t.Fatalf("reopen after a crash before %s: %v", step, err)
+			}
+			defer l2.Close()
+			if l2.LogEndOffset() != 200 {
+				t.Fatalf("log end %d after the crash, want 200", l2.LogEndOffset())
+			}
+			// Groups swapped before the crash are clean, the others not:
+			// every record is one written at its offset, every key's
+			// latest value is there, and so is everything after the
+			// cleaned section.
+			got := readRecords(t, l2)
+			checkCompacted(t, got, written, 1<<62)
+			_, _ = before, st
+			// And it cleans again from there without trouble.
+			if _, err := l2.clean(testRun(c, 1<<20), -1, true); err != nil {
+				t.Fatal(err)
+			}
+			checkCompacted(t, readRecords(t, l2), written, l2.mu.segs[len(l2.mu.segs)-1].base)
+			names, _ := crashed.ReadDir("/data/t-0")
+			for _, n := range names {
+				for _, suf := range []string{swapSuffix, cleanedSuffix, deletedSuffix} {
+					if len(n) > len(suf) && n[len(n)-len(suf):] == suf {
+						t.Errorf("leftover %s after recovery", n)
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestCleanerReadersNeverSeeAGap reads the log from the start over and
+// over while it is cleaned: every pass must find every key's latest
+// value, offsets increasing, no torn batch.
+func TestCleanerReadersNeverSeeAGap(t *testing.T) {
+	c := newClock()
+	l := openTestLog(t, NewMemFS(), compactConfig(), OpenOptions{Now: c.Now})
+	written := fillLog(t, l, 600, 20, c.Now().UnixMilli())
+	want := latest(written)
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	for r := 0; r < 2; r++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				got := latest(readRecords(t, l))
+				for k, w := range want {
+					if g, ok := got[k]; !ok || g.off != w.off {
+						t.Errorf("reader missed key %s's latest record", k)
+						return
+					}
+				}
+			}
+		}()
+	}
+	run := testRun(c, 24*12) // small map: many passes, many swaps
+	if _, err := l.clean(run, -1, true); err != nil {
+		t.Error(err)
+	}
+	close(done)
+	wg.Wait()
+}
+
+func TestCleanerAbandonsASwapAfterTruncation(t *testing.T) {
+	c := newClock()
+	l := openTestLog(t, NewMemFS(), compactConfig(), OpenOptions{Now: c.Now})
+	written := fillLog(t, l, 200, 10, c.Now().UnixMilli())
+	run := testRun(c, 1<<20)
+	run.hook = func(s string) error {
+		if s == "rename-swap" {
+			// A truncation lands while the group is being cleaned.
+			l.mu.Unlock()
+			err := l.TruncateTo(150)
+			l.mu.Lock()
+			return err
+		}
+		return nil
+	}
+	st, err := l.clean(run, -1, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !st.Aborted {
+		t.Fatal("swap went ahead after a truncation")
+	}
+	checkCompacted(t, readRecords(t, l), written[:150], 0)
+}
+
+func TestAppendAsFollowerAcceptsCompactedBatches(t *testing.T) {
+	c := newClock()
+	leader := openTestLog(t, NewMemFS(), compactConfig(), OpenOptions{Now: c.Now})
+	fillLog(t, leader, 200, 10, c.Now().UnixMilli())
+	if _, err := leader.clean(testRun(c, 1<<20), -1, true); err != nil {
+		t.Fatal(err)
+	}
+	follower := openTestLog(t, NewMemFS(), compactConfig(), OpenOptions{Now: c.Now})
+	for off := int64(0); off < leader.LogEndOffset(); {
+		ri, err := leader.Read(off, 1<<20, leader.LogEndOffset(), true)
+		if err != nil || len(ri.Records) == 0 {
+			t.Fatalf("read %d: %v", off, err)
+		}
+		if _, err := follower.AppendAsFollower(ri.Records); err != nil {
+			t.Fatalf("follower refused cleaned batches at %d: %v", off, err)
+		}
+		off = ri.NextOffset
+	}
+	a, b := readRecords(t, leader), readRecords(t, follower)
+	sort.Slice(a, func(i, j int) bool { return a[i].off < a[j].off })
+	if len(a) != len(b) {
+		t.Fatalf("follower has %d records, leader %d", len(b), len(a))
+	}
+}
