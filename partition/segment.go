@@ -47,8 +47,8 @@ type segment struct {
 	// suffix is "" for a live segment's files; a cleaned segment's are
 	// ".cleaned" while written and ".swap" until swapped in (cleaner.go).
 	suffix string
-	idx  *index
-	tidx *index
+	idx    *index
+	tidx   *index
 
 	size int64 // bytes of whole batches in the file
 	next int64 // offset after the last batch; base when empty
