@@ -1,0 +1,81 @@
+package partition
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestManagerCleansCompactedLogsAndCheckpointsWhere(t *testing.T) {
+	c := newClock()
+	fs := NewMemFS()
+	mcfg := ManagerConfig{Dirs: []string{"/d1"}, NodeID: 1, Now: c.Now}
+	configFor := func(topic string) Config {
+		if topic == "compacted" {
+			return compactConfig()
+		}
+		cfg := compactConfig()
+		cfg.Compact = false
+		return cfg
+	}
+	m, err := OpenManager(fs, mcfg, configFor, testLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain, _ := m.GetOrCreate(TopicPartition{"plain", 0})
+	l, _ := m.GetOrCreate(TopicPartition{"compacted", 0})
+	fillLog(t, plain, 200, 10, c.Now().UnixMilli())
+	written := fillLog(t, l, 200, 10, c.Now().UnixMilli())
+	plainSize := plain.Size()
+	run := m.newCleanRun()
+	if !m.cleanOnce(run) {
+		t.Fatal("nothing cleaned")
+	}
+	if m.cleanOnce(run) {
+		t.Fatal("cleaned again with nothing dirty")
+	}
+	if plain.Size() != plainSize {
+		t.Fatal("a delete-policy log was cleaned")
+	}
+	end := m.CleanerCheckpoint(TopicPartition{"compacted", 0})
+	if end <= 0 {
+		t.Fatalf("checkpoint %d", end)
+	}
+	checkCompacted(t, readRecords(t, l), written, end)
+	cp := string(readFileBytes(t, fs, "/d1/"+cleanerCheckpointFile))
+	if !strings.HasPrefix(cp, "0\n1\n") || !strings.Contains(cp, "compacted 0 ") {
+		t.Fatalf("cleaner-offset-checkpoint %q", cp)
+	}
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	m2, err := OpenManager(fs, mcfg, configFor, testLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m2.Close()
+	if got := m2.CleanerCheckpoint(TopicPartition{"compacted", 0}); got != end {
+		t.Fatalf("checkpoint after restart %d, want %d", got, end)
+	}
+}
+
+func TestManagerCleanerThreadsRunInTheBackground(t *testing.T) {
+	fs := NewMemFS()
+	mcfg := ManagerConfig{Dirs: []string{"/d1"}, NodeID: 1, Cleaner: CleanerConfig{Threads: 2, Backoff: 10 * time.Millisecond}}
+	m, err := OpenManager(fs, mcfg, func(string) Config { return compactConfig() }, testLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	l, _ := m.GetOrCreate(TopicPartition{"c", 0})
+	written := fillLog(t, l, 200, 10, time.Now().UnixMilli()-1000)
+	m.Start()
+	deadline := time.Now().Add(10 * time.Second)
+	for m.CleanerCheckpoint(TopicPartition{"c", 0}) <= 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the cleaner threads never cleaned the log")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	checkCompacted(t, readRecords(t, l), written, m.CleanerCheckpoint(TopicPartition{"c", 0}))
+}
