@@ -1,0 +1,238 @@
+package integration
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/gokafka/gokafka/partition"
+)
+
+// compactionRecords is how many updates TestCompactedTopicReplicasConverge
+// writes (1M: about 8 s on two cores).
+var compactionRecords = flag.Int("compaction.records", 1_000_000, "updates written by TestCompactedTopicReplicasConverge")
+
+const compactionKeys = 10_000
+
+func compactionKey(i int) string   { return fmt.Sprintf("key-%05d", i%compactionKeys) }
+func compactionValue(i int) string { return "value-" + strconv.Itoa(i) }
+
+// replicaRecord is one record as it lies in a node's segment files.
+type replicaRecord struct {
+	off   int64
+	key   string
+	value string
+}
+
+// readReplica decodes every record of a partition directory's segments.
+func readReplica(t testing.TB, dir string) (recs []replicaRecord, logBytes int64) {
+	t.Helper()
+	segs, err := filepath.Glob(filepath.Join(dir, "*.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sort.Strings(segs)
+	for _, seg := range segs {
+		data, err := os.ReadFile(seg)
+		if err != nil {
+			t.Fatalf("reading %s: %v", seg, err)
+		}
+		logBytes += int64(len(data))
+		for pos := 0; pos+partition.BatchHeaderSize <= len(data); {
+			size := 12 + int(int32(binary.BigEndian.Uint32(data[pos+8:])))
+			if pos+size > len(data) {
+				break
+			}
+			h, err := partition.ParseBatchHeader(data[pos : pos+size])
+			if err != nil {
+				t.Fatalf("%s at %d: %v", seg, pos, err)
+			}
+			if !h.IsControl() && h.NumRecords > 0 {
+				it, err := partition.NewRecordIter(h, bytes.NewReader(data[pos+partition.BatchHeaderSize:pos+size]), 1<<20, true)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for it.Next() {
+					r, err := it.Record()
+					if err != nil {
+						t.Fatal(err)
+					}
+					recs = append(recs, replicaRecord{off: it.Offset, key: string(r.Key), value: string(r.Value)})
+				}
+				if err := it.Err(); err != nil {
+					t.Fatalf("%s at %d: %v", seg, pos, err)
+				}
+				it.Close()
+			}
+			pos += size
+		}
+	}
+	return recs, logBytes
+}
+
+// cleanerCheckpoint reads a node's cleaner-offset-checkpoint entry for
+// topic-partition, -1 if there is none.
+func cleanerCheckpoint(b *broker, topic string, p int32) int64 {
+	data, err := os.ReadFile(filepath.Join(b.DataDir(), "cleaner-offset-checkpoint"))
+	if err != nil {
+		return -1
+	}
+	for _, l := range strings.Split(string(data), "\n") {
+		f := strings.Fields(l)
+		if len(f) == 3 && f[0] == topic && f[1] == strconv.Itoa(int(p)) {
+			n, _ := strconv.ParseInt(f[2], 10, 64)
+			return n
+		}
+	}
+	return -1
+}
+
+// TestCompactedTopicReplicasConverge writes many updates over 10k keys to
+// a compacted RF=3 topic and lets every node's cleaner compact its
+// replica: each replica then holds every key's latest value, each key
+// once below the cleaner checkpoint and its disk use is within twice the
+// live data (what a consumer from offset 0 reads); a consumer from offset
+// 0 reads exactly that.
+func TestCompactedTopicReplicasConverge(t *testing.T) {
+	n := *compactionRecords
+	c := startCluster(t, map[string]string{"GOKAFKA_LOG_CLEANER_BACKOFF_MS": "200"})
+	defer c.stopAll(t)
+	const topic = "compacted"
+	// min.cleanable.dirty.ratio is low so that the last updates are
+	// cleaned too, rather than waiting for as many again.
+	c.createTopic(t, topic, 1, map[string]*string{
+		"cleanup.policy":            strp("compact"),
+		"segment.bytes":             strp("1048576"),
+		"min.cleanable.dirty.ratio": strp("0.01"),
+	})
+	cl := c.client(t, kgo.DefaultProduceTopic(topic), kgo.ProducerLinger(5*time.Millisecond), kgo.MaxBufferedRecords(50_000))
+	start := time.Now()
+	var (
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		perr error
+	)
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		cl.Produce(context.Background(), &kgo.Record{Key: []byte(compactionKey(i)), Value: []byte(compactionValue(i))}, func(_ *kgo.Record, err error) {
+			if err != nil {
+				mu.Lock()
+				perr = err
+				mu.Unlock()
+			}
+			wg.Done()
+		})
+	}
+	wg.Wait()
+	if perr != nil {
+		t.Fatalf("produce: %v", perr)
+	}
+	t.Logf("produced %d updates over %d keys in %v", n, compactionKeys, time.Since(start))
+	want := map[string]string{}
+	for i := n - compactionKeys; i < n; i++ {
+		want[compactionKey(i)] = compactionValue(i)
+	}
+	leo := int64(n)
+
+	check := func(id int32, recs []replicaRecord, logBytes, checkpoint int64) error {
+		latest := map[string]replicaRecord{}
+		seen := map[string]int{}
+		var liveBytes int64
+		for _, r := range recs {
+			latest[r.key] = r
+			if r.off < checkpoint {
+				seen[r.key]++
+				if seen[r.key] > 1 {
+					return fmt.Errorf("node %d: key %s twice below the cleaner checkpoint %d", id, r.key, checkpoint)
+				}
+			}
+			liveBytes += int64(len(r.key) + len(r.value))
+		}
+		for k, v := range want {
+			if latest[k].value != v {
+				return fmt.Errorf("node %d: key %s is %q, want %q", id, k, latest[k].value, v)
+			}
+		}
+		// Records carry ~20 bytes of framing and batches 61 of header
+		// beyond their key and value: live data is what is read back.
+		live := liveBytes + int64(len(recs))*20
+		if logBytes > 2*live {
+			return fmt.Errorf("node %d: %d bytes of segments for %d bytes of live data (%d records)", id, logBytes, live, len(recs))
+		}
+		return nil
+	}
+	eventually(t, 120*time.Second, func() error {
+		for i, b := range c.nodes {
+			id := int32(i + 1)
+			cp := cleanerCheckpoint(b, topic, 0)
+			if cp <= 0 {
+				return fmt.Errorf("node %d has not cleaned yet", id)
+			}
+			recs, logBytes := readReplica(t, b.PartitionDir(topic, 0))
+			if err := check(id, recs, logBytes, cp); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	for i, b := range c.nodes {
+		recs, logBytes := readReplica(t, b.PartitionDir(topic, 0))
+		t.Logf("node %d: %d records in %d bytes of segments, cleaned to %d", i+1, len(recs), logBytes, cleanerCheckpoint(b, topic, 0))
+	}
+
+	// A consumer from offset 0 reads one value per key up to the
+	// leader's cleaner checkpoint, then the uncleaned tail, and ends with
+	// every key's latest value.
+	leader := c.leader(t, topic, 0).Leader
+	lcp := cleanerCheckpoint(c.node(leader), topic, 0)
+	consumer := c.client(t, kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	got := map[string]string{}
+	seen := map[string]int{}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	last := int64(-1)
+	for last < leo-1 {
+		fs := consumer.PollFetches(ctx)
+		if err := ctx.Err(); err != nil {
+			t.Fatalf("consumed up to %d of %d: %v", last, leo, err)
+		}
+		fs.EachError(func(_ string, _ int32, err error) { t.Fatalf("fetch: %v", err) })
+		fs.EachRecord(func(r *kgo.Record) {
+			if r.Offset <= last {
+				t.Fatalf("offset %d after %d", r.Offset, last)
+			}
+			last = r.Offset
+			if r.Offset < lcp {
+				seen[string(r.Key)]++
+				if seen[string(r.Key)] > 1 {
+					t.Fatalf("key %s read twice below the leader's cleaner checkpoint %d", r.Key, lcp)
+				}
+			}
+			if v, ok := got[string(r.Key)]; ok && r.Offset < lcp {
+				t.Fatalf("key %s read as %q, then again at %d", r.Key, v, r.Offset)
+			}
+			got[string(r.Key)] = string(r.Value)
+		})
+		if last >= 0 && fs.NumRecords() == 0 && last < lcp {
+			continue
+		}
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Fatalf("consumer read key %s as %q, want %q", k, got[k], v)
+		}
+	}
+}
+
