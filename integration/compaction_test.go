@@ -235,4 +235,3 @@ func TestCompactedTopicReplicasConverge(t *testing.T) {
 		}
 	}
 }
-
