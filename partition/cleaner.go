@@ -354,6 +354,9 @@ func readBatches2(run *cleanRun, v segView, fn func(h BatchHeader, batch []byte)
 // eachRecord calls fn with the offset, timestamp and bytes (after the
 // length prefix) of every record of a batch.
 func eachRecord(h BatchHeader, batch []byte, maxRecord int32, fn func(off, ts int64, body []byte)) error {
+	if h.Compression() == CompressionNone {
+		return eachPlainRecord(h, batch[BatchHeaderSize:], fn)
+	}
 	it, err := NewRecordIter(h, bytes.NewReader(batch[BatchHeaderSize:]), maxRecord, true)
 	if err != nil {
 		return err
@@ -363,6 +366,32 @@ func eachRecord(h BatchHeader, batch []byte, maxRecord int32, fn func(off, ts in
 		fn(it.Offset, it.Timestamp, it.Body)
 	}
 	return it.Err()
+}
+
+// eachPlainRecord is eachRecord for an uncompressed batch, reading the
+// records in place.
+func eachPlainRecord(h BatchHeader, b []byte, fn func(off, ts int64, body []byte)) error {
+	for i := int32(0); i < h.NumRecords; i++ {
+		n, k := binary.Varint(b)
+		if k <= 0 || n < 0 || n > int64(len(b)-k) {
+			return fmt.Errorf("%w: record %d of the batch at offset %d is truncated", ErrCorruptMessage, i, h.BaseOffset)
+		}
+		body := b[k : k+int(n)]
+		b = b[k+int(n):]
+		r := varintReader{b: body, ok: true}
+		r.byte()
+		tsDelta := r.varint()
+		offDelta := r.varint()
+		if !r.ok {
+			return fmt.Errorf("%w: record %d of the batch at offset %d is truncated", ErrCorruptMessage, i, h.BaseOffset)
+		}
+		ts := h.FirstTimestamp + tsDelta
+		if h.TimestampType() == 1 {
+			ts = h.MaxTimestamp
+		}
+		fn(h.BaseOffset+offDelta, ts, body)
+	}
+	return nil
 }
 
 // cleaner holds the per-pass state of re-copying segments.
