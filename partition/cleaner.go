@@ -401,8 +401,8 @@ type cleaner struct {
 	cfg       Config
 	nowMs     int64
 	cleanedTo int64 // the previous cleaning's end: tombstones below it may go
-	// retained tracks, per producer, whether its open committed
-	// transaction kept any record (its marker stays while one does).
+	// retained tracks, per producer, whether any batch of its open
+	// transaction was kept (its marker stays while one is).
 	retained map[int64]bool
 	st       *CleanStats
 }
@@ -541,8 +541,7 @@ func (c *cleaner) filterBatch(h BatchHeader, batch []byte, horizon bool, kept *[
 	lastOfProducer := h.ProducerID >= 0 && !h.IsControl() && c.txns.lastData[h.ProducerID] == h.LastOffset()
 	if h.IsControl() {
 		pid := h.ProducerID
-		m, _ := ReadControlMarker(batch)
-		hadData := m.Commit && c.retained[pid]
+		hadData := c.retained[pid]
 		delete(c.retained, pid)
 		c.st.RecordsRead += int64(h.NumRecords)
 		if !hadData && horizon {
@@ -577,18 +576,23 @@ func (c *cleaner) filterBatch(h BatchHeader, batch []byte, horizon bool, kept *[
 	}
 	c.st.RecordsRead += int64(h.NumRecords)
 	c.st.RecordsRetained += int64(n)
-	if h.IsTransactional() && !aborted && n > 0 {
-		c.retained[h.ProducerID] = true
-	}
+	var out []byte
+	var err error
 	switch {
 	case n == h.NumRecords:
-		return batch, nil
+		out = batch
 	case n > 0:
-		return rebuildBatch(h, *kept, n, maxTs)
+		out, err = rebuildBatch(h, *kept, n, maxTs)
 	case lastOfProducer:
-		return emptyBatch(h), nil
+		out = emptyBatch(h)
 	}
-	return nil, nil
+	if out != nil && h.IsTransactional() {
+		// A batch of the transaction stays (if only empty): so does its
+		// marker, or the batch would reopen the transaction for whoever
+		// rebuilds producer state from the log.
+		c.retained[h.ProducerID] = true
+	}
+	return out, err
 }
 
 const (

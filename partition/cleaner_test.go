@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/gokafka/gokafka/idempotent"
 )
 
 // kv is one record as read back from a log.
@@ -445,6 +447,13 @@ func TestCleanerRemovesAbortedTransactionsAndKeepsProducerState(t *testing.T) {
 	idem := NewBatchBuilder(ts)
 	idem.ProducerID, idem.ProducerEpoch, idem.BaseSequence = 9, 0, 0
 	mustAppend(t, l, idem.Add(Record{Key: []byte("c"), Value: []byte("old")}).Build(), 0)
+	// Producer 7 writes on after its abort; producer 10's last batch is
+	// an aborted one.
+	p7 := NewBatchBuilder(ts)
+	p7.ProducerID, p7.ProducerEpoch, p7.BaseSequence = 7, 0, 1
+	mustAppend(t, l, p7.Add(Record{Key: []byte("d"), Value: []byte("p7")}).Build(), 0)
+	mustAppend(t, l, txnBatch(10, 0, "e", "gone too", ts), 0)
+	mustAppend(t, l, ControlBatch(10, 0, 0, false, ts), 0)
 	written := fillLog(t, l, 60, 3, ts) // keys k0..k2
 	mustAppend(t, l, keyBatch("c", []byte("new"), ts), 0)
 	fillLog(t, l, 40, 3, ts)
@@ -481,7 +490,7 @@ func TestCleanerRemovesAbortedTransactionsAndKeepsProducerState(t *testing.T) {
 		return vals, per, lastOf
 	}
 	vals, per, lastOf := scan()
-	if vals["a"] == "gone" {
+	if vals["a"] == "gone" || vals["e"] == "gone too" {
 		t.Error("aborted record survived cleaning")
 	}
 	if vals["b"] != "kept" || vals["c"] != "new" {
@@ -490,28 +499,34 @@ func TestCleanerRemovesAbortedTransactionsAndKeepsProducerState(t *testing.T) {
 	if per[7] == nil || per[7].markers != 1 || per[8] == nil || per[8].markers != 1 {
 		t.Fatalf("markers dropped before delete.retention.ms: %+v %+v", per[7], per[8])
 	}
-	for _, pid := range []int64{7, 8, 9} {
+	for _, pid := range []int64{7, 8, 9, 10} {
 		h, ok := lastOf[pid]
 		if !ok {
 			t.Fatalf("producer %d's last batch is gone: its producer state would be lost", pid)
 		}
-		if h.ProducerEpoch != 0 || h.BaseSequence != 0 {
+		if h.ProducerEpoch != 0 || (h.BaseSequence != 0) != (pid == 7) {
 			t.Errorf("producer %d's last batch lost its producer fields: %+v", pid, h)
 		}
 	}
-	if lastOf[9].NumRecords != 0 || lastOf[7].NumRecords != 0 {
-		t.Errorf("emptied batches hold records: %d %d", lastOf[9].NumRecords, lastOf[7].NumRecords)
+	if lastOf[9].NumRecords != 0 || lastOf[10].NumRecords != 0 || lastOf[7].NumRecords != 1 {
+		t.Errorf("last batches hold %d, %d, %d records, want 0, 0, 1", lastOf[9].NumRecords, lastOf[10].NumRecords, lastOf[7].NumRecords)
 	}
-	// After delete.retention.ms: the abort marker goes (its data is gone),
-	// the commit marker stays while its record does.
+	// After delete.retention.ms: producer 7's abort marker goes (its
+	// batches are gone), producer 10's stays with its emptied batch (or
+	// that batch would reopen the transaction when producer state is
+	// rebuilt from the log), and the commit marker stays while its
+	// record does.
 	c.Advance(2 * time.Second)
 	fillLog(t, l, 40, 3, c.Now().UnixMilli())
 	if _, err := l.clean(run, st.End, true); err != nil {
 		t.Fatal(err)
 	}
 	vals, per, _ = scan()
-	if per[7] != nil && per[7].markers != 0 {
-		t.Error("abort marker kept after delete.retention.ms with no data left")
+	if per[7] == nil || per[7].markers != 0 {
+		t.Errorf("producer 7: %+v; abort marker kept after delete.retention.ms with no batch left", per[7])
+	}
+	if per[10] == nil || per[10].markers != 1 || per[10].data != 1 {
+		t.Errorf("producer 10: %+v; want its emptied batch and its marker", per[10])
 	}
 	if per[8] == nil || per[8].markers != 1 || vals["b"] != "kept" {
 		t.Errorf("commit marker or its record dropped while the record lives: %+v %v", per[8], vals)
@@ -686,5 +701,83 @@ func TestAppendAsFollowerAcceptsCompactedBatches(t *testing.T) {
 	sort.Slice(a, func(i, j int) bool { return a[i].off < a[j].off })
 	if len(a) != len(b) {
 		t.Fatalf("follower has %d records, leader %d", len(b), len(a))
+	}
+}
+
+// producerState rebuilds idempotent producer state from the log's batch
+// headers, as replication does when it loads a partition.
+func producerState(t *testing.T, l *Log) *idempotent.State {
+	t.Helper()
+	st := idempotent.NewState()
+	for _, v := range l.viewsLocked(0) {
+		_, err := scanHeaders(v.s.log, 0, v.size, func(h BatchHeader, pos int64) bool {
+			b := idempotent.Batch{ProducerID: h.ProducerID, Epoch: h.ProducerEpoch, FirstSeq: h.BaseSequence,
+				LastSeq: h.BaseSequence + h.LastOffsetDelta, Transactional: h.IsTransactional(), Control: h.IsControl()}
+			if h.ProducerID < 0 {
+				b.ProducerID = idempotent.NoProducerID
+			}
+			if b.Control {
+				raw := make([]byte, h.Size())
+				_, _ = v.s.log.ReadAt(raw, pos)
+				m, _ := ReadControlMarker(raw)
+				b.Abort = !m.Commit
+			}
+			st.Update(b, h.BaseOffset, h.LastOffset())
+			return true
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	return st
+}
+
+func TestCleanedLogRebuildsTheSameProducerState(t *testing.T) {
+	c := newClock()
+	cfg := compactConfig()
+	cfg.DeleteRetentionMs = 0
+	l := openTestLog(t, NewMemFS(), cfg, OpenOptions{Now: c.Now})
+	ts := c.Now().UnixMilli() - 10_000
+	// Three producers write transactions and idempotent batches over few
+	// keys; every value is overwritten many times.
+	seq := map[int64]int32{}
+	for i := 0; i < 120; i++ {
+		pid := int64(i%3 + 1)
+		key := fmt.Sprintf("k%d", i%4)
+		if i%2 == 0 {
+			mustAppend(t, l, txnBatch(pid, seq[pid], key, fmt.Sprint(i), ts), 0)
+			seq[pid]++
+			mustAppend(t, l, ControlBatch(pid, 0, 0, i%4 != 0, ts), 0)
+		} else {
+			b := NewBatchBuilder(ts)
+			b.ProducerID, b.ProducerEpoch, b.BaseSequence = pid, 0, seq[pid]
+			mustAppend(t, l, b.Add(Record{Key: []byte(key), Value: []byte(fmt.Sprint(i))}).Build(), 0)
+			seq[pid]++
+		}
+	}
+	fillLog(t, l, 60, 4, ts)
+	want := producerState(t, l)
+	run := testRun(c, 1<<20)
+	st, err := l.clean(run, -1, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Advance(time.Second)
+	fillLog(t, l, 60, 4, c.Now().UnixMilli()-5000)
+	if _, err := l.clean(run, st.End, true); err != nil {
+		t.Fatal(err)
+	}
+	got := producerState(t, l)
+	if u := got.FirstUnstableOffset(l.HighWatermark()); u != -1 {
+		t.Fatalf("a transaction is open at %d in the cleaned log", u)
+	}
+	for _, w := range want.Entries() {
+		g := got.Entry(w.ProducerID)
+		if g == nil {
+			t.Fatalf("producer %d is gone from the cleaned log", w.ProducerID)
+		}
+		if g.Epoch != w.Epoch || len(g.Batches) == 0 || g.Batches[len(g.Batches)-1].LastSeq != w.Batches[len(w.Batches)-1].LastSeq {
+			t.Fatalf("producer %d: %+v after cleaning, %+v before", w.ProducerID, g, w)
+		}
 	}
 }
