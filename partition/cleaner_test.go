@@ -781,3 +781,69 @@ func TestCleanedLogRebuildsTheSameProducerState(t *testing.T) {
 		}
 	}
 }
+
+// A sendfile region of a segment the cleaner replaces keeps the old
+// segment's bytes, whole, until it is sent.
+func TestRegionOfACleanedSegmentStaysWhole(t *testing.T) {
+	c := newClock()
+	cfg := compactConfig()
+	cfg.SegmentBytes = 256 << 10
+	l, err := Open(OSFS(), t.TempDir(), TopicPartition{Topic: "r", Partition: 0}, cfg, testLogger(t), OpenOptions{CleanShutdown: true, Now: c.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	val := bytes.Repeat([]byte("x"), 1000)
+	for i := 0; i < 600; i++ {
+		mustAppend(t, l, keyBatch(fmt.Sprintf("k%d", i%5), val, c.Now().UnixMilli()), 0)
+	}
+	l.SetHighWatermark(l.LogEndOffset())
+	ri, err := l.ReadRegion(0, 128<<10, l.LogEndOffset(), true)
+	if err != nil || ri.Region == nil {
+		t.Fatalf("want a region, got %+v, %v", ri, err)
+	}
+	defer ri.Region.Close()
+	if _, err := l.clean(testRun(c, 1<<20), -1, true); err != nil {
+		t.Fatal(err)
+	}
+	if ri2, _ := l.Read(0, 128<<10, l.LogEndOffset(), true); int64(len(ri2.Records)) >= ri.Region.Len {
+		t.Fatal("the segment was not replaced by a smaller one")
+	}
+	got := make([]byte, ri.Region.Len)
+	if _, err := ri.Region.File.ReadAt(got, ri.Region.Pos); err != nil {
+		t.Fatal(err)
+	}
+	hs, err := ValidateReplicatedBatches(got, math32)
+	if err != nil || hs[0].BaseOffset != 0 || hs[len(hs)-1].NextOffset() != ri.NextOffset {
+		t.Fatalf("region after cleaning: %v, batches %d..", err, len(hs))
+	}
+}
+
+// A compacted topic's active segment rolls by max.compaction.lag.ms when
+// that is shorter than segment.ms, so its records become cleanable within
+// the lag (KIP-354).
+func TestCompactedLogRollsByMaxCompactionLag(t *testing.T) {
+	c := newClock()
+	cfg := compactConfig()
+	cfg.SegmentBytes = 1 << 20
+	cfg.SegmentMs = 3_600_000
+	cfg.MaxCompactionLagMs = 60_000
+	l := openTestLog(t, NewMemFS(), cfg, OpenOptions{Now: c.Now})
+	ts := c.Now().UnixMilli()
+	mustAppend(t, l, keyBatch("a", []byte("1"), ts), 0)
+	mustAppend(t, l, keyBatch("a", []byte("2"), ts+30_000), 0)
+	if l.NumSegments() != 1 {
+		t.Fatal("rolled before max.compaction.lag.ms")
+	}
+	mustAppend(t, l, keyBatch("a", []byte("3"), ts+61_000), 0)
+	if l.NumSegments() != 2 {
+		t.Fatal("did not roll after max.compaction.lag.ms")
+	}
+	cfg.Compact = false
+	l2 := openTestLog(t, NewMemFS(), cfg, OpenOptions{Now: c.Now})
+	mustAppend(t, l2, keyBatch("a", []byte("1"), ts), 0)
+	mustAppend(t, l2, keyBatch("a", []byte("3"), ts+61_000), 0)
+	if l2.NumSegments() != 1 {
+		t.Fatal("a delete-policy log rolled by max.compaction.lag.ms")
+	}
+}
