@@ -123,7 +123,12 @@ type cleanRun struct {
 	// hook, if set, runs at each step of a group's swap (tests simulate
 	// a crash there by returning an error).
 	hook func(step string) error
+	// stop, if set, ends a cleaning early when closed (shutdown).
+	stop <-chan struct{}
 }
+
+// errCleanStopped ends a cleaning the Manager is shutting down for.
+var errCleanStopped = errors.New("log cleaning stopped by shutdown")
 
 // txnScan is what a cleaning needs to know about transactions and
 // producers, read from the batch headers (and markers) of the whole log:
@@ -342,6 +347,13 @@ func readBatches2(run *cleanRun, v segView, fn func(h BatchHeader, batch []byte)
 		}
 		st.BytesRead += int64(len(b))
 		run.throttle.wait(len(b))
+		if run.stop != nil {
+			select {
+			case <-run.stop:
+				return errCleanStopped
+			default:
+			}
+		}
 		pos += int64(len(b))
 		more, err := fn(h, b)
 		if err != nil || !more {

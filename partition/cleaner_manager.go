@@ -48,8 +48,8 @@ func (c CleanerConfig) withDefaults() CleanerConfig {
 const cleanerCheckpointFile = "cleaner-offset-checkpoint"
 
 // cleanerState is the Manager's part of the cleaner: the checkpoints and
-// which logs are being cleaned. mu is a leaf, never held during I/O but
-// the checkpoint write, which ckMu serialises.
+// which logs are being cleaned. mu is a leaf, never held during I/O;
+// ckMu serialises the checkpoint writes.
 type cleanerState struct {
 	cfg      CleanerConfig
 	throttle *throttler
@@ -161,7 +161,7 @@ func (m *Manager) cleanOnce(run *cleanRun) bool {
 	st, err := e.l.clean(run, firstDirty, false)
 	log := m.logger.With().Str("topic", e.tp.Topic).Int32("partition", e.tp.Partition).Logger()
 	if err != nil {
-		if !errors.Is(err, ErrLogClosed) && !errors.Is(err, ErrStorage) {
+		if !errors.Is(err, ErrLogClosed) && !errors.Is(err, ErrStorage) && !errors.Is(err, errCleanStopped) {
 			log.Error().Err(err).Msg("log cleaning failed")
 		}
 		return true
@@ -191,7 +191,7 @@ func (m *Manager) cleanOnce(run *cleanRun) bool {
 // newCleanRun is a thread's cleaning state; its key map is allocated by
 // sizeKeyMap when a log needs it.
 func (m *Manager) newCleanRun() *cleanRun {
-	return &cleanRun{throttle: m.cleaner.throttle, now: m.now}
+	return &cleanRun{throttle: m.cleaner.throttle, now: m.now, stop: m.stop}
 }
 
 // sizeKeyMap makes the thread's key map big enough for a dirty section of
@@ -216,8 +216,9 @@ func (m *Manager) writeCleanerCheckpoint(dir string) error {
 		return nil
 	}
 	cp := map[TopicPartition]int64{}
+	logs := m.snapshot()
 	m.cleaner.mu.Lock()
-	for _, e := range m.snapshot() {
+	for _, e := range logs {
 		if o, ok := m.cleaner.points[e.tp]; ok && e.dir == dir {
 			cp[e.tp] = o
 		}

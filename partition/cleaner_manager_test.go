@@ -79,3 +79,33 @@ func TestManagerCleanerThreadsRunInTheBackground(t *testing.T) {
 	}
 	checkCompacted(t, readRecords(t, l), written, m.CleanerCheckpoint(TopicPartition{"c", 0}))
 }
+
+// Close does not wait for a long cleaning to finish: it stops it, and
+// the log is left as it was or partly cleaned, whole either way.
+func TestManagerCloseStopsACleaning(t *testing.T) {
+	fs := NewMemFS()
+	mcfg := ManagerConfig{Dirs: []string{"/d1"}, NodeID: 1}
+	m, err := OpenManager(fs, mcfg, func(string) Config { return compactConfig() }, testLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, _ := m.GetOrCreate(TopicPartition{"c", 0})
+	written := fillLog(t, l, 300, 10, time.Now().UnixMilli()-1000)
+	run := m.newCleanRun()
+	run.m = newOffsetMap(1<<20, 0.9)
+	run.hook = func(step string) error {
+		if step == "rename-final" {
+			close(m.stop) // shutdown begins during the first swap
+		}
+		return nil
+	}
+	m.cleanOnce(run)
+	if st, ok := m.LastCleaning(TopicPartition{"c", 0}); ok {
+		t.Fatalf("a stopped cleaning recorded as done: %+v", st)
+	}
+	checkCompacted(t, readRecords(t, l), written, 1<<62)
+	m.stop = make(chan struct{})
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
