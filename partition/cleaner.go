@@ -228,10 +228,10 @@ func (l *Log) clean(run *cleanRun, firstDirty int64, force bool) (CleanStats, er
 		// Only whole segments below the first unstable offset.
 		end := c.firstDirty
 		for _, v := range views {
-			if v.s.next > u || v.s.base >= c.end {
+			if v.next > u || v.s.base >= c.end {
 				break
 			}
-			end = v.s.next
+			end = v.next
 		}
 		c.end = end
 	}
@@ -283,7 +283,7 @@ func (l *Log) cleanErr(err error) error {
 func buildOffsetMap(run *cleanRun, views []segView, from, end int64, txns *txnScan, maxRecord int32, st *CleanStats) (int64, error) {
 	m := run.m
 	for _, v := range views {
-		if v.s.next <= from || v.s.base >= end {
+		if v.next <= from || v.s.base >= end {
 			continue
 		}
 		stop := int64(-1)
@@ -334,7 +334,7 @@ func readBatches2(run *cleanRun, v segView, fn func(h BatchHeader, batch []byte)
 		}
 		h := parseHeaderUnchecked(buf)
 		if h.BatchLength < minBatchLength || int64(h.Size()) > v.size-pos {
-			return fmt.Errorf("%w: batch length %d at position %d of %s", ErrCorruptMessage, h.BatchLength, pos, v.s.path)
+			return fmt.Errorf("%w: batch length %d at position %d of segment %d", ErrCorruptMessage, h.BatchLength, pos, v.s.base)
 		}
 		if cap(buf) < h.Size() {
 			nb := make([]byte, h.Size())
@@ -453,7 +453,7 @@ func groupSegments(vs []segView, cfg Config) [][]segView {
 		for n < len(vs) {
 			v := vs[n]
 			if size+v.size > cfg.SegmentBytes || idx+int64(len(v.idx)) > int64(cfg.SegmentIndexBytes) ||
-				tidx+int64(len(v.tidx)) > int64(cfg.SegmentIndexBytes) || v.s.next-1-vs[0].s.base > math.MaxInt32-1 {
+				tidx+int64(len(v.tidx)) > int64(cfg.SegmentIndexBytes) || v.next-1-vs[0].s.base > math.MaxInt32-1 {
 				break
 			}
 			size, idx, tidx = size+v.size, idx+int64(len(v.idx)), tidx+int64(len(v.tidx))
@@ -515,7 +515,7 @@ func (c *cleaner) cleanGroup(l *Log, group []segView) (*segment, error) {
 		c.st.SizeBefore += v.size
 		// Tombstones and markers in a segment that was already clean
 		// before this cleaning may go once delete.retention.ms passed.
-		horizon := v.s.next <= c.cleanedTo && v.maxTs < c.nowMs-c.cfg.DeleteRetentionMs
+		horizon := v.next <= c.cleanedTo && v.maxTs < c.nowMs-c.cfg.DeleteRetentionMs
 		err := readBatches2(c.run, v, func(h BatchHeader, batch []byte) (bool, error) {
 			last = h
 			kept = kept[:0]

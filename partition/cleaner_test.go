@@ -646,6 +646,23 @@ func TestCleanerReadersNeverSeeAGap(t *testing.T) {
 			}
 		}()
 	}
+	// A producer appends other keys meanwhile (rolling segments).
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for i := 0; i < 300; i++ {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			if _, err := l.Append(keyBatch(fmt.Sprintf("w%d", i%7), []byte("w"), c.Now().UnixMilli()), 0); err != nil {
+				t.Error(err)
+				return
+			}
+			l.SetHighWatermark(l.LogEndOffset())
+		}
+	}()
 	run := testRun(c, 24*12) // small map: many passes, many swaps
 	if _, err := l.clean(run, -1, true); err != nil {
 		t.Error(err)

@@ -814,12 +814,13 @@ type segView struct {
 	tidx   []byte
 	maxTs  int64
 	offMax int64
+	next   int64
 }
 
 func (l *Log) viewsLocked(from int) []segView {
 	vs := make([]segView, 0, len(l.mu.segs)-from)
 	for _, s := range l.mu.segs[from:] {
-		vs = append(vs, segView{s: s, size: s.size, idx: s.idx.buf, tidx: s.tidx.buf, maxTs: s.maxTs, offMax: s.offMaxTs})
+		vs = append(vs, segView{s: s, size: s.size, idx: s.idx.buf, tidx: s.tidx.buf, maxTs: s.maxTs, offMax: s.offMaxTs, next: s.next})
 	}
 	return vs
 }
