@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/gokafka/gokafka/partition"
@@ -345,5 +346,80 @@ func TestCompactedTopicTransactions(t *testing.T) {
 		if got[k] != v {
 			t.Fatalf("after restart key %s read as %q, want %q", k, got[k], v)
 		}
+	}
+}
+
+// BenchmarkProduceLatencyWhileCleaning measures acks=all produce latency
+// to one topic, first alone, then while the broker cleans another topic
+// of a few hundred MB (which waits, through min.compaction.lag.ms, until
+// it is full). It reports p50 and p99 of both phases and how long the
+// cleaning took.
+//
+//	go test ./integration/ -run XXX -bench ProduceLatencyWhileCleaning -benchtime 1x
+func BenchmarkProduceLatencyWhileCleaning(b *testing.B) {
+	for i := 0; i < b.N; i++ {
+		br := startBroker(b, brokerOpts{Env: map[string]string{"GOKAFKA_LOG_CLEANER_BACKOFF_MS": "100"}})
+		adm := br.admin(b)
+		createTopic(b, adm, "big", 1, map[string]*string{
+			"cleanup.policy":        strp("compact"),
+			"segment.bytes":         strp("16777216"),
+			"min.compaction.lag.ms": strp("86400000"),
+		})
+		createTopic(b, adm, "small", 1, nil)
+		const n, keys = 2_000_000, 200_000
+		fill := br.client(b, kgo.DefaultProduceTopic("big"), kgo.ProducerLinger(5*time.Millisecond), kgo.MaxBufferedRecords(50_000),
+			kgo.ProducerBatchCompression(kgo.NoCompression()))
+		rnd := rand.New(rand.NewSource(1))
+		var wg sync.WaitGroup
+		for j := 0; j < n; j++ {
+			v := make([]byte, 100)
+			rnd.Read(v)
+			wg.Add(1)
+			fill.Produce(context.Background(), &kgo.Record{Key: []byte(fmt.Sprintf("key-%07d", j%keys)), Value: v}, func(_ *kgo.Record, err error) {
+				if err != nil {
+					b.Error(err)
+				}
+				wg.Done()
+			})
+		}
+		wg.Wait()
+		fill.Close()
+		p := br.client(b, kgo.DefaultProduceTopic("small"), kgo.ProducerLinger(0), kgo.RequiredAcks(kgo.AllISRAcks()))
+		measure := func(until func() bool) []time.Duration {
+			var lat []time.Duration
+			for !until() {
+				t0 := time.Now()
+				if err := p.ProduceSync(context.Background(), &kgo.Record{Value: []byte("x")}).FirstErr(); err != nil {
+					b.Fatal(err)
+				}
+				lat = append(lat, time.Since(t0))
+				time.Sleep(time.Millisecond)
+			}
+			sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+			return lat
+		}
+		end := time.Now().Add(3 * time.Second)
+		base := measure(func() bool { return time.Now().After(end) })
+		ctx := context.Background()
+		if _, err := adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{{Op: kadm.SetConfig, Name: "min.compaction.lag.ms", Value: strp("0")}}, "big"); err != nil {
+			b.Fatal(err)
+		}
+		start := time.Now()
+		during := measure(func() bool { return cleanerCheckpoint(br, "big", 0) > 0 || time.Since(start) > 2*time.Minute })
+		took := time.Since(start)
+		b.ReportMetric(float64(base[len(base)/2].Microseconds()), "alone-p50-us")
+		b.ReportMetric(float64(base[len(base)*99/100].Microseconds()), "alone-p99-us")
+		b.ReportMetric(float64(during[len(during)/2].Microseconds()), "cleaning-p50-us")
+		b.ReportMetric(float64(during[len(during)*99/100].Microseconds()), "cleaning-p99-us")
+		b.ReportMetric(took.Seconds(), "cleaning-s")
+		var line string
+		for _, l := range strings.Split(br.logTail(2000), "\n") {
+			if strings.Contains(l, "cleaned log") && strings.Contains(l, "topic=big") {
+				line = l
+			}
+		}
+		b.Logf("%d produces alone, %d during cleaning; %s", len(base), len(during), line)
+		p.Close()
+		br.Stop()
 	}
 }
