@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"os"
 	"sort"
 	"sync"
 	"testing"
@@ -862,5 +863,70 @@ func TestCompactedLogRollsByMaxCompactionLag(t *testing.T) {
 	mustAppend(t, l2, keyBatch("a", []byte("3"), ts+61_000), 0)
 	if l2.NumSegments() != 1 {
 		t.Fatal("a delete-policy log rolled by max.compaction.lag.ms")
+	}
+}
+
+// A swap whose log was renamed but whose index was not (a crash between
+// the renames) leaves the old segment's index under the new log's name:
+// open must not trust it, and rebuilds the indexes.
+func TestOpenRebuildsIndexesLeftBehindBySwap(t *testing.T) {
+	c := newClock()
+	fs := NewMemFS()
+	cfg := compactConfig()
+	l := openTestLog(t, fs, cfg, OpenOptions{Now: c.Now})
+	written := fillLog(t, l, 200, 10, c.Now().UnixMilli())
+	if err := l.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	st, err := l.clean(testRun(c, 1<<20), -1, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A second cleaning merges the cleaned segments into the first.
+	written = append(written, fillLog(t, l, 30, 10, c.Now().UnixMilli())...)
+	if _, err := l.clean(testRun(c, 1<<20), st.End, true); err != nil {
+		t.Fatal(err)
+	}
+	// An index that passes the sanity checks but is not this file's: an
+	// early offset pointing at the segment's last batch.
+	data := readFileBytes(t, fs, "/data/t-0/"+segmentName(0)+logSuffix)
+	var lastPos int64
+	_, _ = scanHeaders(bytes.NewReader(data), 0, int64(len(data)), func(h BatchHeader, pos int64) bool {
+		lastPos = pos
+		return true
+	})
+	stale := putOffsetEntry(nil, 2, uint32(lastPos))
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// The new index is still a .swap, the old one in its place.
+	stem := "/data/t-0/" + segmentName(0)
+	if err := fs.Rename(stem+indexSuffix, stem+indexSuffix+swapSuffix); err != nil {
+		t.Fatal(err)
+	}
+	f, _ := fs.OpenFile(stem+indexSuffix, os.O_CREATE|os.O_WRONLY, 0o644)
+	_, _ = f.Write(stale)
+	_ = f.Sync()
+	_ = f.Close()
+	_ = fs.SyncDir("/data/t-0")
+	l2 := openTestLog(t, fs, cfg, OpenOptions{Now: c.Now, CleanShutdown: true})
+	checkCompacted(t, readRecords(t, l2), written, l2.mu.segs[len(l2.mu.segs)-1].base)
+	var hs []BatchHeader
+	_, _ = scanHeaders(bytes.NewReader(data), 0, int64(len(data)), func(h BatchHeader, _ int64) bool {
+		hs = append(hs, h)
+		return true
+	})
+	for off := int64(0); off < hs[len(hs)-1].LastOffset(); off++ {
+		ri, err := l2.Read(off, 1, 230, true)
+		if err != nil || len(ri.Records) == 0 {
+			t.Fatalf("read at %d: %v", off, err)
+		}
+		want := hs[sort.Search(len(hs), func(i int) bool { return hs[i].LastOffset() >= off })]
+		if h := parseHeaderUnchecked(ri.Records); h.BaseOffset != want.BaseOffset {
+			t.Fatalf("read at %d returned the batch at %d, want %d: stale index", off, h.BaseOffset, want.BaseOffset)
+		}
+	}
+	if ok, _, _ := fs.Stat(stem + indexSuffix + swapSuffix); ok {
+		t.Fatal("index swap file left behind")
 	}
 }
