@@ -99,6 +99,17 @@ func (l *Log) cleanableLocked(firstDirty int64, nowMs int64) cleanable {
 	return c
 }
 
+// cleanerPoint returns the cleaner checkpoint cp lowered to the lowest
+// offset the log was truncated to since the last call (Kafka's
+// maybeTruncateCheckpoint): what a truncation replaced is dirty again.
+func (l *Log) cleanerPoint(cp int64) int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	cp = min(cp, l.mu.truncatedTo)
+	l.mu.truncatedTo = math.MaxInt64
+	return cp
+}
+
 // CleanStats describes one cleaning.
 type CleanStats struct {
 	FirstDirty      int64 // where the dirty section started

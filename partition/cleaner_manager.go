@@ -115,6 +115,12 @@ func (m *Manager) grabFilthiest(now time.Time) (logInDir, cleanable, bool) {
 		if !ok {
 			point = -1
 		}
+		if np := e.l.cleanerPoint(point); np != point {
+			point = np
+			m.cleaner.mu.Lock()
+			m.cleaner.points[e.tp] = np
+			m.cleaner.mu.Unlock()
+		}
 		e.l.mu.Lock()
 		if e.l.mu.closed || !e.l.mu.cfg.Compact {
 			e.l.mu.Unlock()

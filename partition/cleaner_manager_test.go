@@ -109,3 +109,48 @@ func TestManagerCloseStopsACleaning(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A truncation below the cleaner checkpoint makes what it replaced dirty
+// again: the checkpoint follows it down.
+func TestTruncationLowersTheCleanerCheckpoint(t *testing.T) {
+	c := newClock()
+	fs := NewMemFS()
+	m, err := OpenManager(fs, ManagerConfig{Dirs: []string{"/d1"}, NodeID: 1, Now: c.Now}, func(string) Config { return compactConfig() }, testLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	tp := TopicPartition{"c", 0}
+	l, _ := m.GetOrCreate(tp)
+	fillLog(t, l, 200, 10, c.Now().UnixMilli())
+	run := m.newCleanRun()
+	if !m.cleanOnce(run) {
+		t.Fatal("nothing cleaned")
+	}
+	cp := m.CleanerCheckpoint(tp)
+	if err := l.TruncateTo(cp - 20); err != nil {
+		t.Fatal(err)
+	}
+	// The replaced offsets come back as 20 updates of one key no later
+	// record updates.
+	for i := 0; i < 20; i++ {
+		mustAppend(t, l, keyBatch("t", []byte{byte(i)}, c.Now().UnixMilli()), 0)
+	}
+	written := fillLog(t, l, 200, 10, c.Now().UnixMilli())
+	for m.cleanOnce(run) {
+	}
+	if got := m.CleanerCheckpoint(tp); got <= cp-20 {
+		t.Fatalf("checkpoint %d after cleaning again", got)
+	}
+	end := m.CleanerCheckpoint(tp)
+	seen := map[string]int{}
+	for _, r := range readRecords(t, l) {
+		if r.off >= cp-20 && r.off < end {
+			seen[r.key]++
+			if seen[r.key] > 1 {
+				t.Fatalf("key %s twice in [%d, %d): the truncated range was never cleaned", r.key, cp-20, end)
+			}
+		}
+	}
+	_ = written
+}

@@ -108,7 +108,11 @@ type Log struct {
 		// (truncation, retention, DeleteRecords): a cleaning that began
 		// before one abandons its swap (cleaner.go).
 		cleanGen uint64
-		closed   bool
+		// truncatedTo is the lowest offset a truncation cut the log to
+		// since the cleaner last looked (math.MaxInt64 if none): the
+		// cleaner's checkpoint may not stay above it (cleanerPoint).
+		truncatedTo int64
+		closed      bool
 	}
 	// forceRecover names segments to re-validate at open whatever the
 	// recovery point: those a completed swap put in place (cleaner.go).
@@ -132,6 +136,7 @@ func Open(fs FS, dir string, tp TopicPartition, cfg Config, logger zerolog.Logge
 	l.fl.cond = sync.NewCond(&l.fl.Mutex)
 	l.mu.cfg = cfg
 	l.mu.lastFlush = now()
+	l.mu.truncatedTo = math.MaxInt64
 	if err := l.load(opts); err != nil {
 		l.closeFiles()
 		return nil, fmt.Errorf("open log %s: %w", tp, err)
@@ -1142,6 +1147,7 @@ func (l *Log) truncateToLocked(offset int64) error {
 	}
 	l.logger.Info().Int64("offset", offset).Int64("log_end_offset", l.mu.leo).Msg("truncating log")
 	l.mu.cleanGen++
+	l.mu.truncatedTo = min(l.mu.truncatedTo, offset)
 	// From here on the files change: whatever happens, the directory and
 	// the cut segment must be synced before the truncation counts as done.
 	l.mu.truncPending = true
@@ -1233,6 +1239,7 @@ func (l *Log) truncateFullyLocked(offset int64) error {
 	}
 	l.logger.Info().Int64("offset", offset).Msg("truncating log fully")
 	l.mu.cleanGen++
+	l.mu.truncatedTo = min(l.mu.truncatedTo, offset)
 	var ns *segment
 	for _, s := range l.mu.segs {
 		if s.base == offset {
