@@ -32,13 +32,15 @@ import (
 //  3. re-copies every segment from the log start up to where the map
 //     reaches, in groups that fit one segment, keeping a record only if
 //     no later record of its key is in the map; a tombstone (null value)
-//     or transaction marker only until delete.retention.ms has passed
-//     since its segment was last written, counted once that segment is
-//     below the previous cleaning's end (so that a consumer reading from
-//     the start within delete.retention.ms sees the delete); records of
-//     aborted transactions never; and the last data batch of every
-//     producer always (empty if none of its records survive) so that
-//     producer state rebuilt from the log keeps its sequence;
+//     or a transaction marker with no batch of its transaction left only
+//     until its delete horizon (KIP-534: delete.retention.ms after the
+//     first cleaning that reached it, stamped in its batch; see
+//     filterBatch), so that a consumer reading from the start within
+//     delete.retention.ms sees the delete; records of aborted
+//     transactions never; and the last data batch of every producer
+//     always (empty if none of its records survive) so that producer
+//     state rebuilt from the log keeps its sequence. A log whose earliest
+//     delete horizon has passed is cleaned even with nothing dirty;
 //  4. swaps each cleaned group in crash-safely (swapGroup) and repeats
 //     from 2 until the dirty section is done.
 //
@@ -56,6 +58,10 @@ type cleanable struct {
 	cleanBytes int64 // bytes below firstDirty
 	dirtyBytes int64 // bytes in [firstDirty, end)
 	forced     bool  // max.compaction.lag.ms has passed for a dirty record
+	// horizonDue is set when a delete horizon stamped by an earlier
+	// cleaning has passed: tombstones or markers can go, so the log is
+	// cleaned even with nothing dirty (Kafka's latestDeleteHorizon).
+	horizonDue bool
 }
 
 func (c cleanable) ratio() float64 {
@@ -67,7 +73,7 @@ func (c cleanable) ratio() float64 {
 
 // needsCleaning reports whether the dirty section should be cleaned now.
 func (c cleanable) needsCleaning(cfg Config) bool {
-	return c.dirtyBytes > 0 && (c.forced || c.ratio() >= cfg.MinCleanableDirtyRatio)
+	return c.dirtyBytes > 0 && (c.forced || c.ratio() >= cfg.MinCleanableDirtyRatio) || c.horizonDue
 }
 
 // cleanableLocked computes the dirty section from checkpoint firstDirty,
@@ -78,6 +84,7 @@ func (l *Log) cleanableLocked(firstDirty int64, nowMs int64) cleanable {
 		firstDirty = l.mu.logStart
 	}
 	c := cleanable{firstDirty: firstDirty, end: l.active().base}
+	c.horizonDue = l.mu.deleteHorizon >= 0 && nowMs >= l.mu.deleteHorizon
 	for _, s := range l.mu.segs[:len(l.mu.segs)-1] {
 		if s.next > l.mu.hw || (s.next > firstDirty && s.maxTs > nowMs-cfg.MinCompactionLagMs) {
 			c.end = s.base
@@ -223,7 +230,7 @@ func (l *Log) clean(run *cleanRun, firstDirty int64, force bool) (CleanStats, er
 	cfg := l.mu.cfg
 	c := l.cleanableLocked(firstDirty, nowMs)
 	st := CleanStats{FirstDirty: c.firstDirty, End: c.firstDirty}
-	if !cfg.Compact || (!force && !c.needsCleaning(cfg)) || c.dirtyBytes == 0 {
+	if !cfg.Compact || (!force && !c.needsCleaning(cfg)) || (c.dirtyBytes == 0 && !c.horizonDue) {
 		l.mu.Unlock()
 		return st, nil
 	}
@@ -247,7 +254,10 @@ func (l *Log) clean(run *cleanRun, firstDirty int64, force bool) (CleanStats, er
 		c.end = end
 	}
 	dirtyStart := c.firstDirty
-	for dirtyStart < c.end {
+	nextHorizon := int64(-1)
+	// With nothing dirty but a passed delete horizon, one pass re-copies
+	// the clean section with an empty key map.
+	for pass := 0; dirtyStart < c.end || (pass == 0 && c.horizonDue); pass++ {
 		st.Passes++
 		l.mu.Lock()
 		if l.mu.closed {
@@ -258,11 +268,11 @@ func (l *Log) clean(run *cleanRun, firstDirty int64, force bool) (CleanStats, er
 		views = l.viewsLocked(0)
 		l.mu.Unlock()
 		run.m.clear()
-		stop, err := buildOffsetMap(run, views, dirtyStart, c.end, txns, cfg.MaxMessageBytes, &st)
+		stop, err := buildOffsetMap(run, views, dirtyStart, max(c.end, dirtyStart), txns, cfg.MaxMessageBytes, &st)
 		if err != nil {
 			return st, l.cleanErr(err)
 		}
-		if err := l.cleanSegments(run, views, gen, stop, c.firstDirty, nowMs, txns, cfg, &st); err != nil {
+		if err := l.cleanSegments(run, views, gen, stop, nowMs, txns, cfg, &st, &nextHorizon); err != nil {
 			if errors.Is(err, errCleanAborted) {
 				st.Aborted = true
 				return st, nil
@@ -272,6 +282,9 @@ func (l *Log) clean(run *cleanRun, firstDirty int64, force bool) (CleanStats, er
 		dirtyStart = stop
 		st.End = stop
 	}
+	l.mu.Lock()
+	l.mu.deleteHorizon = nextHorizon
+	l.mu.Unlock()
 	st.Duration = time.Since(start)
 	return st, nil
 }
@@ -423,16 +436,24 @@ type cleaner struct {
 	txns      *txnScan
 	cfg       Config
 	nowMs     int64
-	cleanedTo int64 // the previous cleaning's end: tombstones below it may go
 	// retained tracks, per producer, whether any batch of its open
 	// transaction was kept (its marker stays while one is).
 	retained map[int64]bool
 	st       *CleanStats
+	// nextHorizon is the earliest delete horizon of a batch kept, -1 if
+	// none: when the log is next due for cleaning for its tombstones.
+	nextHorizon *int64
+}
+
+func (c *cleaner) noteHorizon(h int64) {
+	if *c.nextHorizon < 0 || h < *c.nextHorizon {
+		*c.nextHorizon = h
+	}
 }
 
 // cleanSegments re-copies every segment whose base is below stop (from the
 // log start), in groups, swapping each in as it is done.
-func (l *Log) cleanSegments(run *cleanRun, views []segView, gen uint64, stop, cleanedTo, nowMs int64, txns *txnScan, cfg Config, st *CleanStats) error {
+func (l *Log) cleanSegments(run *cleanRun, views []segView, gen uint64, stop, nowMs int64, txns *txnScan, cfg Config, st *CleanStats, nextHorizon *int64) error {
 	var todo []segView
 	for _, v := range views[:len(views)-1] {
 		if v.s.base >= stop {
@@ -440,7 +461,7 @@ func (l *Log) cleanSegments(run *cleanRun, views []segView, gen uint64, stop, cl
 		}
 		todo = append(todo, v)
 	}
-	c := &cleaner{run: run, txns: txns, cfg: cfg, nowMs: nowMs, cleanedTo: cleanedTo, retained: map[int64]bool{}, st: st}
+	c := &cleaner{run: run, txns: txns, cfg: cfg, nowMs: nowMs, retained: map[int64]bool{}, st: st, nextHorizon: nextHorizon}
 	for _, group := range groupSegments(todo, cfg) {
 		ns, err := c.cleanGroup(l, group)
 		if err != nil {
@@ -524,13 +545,10 @@ func (c *cleaner) cleanGroup(l *Log, group []segView) (*segment, error) {
 	}
 	for _, v := range group {
 		c.st.SizeBefore += v.size
-		// Tombstones and markers in a segment that was already clean
-		// before this cleaning may go once delete.retention.ms passed.
-		horizon := v.next <= c.cleanedTo && v.maxTs < c.nowMs-c.cfg.DeleteRetentionMs
 		err := readBatches2(c.run, v, func(h BatchHeader, batch []byte) (bool, error) {
 			last = h
 			kept = kept[:0]
-			b, err := c.filterBatch(h, batch, horizon, &kept)
+			b, err := c.filterBatch(h, batch, &kept)
 			if err != nil || b == nil {
 				return err == nil, err
 			}
@@ -560,21 +578,38 @@ func (c *cleaner) cleanGroup(l *Log, group []segView) (*segment, error) {
 
 // filterBatch returns what of batch h is kept: the batch itself, a
 // re-written one, an empty one, or nil.
-func (c *cleaner) filterBatch(h BatchHeader, batch []byte, horizon bool, kept *[]byte) ([]byte, error) {
+//
+// Tombstones and markers follow KIP-534: the first cleaning that keeps a
+// batch holding a tombstone (or a marker whose transaction has no batch
+// left) stamps it with a delete horizon, now plus delete.retention.ms
+// (the delete-horizon attribute, the horizon in the first-timestamp
+// field, record timestamp deltas re-based so that every record keeps its
+// timestamp); a later cleaning drops them once the horizon has passed.
+func (c *cleaner) filterBatch(h BatchHeader, batch []byte, kept *[]byte) ([]byte, error) {
 	lastOfProducer := h.ProducerID >= 0 && !h.IsControl() && c.txns.lastData[h.ProducerID] == h.LastOffset()
+	horizon, hasHorizon := h.FirstTimestamp, h.Attributes&attrDeleteHorizon != 0
+	expired := hasHorizon && c.nowMs >= horizon
 	if h.IsControl() {
 		pid := h.ProducerID
 		hadData := c.retained[pid]
 		delete(c.retained, pid)
 		c.st.RecordsRead += int64(h.NumRecords)
-		if !hadData && horizon {
+		if !hadData && expired {
 			return nil, nil
 		}
 		c.st.RecordsRetained += int64(h.NumRecords)
+		if !hadData && !hasHorizon {
+			c.noteHorizon(c.nowMs + c.cfg.DeleteRetentionMs)
+			return c.withHorizon(h, batch)
+		}
+		if !hadData {
+			c.noteHorizon(horizon)
+		}
 		return batch, nil
 	}
 	aborted := h.IsTransactional() && c.txns.isAborted(h.ProducerID, h.BaseOffset)
 	var n int32
+	tombs := false
 	maxTs := int64(-1)
 	if !aborted {
 		err := eachRecord(h, batch, c.cfg.MaxMessageBytes, func(off, ts int64, body []byte) {
@@ -585,9 +620,10 @@ func (c *cleaner) filterBatch(h BatchHeader, batch []byte, horizon bool, kept *[
 			if latest := c.run.m.get(key); latest > off {
 				return
 			}
-			if tomb && horizon {
+			if tomb && expired {
 				return
 			}
+			tombs = tombs || tomb
 			*kept = binary.AppendVarint(*kept, int64(len(body)))
 			*kept = append(*kept, body...)
 			n++
@@ -599,9 +635,18 @@ func (c *cleaner) filterBatch(h BatchHeader, batch []byte, horizon bool, kept *[
 	}
 	c.st.RecordsRead += int64(h.NumRecords)
 	c.st.RecordsRetained += int64(n)
+	if tombs {
+		if hasHorizon {
+			c.noteHorizon(horizon)
+		} else {
+			c.noteHorizon(c.nowMs + c.cfg.DeleteRetentionMs)
+		}
+	}
 	var out []byte
 	var err error
 	switch {
+	case n > 0 && tombs && !hasHorizon:
+		out, err = rebuildBatchWithHorizon(h, *kept, n, maxTs, c.nowMs+c.cfg.DeleteRetentionMs)
 	case n == h.NumRecords:
 		out = batch
 	case n > 0:
@@ -616,6 +661,23 @@ func (c *cleaner) filterBatch(h BatchHeader, batch []byte, horizon bool, kept *[
 		c.retained[h.ProducerID] = true
 	}
 	return out, err
+}
+
+// withHorizon re-writes a whole batch (a marker) with a delete horizon.
+func (c *cleaner) withHorizon(h BatchHeader, batch []byte) ([]byte, error) {
+	var recs []byte
+	var n int32
+	maxTs := int64(-1)
+	err := eachRecord(h, batch, c.cfg.MaxMessageBytes, func(_, ts int64, body []byte) {
+		recs = binary.AppendVarint(recs, int64(len(body)))
+		recs = append(recs, body...)
+		n++
+		maxTs = max(maxTs, ts)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return rebuildBatchWithHorizon(h, recs, n, maxTs, c.nowMs+c.cfg.DeleteRetentionMs)
 }
 
 const (

@@ -34,6 +34,45 @@ func rebuildBatch(h BatchHeader, records []byte, n int32, maxTs int64) ([]byte, 
 	return encodeBatch(h, h.Attributes, body, n, h.FirstTimestamp, maxTs), nil
 }
 
+// attrDeleteHorizon marks a batch whose first-timestamp field holds its
+// delete horizon (KIP-534): the time after which the cleaner may drop its
+// tombstones, or the marker it is.
+const attrDeleteHorizon = 0x40
+
+// rebuildBatchWithHorizon is rebuildBatch for a batch given a delete
+// horizon: the first-timestamp field becomes the horizon and every
+// record's timestamp delta is re-based on it, so that record timestamps
+// (first timestamp plus delta) stay what they were.
+func rebuildBatchWithHorizon(h BatchHeader, records []byte, n int32, maxTs, horizon int64) ([]byte, error) {
+	rebased := make([]byte, 0, len(records)+int(n)*4)
+	for b := records; len(b) > 0; {
+		l, k := binary.Varint(b)
+		if k <= 0 || l < 1 || l > int64(len(b)-k) {
+			return nil, fmt.Errorf("%w: record framing", ErrCorruptMessage)
+		}
+		body := b[k : k+int(l)]
+		b = b[k+int(l):]
+		d, dk := binary.Varint(body[1:])
+		if dk <= 0 {
+			return nil, fmt.Errorf("%w: record timestamp delta", ErrCorruptMessage)
+		}
+		nb := make([]byte, 0, len(body)+8)
+		nb = append(nb, body[0])
+		nb = binary.AppendVarint(nb, h.FirstTimestamp+d-horizon)
+		nb = append(nb, body[1+dk:]...)
+		rebased = binary.AppendVarint(rebased, int64(len(nb)))
+		rebased = append(rebased, nb...)
+	}
+	body, err := compressRecords(h.Compression(), rebased)
+	if err != nil {
+		return nil, err
+	}
+	if h.TimestampType() == 1 || maxTs < 0 {
+		maxTs = h.MaxTimestamp
+	}
+	return encodeBatch(h, h.Attributes|attrDeleteHorizon, body, n, horizon, maxTs), nil
+}
+
 // emptyBatch is h with no records (Kafka's RETAIN_EMPTY): it keeps the
 // batch's offsets, producer id, epoch and sequence range so that the
 // producer's state, rebuilt from the log, survives the removal of its

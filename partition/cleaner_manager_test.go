@@ -154,3 +154,49 @@ func TestTruncationLowersTheCleanerCheckpoint(t *testing.T) {
 	}
 	_ = written
 }
+
+// Once the delete horizon of its tombstones passes, a log is cleaned
+// again even with nothing dirty, and the tombstones go.
+func TestManagerCleansForExpiredTombstones(t *testing.T) {
+	c := newClock()
+	fs := NewMemFS()
+	cfg := compactConfig()
+	cfg.DeleteRetentionMs = 60_000
+	m, err := OpenManager(fs, ManagerConfig{Dirs: []string{"/d1"}, NodeID: 1, Now: c.Now}, func(string) Config { return cfg }, testLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	l, _ := m.GetOrCreate(TopicPartition{"c", 0})
+	fillLog(t, l, 100, 10, c.Now().UnixMilli())
+	mustAppend(t, l, keyBatch("k3", nil, c.Now().UnixMilli()), 0)
+	fillLog(t, l, 100, 3, c.Now().UnixMilli())
+	run := m.newCleanRun()
+	for m.cleanOnce(run) {
+	}
+	has := func() bool {
+		for _, r := range readRecords(t, l) {
+			if r.key == "k3" {
+				return true
+			}
+		}
+		return false
+	}
+	if !has() {
+		t.Fatal("tombstone dropped at once")
+	}
+	c.Advance(59 * time.Second)
+	if m.cleanOnce(run) {
+		t.Fatal("cleaned before the delete horizon with nothing dirty")
+	}
+	c.Advance(2 * time.Second)
+	if !m.cleanOnce(run) {
+		t.Fatal("not cleaned once the delete horizon passed")
+	}
+	if has() {
+		t.Fatal("tombstone kept past its delete horizon")
+	}
+	if m.cleanOnce(run) {
+		t.Fatal("cleaned again with no horizon left")
+	}
+}

@@ -930,3 +930,77 @@ func TestOpenRebuildsIndexesLeftBehindBySwap(t *testing.T) {
 		t.Fatal("index swap file left behind")
 	}
 }
+
+// An old tombstone (its timestamp long past delete.retention.ms) still
+// stays delete.retention.ms after the cleaning that first reached it
+// (KIP-534's delete horizon), and keeps its timestamp.
+func TestTombstoneHorizonCountsFromItsFirstCleaning(t *testing.T) {
+	c := newClock()
+	cfg := compactConfig()
+	cfg.DeleteRetentionMs = 60_000
+	l := openTestLog(t, NewMemFS(), cfg, OpenOptions{Now: c.Now})
+	old := c.Now().UnixMilli() - 10*86_400_000
+	fillLog(t, l, 100, 10, old)
+	b := NewBatchBuilder(old)
+	b.Add(Record{Key: []byte("k3"), Value: nil, TimestampDelta: 5})
+	b.Add(Record{Key: []byte("other"), Value: []byte("v"), TimestampDelta: 7})
+	mustAppend(t, l, b.Build(), 0)
+	fillLog(t, l, 40, 3, old)
+	run := testRun(c, 1<<20)
+	tombstone := func() (kv, BatchHeader, bool) {
+		for _, v := range l.viewsLocked(0) {
+			var found kv
+			var fh BatchHeader
+			ok := false
+			_, _ = scanHeaders(v.s.log, 0, v.size, func(h BatchHeader, pos int64) bool {
+				raw := make([]byte, h.Size())
+				_, _ = v.s.log.ReadAt(raw, pos)
+				_ = eachRecord(h, raw, math32, func(o, ts int64, body []byte) {
+					if r, _ := recordOf(body); string(r.Key) == "k3" && r.Value == nil {
+						found, fh, ok = kv{off: o, key: "k3", value: []byte(fmt.Sprint(ts))}, h, true
+					}
+				})
+				return true
+			})
+			if ok {
+				return found, fh, true
+			}
+		}
+		return kv{}, BatchHeader{}, false
+	}
+	st, err := l.clean(run, -1, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tomb, h, ok := tombstone()
+	if !ok {
+		t.Fatal("tombstone dropped by its first cleaning")
+	}
+	if h.Attributes&attrDeleteHorizon == 0 || h.FirstTimestamp != c.Now().UnixMilli()+60_000 {
+		t.Fatalf("tombstone's batch has no delete horizon: %+v", h)
+	}
+	if string(tomb.value) != fmt.Sprint(old+5) {
+		t.Fatalf("tombstone's timestamp is %s, was %d", tomb.value, old+5)
+	}
+	c.Advance(59 * time.Second)
+	fillLog(t, l, 30, 3, old)
+	if st, err = l.clean(run, st.End, true); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, ok := tombstone(); !ok {
+		t.Fatal("tombstone dropped before delete.retention.ms since its first cleaning")
+	}
+	c.Advance(2 * time.Second)
+	fillLog(t, l, 30, 3, old)
+	if _, err = l.clean(run, st.End, true); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, ok := tombstone(); ok {
+		t.Fatal("tombstone kept past its delete horizon")
+	}
+	for _, r := range readRecords(t, l) {
+		if r.key == "other" && string(r.value) != "v" {
+			t.Fatal("the tombstone's batch-mate changed")
+		}
+	}
+}

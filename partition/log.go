@@ -112,7 +112,10 @@ type Log struct {
 		// since the cleaner last looked (math.MaxInt64 if none): the
 		// cleaner's checkpoint may not stay above it (cleanerPoint).
 		truncatedTo int64
-		closed      bool
+		// deleteHorizon is the earliest delete horizon the last cleaning
+		// left on a tombstone or marker, -1 if none (cleaner.go).
+		deleteHorizon int64
+		closed        bool
 	}
 	// forceRecover names segments to re-validate at open whatever the
 	// recovery point: those a completed swap put in place (cleaner.go).
@@ -137,6 +140,7 @@ func Open(fs FS, dir string, tp TopicPartition, cfg Config, logger zerolog.Logge
 	l.mu.cfg = cfg
 	l.mu.lastFlush = now()
 	l.mu.truncatedTo = math.MaxInt64
+	l.mu.deleteHorizon = -1
 	if err := l.load(opts); err != nil {
 		l.closeFiles()
 		return nil, fmt.Errorf("open log %s: %w", tp, err)
