@@ -432,10 +432,10 @@ func eachPlainRecord(h BatchHeader, b []byte, fn func(off, ts int64, body []byte
 
 // cleaner holds the per-pass state of re-copying segments.
 type cleaner struct {
-	run       *cleanRun
-	txns      *txnScan
-	cfg       Config
-	nowMs     int64
+	run   *cleanRun
+	txns  *txnScan
+	cfg   Config
+	nowMs int64
 	// retained tracks, per producer, whether any batch of its open
 	// transaction was kept (its marker stays while one is).
 	retained map[int64]bool
