@@ -103,11 +103,12 @@ func cleanerCheckpoint(b *broker, topic string, p int32) int64 {
 }
 
 // TestCompactedTopicReplicasConverge writes many updates over 10k keys to
-// a compacted RF=3 topic and lets every node's cleaner compact its
-// replica: each replica then holds every key's latest value, each key
-// once below the cleaner checkpoint and its disk use is within twice the
-// live data (what a consumer from offset 0 reads); a consumer from offset
-// 0 reads exactly that.
+// a compacted RF=3 topic, deletes 1000 of them and lets every node's
+// cleaner compact its replica: each replica then holds every live key's
+// latest value, each key once below the cleaner checkpoint, nothing of
+// the deleted keys once delete.retention.ms has passed, and its disk use
+// is within twice the live data (what a consumer from offset 0 reads); a
+// consumer from offset 0 reads exactly that.
 func TestCompactedTopicReplicasConverge(t *testing.T) {
 	n := *compactionRecords
 	c := startCluster(t, map[string]string{"GOKAFKA_LOG_CLEANER_BACKOFF_MS": "200"})
@@ -119,6 +120,7 @@ func TestCompactedTopicReplicasConverge(t *testing.T) {
 		"cleanup.policy":            strp("compact"),
 		"segment.bytes":             strp("1048576"),
 		"min.cleanable.dirty.ratio": strp("0.01"),
+		"delete.retention.ms":       strp("1000"),
 	})
 	cl := c.client(t, kgo.DefaultProduceTopic(topic), kgo.ProducerLinger(5*time.Millisecond), kgo.MaxBufferedRecords(50_000))
 	start := time.Now()
@@ -127,9 +129,9 @@ func TestCompactedTopicReplicasConverge(t *testing.T) {
 		mu   sync.Mutex
 		perr error
 	)
-	for i := 0; i < n; i++ {
+	produce := func(key string, value []byte) {
 		wg.Add(1)
-		cl.Produce(context.Background(), &kgo.Record{Key: []byte(compactionKey(i)), Value: []byte(compactionValue(i))}, func(_ *kgo.Record, err error) {
+		cl.Produce(context.Background(), &kgo.Record{Key: []byte(key), Value: value}, func(_ *kgo.Record, err error) {
 			if err != nil {
 				mu.Lock()
 				perr = err
@@ -138,16 +140,32 @@ func TestCompactedTopicReplicasConverge(t *testing.T) {
 			wg.Done()
 		})
 	}
+	// n updates over all keys; then the first 1000 keys are deleted
+	// (tombstones), and 100k more updates of the others push the
+	// tombstones out of the active segment.
+	want := map[string]string{}
+	for i := 0; i < n; i++ {
+		produce(compactionKey(i), []byte(compactionValue(i)))
+		want[compactionKey(i)] = compactionValue(i)
+	}
+	deleted := map[string]bool{}
+	for k := 0; k < 1000; k++ {
+		produce(compactionKey(k), nil)
+		deleted[compactionKey(k)] = true
+		delete(want, compactionKey(k))
+	}
+	const late = 100_000
+	for j := 0; j < late; j++ {
+		k := compactionKey(1000 + j%(compactionKeys-1000))
+		produce(k, []byte("late-"+strconv.Itoa(j)))
+		want[k] = "late-" + strconv.Itoa(j)
+	}
 	wg.Wait()
 	if perr != nil {
 		t.Fatalf("produce: %v", perr)
 	}
-	t.Logf("produced %d updates over %d keys in %v", n, compactionKeys, time.Since(start))
-	want := map[string]string{}
-	for i := n - compactionKeys; i < n; i++ {
-		want[compactionKey(i)] = compactionValue(i)
-	}
-	leo := int64(n)
+	t.Logf("produced %d updates over %d keys, 1000 deletes and %d more updates in %v", n, compactionKeys, late, time.Since(start))
+	leo := int64(n + 1000 + late)
 
 	check := func(id int32, recs []replicaRecord, logBytes, checkpoint int64) error {
 		latest := map[string]replicaRecord{}
@@ -166,6 +184,11 @@ func TestCompactedTopicReplicasConverge(t *testing.T) {
 		for k, v := range want {
 			if latest[k].value != v {
 				return fmt.Errorf("node %d: key %s is %q, want %q", id, k, latest[k].value, v)
+			}
+		}
+		for k := range deleted {
+			if r, ok := latest[k]; ok {
+				return fmt.Errorf("node %d: deleted key %s still there at %d (tombstones go delete.retention.ms after their first cleaning)", id, k, r.off)
 			}
 		}
 		// Records carry ~20 bytes of framing and batches 61 of header
@@ -225,6 +248,9 @@ func TestCompactedTopicReplicasConverge(t *testing.T) {
 			}
 			if v, ok := got[string(r.Key)]; ok && r.Offset < lcp {
 				t.Fatalf("key %s read as %q, then again at %d", r.Key, v, r.Offset)
+			}
+			if deleted[string(r.Key)] {
+				t.Fatalf("deleted key %s read at %d", r.Key, r.Offset)
 			}
 			got[string(r.Key)] = string(r.Value)
 		})
