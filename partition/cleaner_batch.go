@@ -52,6 +52,9 @@ func rebuildBatchWithHorizon(h BatchHeader, records []byte, n int32, maxTs, hori
 		}
 		body := b[k : k+int(l)]
 		b = b[k+int(l):]
+		if len(body) < 2 {
+			return nil, fmt.Errorf("%w: record framing", ErrCorruptMessage)
+		}
 		d, dk := binary.Varint(body[1:])
 		if dk <= 0 {
 			return nil, fmt.Errorf("%w: record timestamp delta", ErrCorruptMessage)

@@ -1004,3 +1004,16 @@ func TestTombstoneHorizonCountsFromItsFirstCleaning(t *testing.T) {
 		}
 	}
 }
+
+// Corrupt record framing inside a batch is an error for the cleaning,
+// never a panic.
+func TestCleanerSurvivesCorruptRecords(t *testing.T) {
+	h := BatchHeader{BaseOffset: 0, LastOffsetDelta: 1, FirstTimestamp: 1, MaxTimestamp: 1, ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1}
+	for _, recs := range [][]byte{{0}, {2}, {2, 0}, {0x7f}, {4, 0, 0x80}} {
+		if _, err := rebuildBatchWithHorizon(h, recs, 1, 1, 5); err == nil {
+			t.Errorf("records %x accepted", recs)
+		}
+		_ = eachPlainRecord(BatchHeader{NumRecords: 3}, recs, func(int64, int64, []byte) {})
+		_, _, _, _ = recordKey(recs)
+	}
+}
