@@ -235,12 +235,20 @@ func (l *Log) clean(run *cleanRun, firstDirty int64, force bool) (CleanStats, er
 		return st, nil
 	}
 	hw := l.mu.hw
+	gen0 := l.mu.cleanGen
 	views := l.viewsLocked(0)
 	l.mu.Unlock()
+	fail := func(err error) (CleanStats, error) {
+		if err = l.cleanErr(err, gen0); errors.Is(err, errCleanAborted) {
+			st.Aborted = true
+			return st, nil
+		}
+		return st, err
+	}
 
 	txns, err := scanTxns(views, hw)
 	if err != nil {
-		return st, l.cleanErr(err)
+		return fail(err)
 	}
 	if u := txns.firstUnstable; u >= 0 && u < c.end {
 		// Only whole segments below the first unstable offset.
@@ -270,14 +278,10 @@ func (l *Log) clean(run *cleanRun, firstDirty int64, force bool) (CleanStats, er
 		run.m.clear()
 		stop, err := buildOffsetMap(run, views, dirtyStart, max(c.end, dirtyStart), txns, cfg.MaxMessageBytes, &st)
 		if err != nil {
-			return st, l.cleanErr(err)
+			return fail(err)
 		}
 		if err := l.cleanSegments(run, views, gen, stop, nowMs, txns, cfg, &st, &nextHorizon); err != nil {
-			if errors.Is(err, errCleanAborted) {
-				st.Aborted = true
-				return st, nil
-			}
-			return st, l.cleanErr(err)
+			return fail(err)
 		}
 		dirtyStart = stop
 		st.End = stop
@@ -289,14 +293,20 @@ func (l *Log) clean(run *cleanRun, firstDirty int64, force bool) (CleanStats, er
 	return st, nil
 }
 
-// cleanErr reports a failed cleaning as aborted if the log changed
-// meanwhile (a segment it read was deleted or closed).
-func (l *Log) cleanErr(err error) error {
+// cleanErr reports a failed cleaning as ErrLogClosed if the log was
+// closed meanwhile, and as aborted (errCleanAborted) if a truncation,
+// retention or DeleteRecords changed its segments since the cleaning
+// began (gen): a read of a segment deleted under it fails, and is no
+// error of the log's.
+func (l *Log) cleanErr(err error, gen uint64) error {
 	l.mu.Lock()
-	closed := l.mu.closed
+	closed, changed := l.mu.closed, l.mu.cleanGen != gen
 	l.mu.Unlock()
-	if closed {
+	switch {
+	case closed:
 		return ErrLogClosed
+	case changed && !errors.Is(err, errCleanStopped):
+		return fmt.Errorf("%w: %v", errCleanAborted, err)
 	}
 	return err
 }

@@ -1017,3 +1017,36 @@ func TestCleanerSurvivesCorruptRecords(t *testing.T) {
 		_, _, _, _ = recordKey(recs)
 	}
 }
+
+// Retention deleting segments a cleaning is reading (compact,delete)
+// abandons the cleaning; it is not an error of the log.
+func TestRetentionDuringCleaningAbandonsIt(t *testing.T) {
+	c := newClock()
+	cfg := compactConfig()
+	cfg.RetentionMs = 60_000
+	l := openTestLog(t, NewMemFS(), cfg, OpenOptions{Now: c.Now})
+	written := fillLog(t, l, 200, 10, c.Now().UnixMilli()-120_000)
+	fillLog(t, l, 100, 10, c.Now().UnixMilli())
+	run := testRun(c, 1<<20)
+	once := false
+	// The throttle's sleep runs between two batch reads.
+	run.throttle = &throttler{rate: 1, start: time.Now(), sleep: func(time.Duration) {
+		if !once {
+			once = true
+			if n, err := l.ApplyRetention(c.Now()); err != nil || n == 0 {
+				t.Errorf("retention deleted %d segments: %v", n, err)
+			}
+		}
+	}}
+	st, err := l.clean(run, -1, true)
+	if err != nil {
+		t.Fatalf("cleaning failed instead of stopping: %v", err)
+	}
+	if !st.Aborted {
+		t.Fatal("cleaning went on over deleted segments")
+	}
+	_ = written
+	if _, err := l.clean(testRun(c, 1<<20), -1, true); err != nil {
+		t.Fatal(err)
+	}
+}
