@@ -233,12 +233,15 @@ func (m *Manager) writeCleanerCheckpoint(dir string) error {
 	return WriteFileAtomic(m.fsFor(dir), filepath.Join(dir, cleanerCheckpointFile), encodeOffsetCheckpoint(cp))
 }
 
-// forgetCleaned drops the cleaner checkpoint of a deleted log.
-func (m *Manager) forgetCleaned(tp TopicPartition) {
+// forgetCleaned drops the cleaner checkpoint of a deleted log, reporting
+// whether it had one.
+func (m *Manager) forgetCleaned(tp TopicPartition) bool {
 	m.cleaner.mu.Lock()
+	defer m.cleaner.mu.Unlock()
+	_, had := m.cleaner.points[tp]
 	delete(m.cleaner.points, tp)
 	delete(m.cleaner.last, tp)
-	m.cleaner.mu.Unlock()
+	return had
 }
 
 // startCleaner runs log.cleaner.threads goroutines until Close. Each

@@ -200,3 +200,34 @@ func TestManagerCleansForExpiredTombstones(t *testing.T) {
 		t.Fatal("cleaned again with no horizon left")
 	}
 }
+
+// Deleting a log removes its cleaner checkpoint from disk: a log recreated
+// under the same name after a crash starts dirty.
+func TestDeleteDropsTheCleanerCheckpoint(t *testing.T) {
+	c := newClock()
+	fs := NewMemFS()
+	mcfg := ManagerConfig{Dirs: []string{"/d1"}, NodeID: 1, Now: c.Now}
+	m, err := OpenManager(fs, mcfg, func(string) Config { return compactConfig() }, testLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tp := TopicPartition{"c", 0}
+	l, _ := m.GetOrCreate(tp)
+	fillLog(t, l, 200, 10, c.Now().UnixMilli())
+	m.cleanOnce(m.newCleanRun())
+	if m.CleanerCheckpoint(tp) <= 0 {
+		t.Fatal("not cleaned")
+	}
+	if err := m.Delete(tp); err != nil {
+		t.Fatal(err)
+	}
+	m2, err := OpenManager(fs.CrashClone(), mcfg, func(string) Config { return compactConfig() }, testLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m2.Close()
+	if got := m2.CleanerCheckpoint(tp); got != -1 {
+		t.Fatalf("checkpoint %d survived the log's deletion", got)
+	}
+	_ = m.Close()
+}

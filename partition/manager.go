@@ -494,7 +494,11 @@ func (m *Manager) Delete(tp TopicPartition) error {
 		return nil
 	}
 	err := l.Delete()
-	m.forgetCleaned(tp)
+	if m.forgetCleaned(tp) {
+		// A log recreated under this name must not inherit the
+		// checkpoint after a crash.
+		err = errors.Join(err, m.writeCleanerCheckpoint(dir))
+	}
 	return errors.Join(err, m.writeDirCheckpoints(dir))
 }
 
