@@ -775,10 +775,12 @@ func (l *Log) swapGroup(run *cleanRun, gen uint64, group []segView, ns *segment)
 	var old []*segment
 	for _, v := range group {
 		if err := v.s.renameFiles(l.fs, deletedSuffix); err != nil {
-			// The old segments whose files were renamed are still in
-			// the list under their new names; the swap file completes
-			// the replacement at the next start, as after a crash.
+			// The old segments whose files were renamed stay in the
+			// list under their new names; the swap files, kept,
+			// complete the replacement at the next start, as after a
+			// crash.
 			l.mu.Unlock()
+			_ = ns.close()
 			return err
 		}
 		old = append(old, v.s)
