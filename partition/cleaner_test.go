@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -1048,5 +1049,60 @@ func TestRetentionDuringCleaningAbandonsIt(t *testing.T) {
 	_ = written
 	if _, err := l.clean(testRun(c, 1<<20), -1, true); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A failing write, sync or rename at any point of a cleaning leaves a log
+// that reads whole, and that reopens whole, both as the files are and
+// as a crash right then would leave them.
+func TestCleanerFailingFilesystemLeavesAWholeLog(t *testing.T) {
+	for _, tc := range []struct{ op, suffix string }{
+		{"write", cleanedSuffix}, {"sync", cleanedSuffix}, {"rename", cleanedSuffix},
+		{"syncdir", ""}, {"rename", indexSuffix}, {"rename", logSuffix}, {"rename", swapSuffix}, {"remove", deletedSuffix},
+	} {
+		t.Run(tc.op+tc.suffix, func(t *testing.T) {
+			c := newClock()
+			mem := NewMemFS()
+			armed, fired := false, false
+			fs := &ErrorFS{FS: mem, Inject: func(op, name string) error {
+				// The second group: some groups swap in before it fails.
+				if armed && !fired && op == tc.op && strings.HasSuffix(name, tc.suffix) && !strings.Contains(name, segmentName(0)) {
+					fired = true
+					return errors.New("injected " + op + " failure")
+				}
+				return nil
+			}}
+			l := openTestLog(t, fs, compactConfig(), OpenOptions{Now: c.Now})
+			written := fillLog(t, l, 200, 10, c.Now().UnixMilli())
+			if err := l.Flush(); err != nil {
+				t.Fatal(err)
+			}
+			armed = true
+			_, err := l.clean(testRun(c, 1<<20), -1, true)
+			armed = false
+			if !fired {
+				t.Fatalf("no %s of a %s file during cleaning", tc.op, tc.suffix)
+			}
+			if err == nil && tc.op != "remove" {
+				t.Fatal("cleaning reported no error")
+			}
+			checkCompacted(t, readRecords(t, l), written, 1<<62)
+			crashed := mem.CrashClone()
+			for name, fsys := range map[string]FS{"crash": crashed, "as is": mem} {
+				if name == "as is" {
+					l.Close()
+				}
+				l2, err := Open(fsys, "/data", TopicPartition{Topic: "t", Partition: 0}, compactConfig(), testLogger(t),
+					OpenOptions{Now: c.Now, RecoveryPoint: 200, HighWatermark: 200})
+				if err != nil {
+					t.Fatalf("%s: reopen: %v", name, err)
+				}
+				if l2.LogEndOffset() != 200 {
+					t.Fatalf("%s: log end %d", name, l2.LogEndOffset())
+				}
+				checkCompacted(t, readRecords(t, l2), written, 1<<62)
+				l2.Close()
+			}
+		})
 	}
 }
