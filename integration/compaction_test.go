@@ -281,6 +281,36 @@ func TestCompactedTopicTransactions(t *testing.T) {
 	})
 	p := txnProducer(t, b, "compacted-txn")
 	ctx := testCtx(t, 60*time.Second)
+	// DescribeConfigs shows the cleaner's broker configs and the topic's.
+	bcs, err := b.admin(t).DescribeBrokerConfigs(ctx, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bc, err := bcs.On("1", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	shown := map[string]string{}
+	for _, c := range bc.Configs {
+		shown[c.Key] = c.MaybeValue()
+	}
+	if shown["log.cleaner.enable"] != "true" || shown["log.cleaner.threads"] != "1" || shown["log.cleaner.dedupe.buffer.size"] != "134217728" {
+		t.Fatalf("broker configs show the cleaner as %q %q %q", shown["log.cleaner.enable"], shown["log.cleaner.threads"], shown["log.cleaner.dedupe.buffer.size"])
+	}
+	tcs, err := b.admin(t).DescribeTopicConfigs(ctx, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tc, err := tcs.On(topic, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range tc.Configs {
+		shown[c.Key] = c.MaybeValue()
+	}
+	if shown["cleanup.policy"] != "compact" || shown["delete.retention.ms"] != "86400000" || shown["min.cleanable.dirty.ratio"] != "0.01" {
+		t.Fatalf("topic configs show %q %q %q", shown["cleanup.policy"], shown["delete.retention.ms"], shown["min.cleanable.dirty.ratio"])
+	}
 	const rounds, keys = 120, 10
 	rnd := rand.New(rand.NewSource(1))
 	committed := map[string]string{}

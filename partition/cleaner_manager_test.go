@@ -231,3 +231,44 @@ func TestDeleteDropsTheCleanerCheckpoint(t *testing.T) {
 	}
 	_ = m.Close()
 }
+
+// The throttle holds the cleaner's reads to log.cleaner.io.max.bytes.per.second.
+func TestCleanerThrottleSleepsToTheRate(t *testing.T) {
+	var slept time.Duration
+	th := newThrottler(1 << 20) // 1 MiB/s
+	th.sleep = func(d time.Duration) { slept += d }
+	th.start = time.Now()
+	for i := 0; i < 8; i++ {
+		th.wait(64 << 10) // 512 KiB in all: about half a second's worth
+	}
+	if slept < 400*time.Millisecond {
+		t.Fatalf("slept %v for 512 KiB at 1 MiB/s", slept)
+	}
+	slept = 0
+	unlimited := newThrottler(1.7976931348623157e308)
+	unlimited.sleep = func(d time.Duration) { slept += d }
+	unlimited.wait(1 << 30)
+	if slept != 0 {
+		t.Fatal("the default rate throttled")
+	}
+}
+
+func TestCleanerDisabledCleansNothing(t *testing.T) {
+	fs := NewMemFS()
+	mcfg := ManagerConfig{Dirs: []string{"/d1"}, NodeID: 1, Cleaner: CleanerConfig{Disable: true, Backoff: time.Millisecond}}
+	m, err := OpenManager(fs, mcfg, func(string) Config { return compactConfig() }, testLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, _ := m.GetOrCreate(TopicPartition{"c", 0})
+	fillLog(t, l, 200, 10, time.Now().UnixMilli()-1000)
+	size := l.Size()
+	m.Start()
+	time.Sleep(50 * time.Millisecond)
+	if l.Size() != size || m.CleanerCheckpoint(TopicPartition{"c", 0}) != -1 {
+		t.Fatal("log.cleaner.enable=false and the log was cleaned")
+	}
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
