@@ -122,7 +122,7 @@ type CleanStats struct {
 	FirstDirty      int64 // where the dirty section started
 	End             int64 // the new cleaner checkpoint
 	Passes          int   // times the key map was filled
-	SizeBefore      int64 // bytes of the segments cleaned, before
+	SizeBefore      int64 // bytes of the log's segments before the cleaning
 	SizeAfter       int64 // and after
 	BytesRead       int64
 	RecordsRead     int64
@@ -236,6 +236,7 @@ func (l *Log) clean(run *cleanRun, firstDirty int64, force bool) (CleanStats, er
 	}
 	hw := l.mu.hw
 	gen0 := l.mu.cleanGen
+	st.SizeBefore = l.sizeLocked()
 	views := l.viewsLocked(0)
 	l.mu.Unlock()
 	fail := func(err error) (CleanStats, error) {
@@ -288,6 +289,7 @@ func (l *Log) clean(run *cleanRun, firstDirty int64, force bool) (CleanStats, er
 	}
 	l.mu.Lock()
 	l.mu.deleteHorizon = nextHorizon
+	st.SizeAfter = l.sizeLocked()
 	l.mu.Unlock()
 	st.Duration = time.Since(start)
 	return st, nil
@@ -539,7 +541,6 @@ func (c *cleaner) cleanGroup(l *Log, group []segView) (*segment, error) {
 			return nil
 		}
 		err := ns.appendLocked(out, hdrs, c.cfg)
-		c.st.SizeAfter += int64(len(out))
 		out, hdrs = out[:0], hdrs[:0]
 		return err
 	}
@@ -554,7 +555,6 @@ func (c *cleaner) cleanGroup(l *Log, group []segView) (*segment, error) {
 		return nil
 	}
 	for _, v := range group {
-		c.st.SizeBefore += v.size
 		err := readBatches2(c.run, v, func(h BatchHeader, batch []byte) (bool, error) {
 			last = h
 			kept = kept[:0]

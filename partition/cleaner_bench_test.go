@@ -58,7 +58,7 @@ func BenchmarkCleaner(b *testing.B) {
 		b.ReportMetric(float64(len(run.m.slots))/(1<<20), "map-MB")
 		b.ReportMetric(float64(after.TotalAlloc-before.TotalAlloc)/(1<<20)/float64(1), "alloc-MB/clean")
 		b.ReportMetric(float64(size)/(1<<20), "log-MB")
-		b.ReportMetric(float64(st.SizeAfter)/(1<<20), "cleaned-MB")
+		b.ReportMetric(float64(st.SizeAfter)/(1<<20), "log-after-MB")
 		l.Close()
 		b.StartTimer()
 	}

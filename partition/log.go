@@ -546,6 +546,10 @@ func (l *Log) Dir() string { return l.dir }
 func (l *Log) Size() int64 {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	return l.sizeLocked()
+}
+
+func (l *Log) sizeLocked() int64 {
 	var n int64
 	for _, s := range l.mu.segs {
 		n += s.size
