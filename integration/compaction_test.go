@@ -479,3 +479,89 @@ func BenchmarkProduceLatencyWhileCleaning(b *testing.B) {
 		br.Stop()
 	}
 }
+
+// TestCompactionSurvivesKill9 kills the broker with SIGKILL while it
+// swaps cleaned segments in, restarts it and requires every key's latest
+// value, then lets the cleaning finish and requires it again.
+func TestCompactionSurvivesKill9(t *testing.T) {
+	b := startBroker(t, brokerOpts{Env: map[string]string{"GOKAFKA_LOG_CLEANER_BACKOFF_MS": "50"}})
+	const topic = "compacted-kill"
+	adm := b.admin(t)
+	createTopic(t, adm, topic, 1, map[string]*string{
+		"cleanup.policy":        strp("compact"),
+		"segment.bytes":         strp("1048576"),
+		"min.compaction.lag.ms": strp("86400000"), // nothing cleanable while it fills
+	})
+	const n, keys = 400_000, 5_000
+	cl := b.client(t, kgo.DefaultProduceTopic(topic), kgo.ProducerLinger(5*time.Millisecond), kgo.MaxBufferedRecords(50_000),
+		kgo.ProducerBatchCompression(kgo.NoCompression()))
+	want := map[string]string{}
+	var wg sync.WaitGroup
+	for i := 0; i < n; i++ {
+		k, v := fmt.Sprintf("key-%05d", i%keys), fmt.Sprintf("value-%d-%090d", i, i)
+		want[k] = v
+		wg.Add(1)
+		cl.Produce(context.Background(), &kgo.Record{Key: []byte(k), Value: []byte(v)}, func(_ *kgo.Record, err error) {
+			if err != nil {
+				t.Error(err)
+			}
+			wg.Done()
+		})
+	}
+	wg.Wait()
+	cl.Close()
+	ctx := testCtx(t, 60*time.Second)
+	if _, err := adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{{Op: kadm.SetConfig, Name: "min.compaction.lag.ms", Value: strp("0")}}, topic); err != nil {
+		t.Fatal(err)
+	}
+	// Kill as soon as a swap file shows up (or after 3 s).
+	dir := b.PartitionDir(topic, 0)
+	deadline := time.Now().Add(3 * time.Second)
+	seen := ""
+	for seen == "" && time.Now().Before(deadline) {
+		names, _ := filepath.Glob(filepath.Join(dir, "*.swap"))
+		if len(names) > 0 {
+			seen = filepath.Base(names[0])
+		}
+		time.Sleep(200 * time.Microsecond)
+	}
+	b.Kill()
+	t.Logf("killed with %q present", seen)
+	b.start()
+	check := func(what string) {
+		got := map[string]string{}
+		c := b.client(t, kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {0: kgo.NewOffset().AtStart()}}))
+		defer c.Close()
+		last := int64(-1)
+		cctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		for last < n-1 {
+			fs := c.PollFetches(cctx)
+			if cctx.Err() != nil {
+				t.Fatalf("%s: read up to %d of %d", what, last, n)
+			}
+			fs.EachRecord(func(r *kgo.Record) {
+				if r.Offset <= last {
+					t.Fatalf("%s: offset %d after %d", what, r.Offset, last)
+				}
+				last = r.Offset
+				got[string(r.Key)] = string(r.Value)
+			})
+		}
+		for k, v := range want {
+			if got[k] != v {
+				t.Fatalf("%s: key %s is %.20q, want %.20q", what, k, got[k], v)
+			}
+		}
+	}
+	check("after kill -9")
+	eventually(t, 60*time.Second, func() error {
+		if cleanerCheckpoint(b, topic, 0) <= 0 {
+			return fmt.Errorf("not cleaned after the restart")
+		}
+		return nil
+	})
+	check("after cleaning")
+	recs, size := readReplica(t, dir)
+	t.Logf("%d records in %d bytes after cleaning", len(recs), size)
+}
