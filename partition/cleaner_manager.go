@@ -57,13 +57,18 @@ type cleanerState struct {
 	mu       sync.Mutex
 	points   map[TopicPartition]int64 // cleaner checkpoint per log
 	busy     map[TopicPartition]bool
+	// uncleanable holds logs whose cleaning failed (a corrupt batch, a
+	// batch too big for the key map): skipped until the broker restarts
+	// or the log is deleted, as Kafka marks them uncleanable.
+	uncleanable map[TopicPartition]bool
 	last     map[TopicPartition]CleanStats
 }
 
 func (m *Manager) initCleaner() {
 	cfg := m.cfg.Cleaner.withDefaults()
 	m.cleaner = &cleanerState{cfg: cfg, throttle: newThrottler(cfg.IOMaxBytesPerSecond),
-		points: map[TopicPartition]int64{}, busy: map[TopicPartition]bool{}, last: map[TopicPartition]CleanStats{}}
+		points: map[TopicPartition]int64{}, busy: map[TopicPartition]bool{}, last: map[TopicPartition]CleanStats{},
+		uncleanable: map[TopicPartition]bool{}}
 	for _, dir := range m.cfg.Dirs {
 		if m.dirOffline(dir) {
 			continue
@@ -86,6 +91,18 @@ func (m *Manager) CleanerCheckpoint(tp TopicPartition) int64 {
 	return -1
 }
 
+// Uncleanable lists the logs whose cleaning failed and that the cleaner
+// skips until the broker restarts (Kafka's uncleanable partitions).
+func (m *Manager) Uncleanable() []TopicPartition {
+	m.cleaner.mu.Lock()
+	defer m.cleaner.mu.Unlock()
+	var out []TopicPartition
+	for tp := range m.cleaner.uncleanable {
+		out = append(out, tp)
+	}
+	return out
+}
+
 // LastCleaning returns the statistics of tp's last cleaning.
 func (m *Manager) LastCleaning(tp TopicPartition) (CleanStats, bool) {
 	m.cleaner.mu.Lock()
@@ -106,7 +123,7 @@ func (m *Manager) grabFilthiest(now time.Time) (logInDir, cleanable, bool) {
 	)
 	for _, e := range m.snapshot() {
 		m.cleaner.mu.Lock()
-		busy := m.cleaner.busy[e.tp]
+		busy := m.cleaner.busy[e.tp] || m.cleaner.uncleanable[e.tp]
 		point, ok := m.cleaner.points[e.tp]
 		m.cleaner.mu.Unlock()
 		if busy {
@@ -168,7 +185,10 @@ func (m *Manager) cleanOnce(run *cleanRun) bool {
 	log := m.logger.With().Str("topic", e.tp.Topic).Int32("partition", e.tp.Partition).Logger()
 	if err != nil {
 		if !errors.Is(err, ErrLogClosed) && !errors.Is(err, ErrStorage) && !errors.Is(err, errCleanStopped) {
-			log.Error().Err(err).Msg("log cleaning failed")
+			log.Error().Err(err).Msg("log cleaning failed; the log is left uncleaned until the broker restarts")
+			m.cleaner.mu.Lock()
+			m.cleaner.uncleanable[e.tp] = true
+			m.cleaner.mu.Unlock()
 		}
 		return true
 	}
@@ -241,6 +261,7 @@ func (m *Manager) forgetCleaned(tp TopicPartition) bool {
 	_, had := m.cleaner.points[tp]
 	delete(m.cleaner.points, tp)
 	delete(m.cleaner.last, tp)
+	delete(m.cleaner.uncleanable, tp)
 	return had
 }
 

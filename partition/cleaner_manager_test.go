@@ -1,6 +1,7 @@
 package partition
 
 import (
+	"encoding/binary"
 	"strings"
 	"testing"
 	"time"
@@ -270,5 +271,38 @@ func TestCleanerDisabledCleansNothing(t *testing.T) {
 	}
 	if err := m.Close(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A log whose cleaning fails on a corrupt record is marked uncleanable
+// and skipped, not retried at every backoff; the other logs are cleaned.
+func TestCorruptLogIsMarkedUncleanable(t *testing.T) {
+	c := newClock()
+	fs := NewMemFS()
+	m, err := OpenManager(fs, ManagerConfig{Dirs: []string{"/d1"}, NodeID: 1, Now: c.Now}, func(string) Config { return compactConfig() }, testLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	bad, _ := m.GetOrCreate(TopicPartition{"bad", 0})
+	good, _ := m.GetOrCreate(TopicPartition{"good", 0})
+	// A batch whose CRC is right but whose record framing is not.
+	b := keyBatch("k", []byte("v"), c.Now().UnixMilli())
+	b[BatchHeaderSize] = 0x7f // record length far beyond the batch
+	binary.BigEndian.PutUint32(b[offCRC:], batchCRC(b))
+	mustAppend(t, bad, b, 0)
+	fillLog(t, bad, 200, 10, c.Now().UnixMilli())
+	fillLog(t, good, 100, 10, c.Now().UnixMilli())
+	run := m.newCleanRun()
+	for i := 0; i < 5 && m.cleanOnce(run); i++ {
+	}
+	if m.cleanOnce(run) {
+		t.Fatal("the cleaner keeps retrying a corrupt log")
+	}
+	if u := m.Uncleanable(); len(u) != 1 || u[0].Topic != "bad" {
+		t.Fatalf("uncleanable logs %v", u)
+	}
+	if m.CleanerCheckpoint(TopicPartition{"good", 0}) <= 0 {
+		t.Fatal("the good log was not cleaned")
 	}
 }
