@@ -61,7 +61,7 @@ type cleanerState struct {
 	// batch too big for the key map): skipped until the broker restarts
 	// or the log is deleted, as Kafka marks them uncleanable.
 	uncleanable map[TopicPartition]bool
-	last     map[TopicPartition]CleanStats
+	last        map[TopicPartition]CleanStats
 }
 
 func (m *Manager) initCleaner() {
