@@ -86,7 +86,7 @@ func (l *Log) cleanableLocked(firstDirty int64, nowMs int64) cleanable {
 	c := cleanable{firstDirty: firstDirty, end: l.active().base}
 	c.horizonDue = l.mu.deleteHorizon >= 0 && nowMs >= l.mu.deleteHorizon
 	for _, s := range l.mu.segs[:len(l.mu.segs)-1] {
-		if s.next > l.mu.hw || (s.next > firstDirty && s.maxTs > nowMs-cfg.MinCompactionLagMs) {
+		if s.next > l.mu.hw || (cfg.MinCompactionLagMs > 0 && s.next > firstDirty && s.maxTs > nowMs-cfg.MinCompactionLagMs) {
 			c.end = s.base
 			break
 		}
