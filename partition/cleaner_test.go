@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"math/rand"
 	"os"
 	"sort"
 	"strings"
@@ -1118,4 +1119,111 @@ func TestCleanerIgnoresTimestampsWithoutMinCompactionLag(t *testing.T) {
 		t.Fatalf("records stamped in the future not cleaned: %+v %v", st, err)
 	}
 	checkCompacted(t, readRecords(t, l), written, st.End)
+}
+
+// TestCleanerRandomHistories runs random histories (updates, deletes,
+// batches of several records, gzip or not, key maps of random size,
+// cleanings at random moments) against a model: after each cleaning
+// every record read is one written at its offset, every key's latest
+// record (value or unexpired tombstone) is there, and a key appears at
+// most once below the cleaned point.
+func TestCleanerRandomHistories(t *testing.T) {
+	for seed := int64(1); seed <= 12; seed++ {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			rnd := rand.New(rand.NewSource(seed))
+			c := newClock()
+			cfg := compactConfig()
+			cfg.SegmentBytes = int64(600 + rnd.Intn(2000))
+			cfg.DeleteRetentionMs = int64(rnd.Intn(3)) * 1000
+			fs := NewMemFS()
+			l := openTestLog(t, fs, cfg, OpenOptions{Now: c.Now})
+			keys := 5 + rnd.Intn(40)
+			var written []kv
+			run := testRun(c, int64(24*(6+rnd.Intn(keys*2))))
+			cp := int64(-1)
+			for step := 0; step < 30; step++ {
+				for b := rnd.Intn(20); b > 0; b-- {
+					bb := NewBatchBuilder(c.Now().UnixMilli() - 5000)
+					n := 1 + rnd.Intn(4)
+					var recs []kv
+					for i := 0; i < n; i++ {
+						k := fmt.Sprintf("k%d", rnd.Intn(keys))
+						var v []byte
+						if rnd.Intn(5) > 0 {
+							v = []byte(fmt.Sprintf("v%d-%d", step, rnd.Int()))
+						}
+						bb.Add(Record{Key: []byte(k), Value: v, TimestampDelta: int64(i)})
+						recs = append(recs, kv{key: k, value: v})
+					}
+					raw := bb.Build()
+					if rnd.Intn(3) == 0 {
+						h := parseHeaderUnchecked(raw)
+						h.Attributes = int16(CompressionGzip)
+						h.PartitionLeaderEpoch = -1
+						var err error
+						if raw, err = rebuildBatch(h, raw[BatchHeaderSize:], h.NumRecords, h.MaxTimestamp); err != nil {
+							t.Fatal(err)
+						}
+					}
+					info := mustAppend(t, l, raw, 0)
+					for i := range recs {
+						recs[i].off = info.FirstOffset + int64(i)
+					}
+					written = append(written, recs...)
+				}
+				l.SetHighWatermark(l.LogEndOffset())
+				c.Advance(time.Duration(rnd.Intn(1500)) * time.Millisecond)
+				if rnd.Intn(2) == 0 {
+					continue
+				}
+				st, err := l.clean(run, cp, rnd.Intn(2) == 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if st.Passes > 0 {
+					cp = st.End
+				}
+				got := readRecords(t, l)
+				byOff := map[int64]kv{}
+				for _, w := range written {
+					byOff[w.off] = w
+				}
+				seen := map[string]bool{}
+				gotLatest := map[string]int64{}
+				for _, g := range got {
+					w, ok := byOff[g.off]
+					if !ok || w.key != g.key || !bytes.Equal(w.value, g.value) {
+						t.Fatalf("step %d: record at %d is %q=%q, written %q=%q", step, g.off, g.key, g.value, w.key, w.value)
+					}
+					if g.off < cp {
+						if seen[g.key] {
+							t.Fatalf("step %d: key %s twice below %d", step, g.key, cp)
+						}
+						seen[g.key] = true
+					}
+					gotLatest[g.key] = g.off
+				}
+				for k, w := range latest(written) {
+					if w.value == nil {
+						continue // a tombstone may have expired
+					}
+					if gotLatest[k] != w.off {
+						t.Fatalf("step %d: key %s latest at %d, want %d", step, k, gotLatest[k], w.off)
+					}
+				}
+			}
+			// And the log reopens from a crash as it is.
+			if err := l.Flush(); err != nil {
+				t.Fatal(err)
+			}
+			l2, err := Open(fs.CrashClone(), "/data", TopicPartition{Topic: "t", Partition: 0}, cfg, testLogger(t), OpenOptions{Now: c.Now, HighWatermark: l.LogEndOffset()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer l2.Close()
+			if a, b := len(readRecords(t, l)), len(readRecords(t, l2)); a != b {
+				t.Fatalf("%d records before the crash, %d after", a, b)
+			}
+		})
+	}
 }
