@@ -1227,3 +1227,101 @@ func TestCleanerRandomHistories(t *testing.T) {
 		})
 	}
 }
+
+// TestCleanerRandomTransactions interleaves committed and aborted
+// transactions of several producers with plain writes: after each
+// cleaning no aborted record is left below the cleaned point, every
+// key's latest committed record is there, and the producer state rebuilt
+// from the log has no transaction open and every producer's last sequence.
+func TestCleanerRandomTransactions(t *testing.T) {
+	for seed := int64(1); seed <= 8; seed++ {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			rnd := rand.New(rand.NewSource(seed))
+			c := newClock()
+			cfg := compactConfig()
+			cfg.SegmentBytes = int64(600 + rnd.Intn(1500))
+			cfg.DeleteRetentionMs = 1000
+			l := openTestLog(t, NewMemFS(), cfg, OpenOptions{Now: c.Now})
+			const keys, producers = 12, 3
+			type rec struct {
+				kv
+				pid     int64
+				aborted bool
+			}
+			var written []rec
+			seq := map[int64]int32{}
+			run := testRun(c, 1<<16)
+			cp := int64(-1)
+			ts := c.Now().UnixMilli() - 5000
+			for step := 0; step < 25; step++ {
+				for i := rnd.Intn(8); i > 0; i-- {
+					pid := int64(1 + rnd.Intn(producers))
+					var txn []rec
+					for j := 1 + rnd.Intn(3); j > 0; j-- {
+						k := fmt.Sprintf("k%d", rnd.Intn(keys))
+						v := fmt.Sprintf("p%d-%d", pid, rnd.Int())
+						info := mustAppend(t, l, txnBatch(pid, seq[pid], k, v, ts), 0)
+						seq[pid]++
+						txn = append(txn, rec{kv: kv{off: info.FirstOffset, key: k, value: []byte(v)}, pid: pid})
+					}
+					commit := rnd.Intn(3) > 0
+					mustAppend(t, l, ControlBatch(pid, 0, 0, commit, ts), 0)
+					for _, r := range txn {
+						r.aborted = !commit
+						written = append(written, r)
+					}
+					if rnd.Intn(2) == 0 {
+						k := fmt.Sprintf("k%d", rnd.Intn(keys))
+						info := mustAppend(t, l, keyBatch(k, []byte("plain"), ts), 0)
+						written = append(written, rec{kv: kv{off: info.FirstOffset, key: k, value: []byte("plain")}, pid: -1})
+					}
+				}
+				l.SetHighWatermark(l.LogEndOffset())
+				c.Advance(time.Duration(rnd.Intn(800)) * time.Millisecond)
+				st, err := l.clean(run, cp, true)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if st.Passes > 0 {
+					cp = st.End
+				}
+				byOff := map[int64]rec{}
+				want := map[string]int64{}
+				for _, w := range written {
+					byOff[w.off] = w
+					if !w.aborted {
+						want[w.key] = w.off
+					}
+				}
+				got := map[string]int64{}
+				for _, g := range readRecords(t, l) {
+					w := byOff[g.off]
+					if w.key != g.key || !bytes.Equal(w.value, g.value) {
+						t.Fatalf("step %d: record at %d is not what was written", step, g.off)
+					}
+					if w.aborted && g.off < cp {
+						t.Fatalf("step %d: aborted record at %d below the cleaned point %d", step, g.off, cp)
+					}
+					if !w.aborted {
+						got[g.key] = g.off
+					}
+				}
+				for k, off := range want {
+					if got[k] != off {
+						t.Fatalf("step %d: key %s latest committed at %d, read %d", step, k, off, got[k])
+					}
+				}
+				ps := producerState(t, l)
+				if u := ps.FirstUnstableOffset(l.HighWatermark()); u != -1 {
+					t.Fatalf("step %d: transaction open at %d in the rebuilt producer state", step, u)
+				}
+				for pid, next := range seq {
+					e := ps.Entry(pid)
+					if e == nil || len(e.Batches) == 0 || e.Batches[len(e.Batches)-1].LastSeq != next-1 {
+						t.Fatalf("step %d: producer %d's state lost its last sequence %d: %+v", step, pid, next-1, e)
+					}
+				}
+			}
+		})
+	}
+}
