@@ -1228,11 +1228,12 @@ func TestCleanerRandomHistories(t *testing.T) {
 	}
 }
 
-// TestCleanerRandomTransactions interleaves committed and aborted
-// transactions of several producers with plain writes: after each
-// cleaning no aborted record is left below the cleaned point, every
-// key's latest committed record is there, and the producer state rebuilt
-// from the log has no transaction open and every producer's last sequence.
+// TestCleanerRandomTransactions interleaves committed, aborted and still
+// open transactions of several producers with plain writes: each
+// cleaning stops before the first open transaction, leaves no aborted
+// record below the cleaned point and every key's latest committed record,
+// and the producer state rebuilt from the log has the same open
+// transactions and every producer's last sequence.
 func TestCleanerRandomTransactions(t *testing.T) {
 	for seed := int64(1); seed <= 8; seed++ {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
@@ -1247,33 +1248,42 @@ func TestCleanerRandomTransactions(t *testing.T) {
 				kv
 				pid     int64
 				aborted bool
+				open    bool
 			}
 			var written []rec
 			seq := map[int64]int32{}
 			run := testRun(c, 1<<16)
 			cp := int64(-1)
 			ts := c.Now().UnixMilli() - 5000
+			open := map[int64][]rec{} // each producer's open transaction
 			for step := 0; step < 25; step++ {
-				for i := rnd.Intn(8); i > 0; i-- {
+				for i := rnd.Intn(12); i > 0; i-- {
 					pid := int64(1 + rnd.Intn(producers))
-					var txn []rec
-					for j := 1 + rnd.Intn(3); j > 0; j-- {
+					switch a := rnd.Intn(4); {
+					case a < 2: // a record in pid's transaction
 						k := fmt.Sprintf("k%d", rnd.Intn(keys))
 						v := fmt.Sprintf("p%d-%d", pid, rnd.Int())
 						info := mustAppend(t, l, txnBatch(pid, seq[pid], k, v, ts), 0)
 						seq[pid]++
-						txn = append(txn, rec{kv: kv{off: info.FirstOffset, key: k, value: []byte(v)}, pid: pid})
-					}
-					commit := rnd.Intn(3) > 0
-					mustAppend(t, l, ControlBatch(pid, 0, 0, commit, ts), 0)
-					for _, r := range txn {
-						r.aborted = !commit
-						written = append(written, r)
-					}
-					if rnd.Intn(2) == 0 {
+						open[pid] = append(open[pid], rec{kv: kv{off: info.FirstOffset, key: k, value: []byte(v)}, pid: pid})
+					case a == 2 && len(open[pid]) > 0: // its end
+						commit := rnd.Intn(3) > 0
+						mustAppend(t, l, ControlBatch(pid, 0, 0, commit, ts), 0)
+						for _, r := range open[pid] {
+							r.aborted = !commit
+							written = append(written, r)
+						}
+						delete(open, pid)
+					default:
 						k := fmt.Sprintf("k%d", rnd.Intn(keys))
 						info := mustAppend(t, l, keyBatch(k, []byte("plain"), ts), 0)
 						written = append(written, rec{kv: kv{off: info.FirstOffset, key: k, value: []byte("plain")}, pid: -1})
+					}
+				}
+				firstOpen := int64(-1)
+				for _, rs := range open {
+					if firstOpen < 0 || rs[0].off < firstOpen {
+						firstOpen = rs[0].off
 					}
 				}
 				l.SetHighWatermark(l.LogEndOffset())
@@ -1285,11 +1295,20 @@ func TestCleanerRandomTransactions(t *testing.T) {
 				if st.Passes > 0 {
 					cp = st.End
 				}
+				if firstOpen >= 0 && cp > firstOpen {
+					t.Fatalf("step %d: cleaned to %d past the open transaction at %d", step, cp, firstOpen)
+				}
 				byOff := map[int64]rec{}
 				want := map[string]int64{}
+				for _, rs := range open {
+					for _, r := range rs {
+						r.open = true
+						byOff[r.off] = r
+					}
+				}
 				for _, w := range written {
 					byOff[w.off] = w
-					if !w.aborted {
+					if cur, ok := want[w.key]; !w.aborted && (!ok || w.off > cur) {
 						want[w.key] = w.off
 					}
 				}
@@ -1302,18 +1321,18 @@ func TestCleanerRandomTransactions(t *testing.T) {
 					if w.aborted && g.off < cp {
 						t.Fatalf("step %d: aborted record at %d below the cleaned point %d", step, g.off, cp)
 					}
-					if !w.aborted {
+					if cur, ok := got[g.key]; !w.aborted && !w.open && (!ok || g.off > cur) {
 						got[g.key] = g.off
 					}
 				}
 				for k, off := range want {
-					if got[k] != off {
+					if g, ok := got[k]; !ok || g != off {
 						t.Fatalf("step %d: key %s latest committed at %d, read %d", step, k, off, got[k])
 					}
 				}
 				ps := producerState(t, l)
-				if u := ps.FirstUnstableOffset(l.HighWatermark()); u != -1 {
-					t.Fatalf("step %d: transaction open at %d in the rebuilt producer state", step, u)
+				if u := ps.FirstUnstableOffset(l.HighWatermark()); u != firstOpen {
+					t.Fatalf("step %d: first unstable offset %d in the rebuilt producer state, want %d", step, u, firstOpen)
 				}
 				for pid, next := range seq {
 					e := ps.Entry(pid)
