@@ -62,6 +62,8 @@ type cleanerState struct {
 	// or the log is deleted, as Kafka marks them uncleanable.
 	uncleanable map[TopicPartition]bool
 	last        map[TopicPartition]CleanStats
+	// threads counts the cleaner threads started (set once, by Start).
+	threads int
 }
 
 func (m *Manager) initCleaner() {
@@ -274,6 +276,7 @@ func (m *Manager) startCleaner() {
 		return
 	}
 	for i := 0; i < m.cleaner.cfg.Threads; i++ {
+		m.cleaner.threads++
 		m.done.Add(1)
 		go func() {
 			defer m.done.Done()
