@@ -10,7 +10,7 @@ import (
 	"github.com/gokafka/gokafka/internal/testkit"
 )
 
-func TestManagerCleansCompactedLogsAndCheckpointsWhere(t *testing.T) {
+func TestManagerCleansCompactedLogsAndWritesTheCheckpoint(t *testing.T) {
 	c := newClock()
 	fs := NewMemFS()
 	mcfg := ManagerConfig{Dirs: []string{"/d1"}, NodeID: 1, Now: c.Now}
