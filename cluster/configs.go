@@ -193,6 +193,24 @@ func ValidateTopicConfig(name string, value *string) error {
 	return nil
 }
 
+// ValidateTopicConfigSet checks what single values cannot show, as Kafka's
+// LogConfig.validateValues does: min.compaction.lag.ms may not exceed
+// max.compaction.lag.ms (either taken from its default when unset).
+func ValidateTopicConfigSet(configs map[string]string) error {
+	lag := func(name string) int64 {
+		v, ok := configs[name]
+		if !ok {
+			v = topicConfigIndex[name].Default
+		}
+		n, _ := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+		return n
+	}
+	if lo, hi := lag("min.compaction.lag.ms"), lag("max.compaction.lag.ms"); lo > hi {
+		return fmt.Errorf("%w: conflict topic config setting min.compaction.lag.ms (%d) > max.compaction.lag.ms (%d)", ErrInvalidConfig, lo, hi)
+	}
+	return nil
+}
+
 // ConfigSource tells where an effective config value comes from, with the
 // codes DescribeConfigs v1+ uses.
 type ConfigSource int8

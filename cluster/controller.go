@@ -375,6 +375,9 @@ func (c *Controller) planTopic(im *Image, spec TopicSpec, pending map[string]boo
 		}
 		configs[k] = strings.TrimSpace(*v)
 	}
+	if err := ValidateTopicConfigSet(configs); err != nil {
+		return nil, err
+	}
 	var assignment [][]int32
 	if len(spec.Assignment) > 0 {
 		if spec.NumPartitions != -1 || spec.ReplicationFactor != -1 {
@@ -573,6 +576,9 @@ func (c *Controller) SetTopicConfigs(ctx context.Context, name string, configs m
 		if err := ValidateTopicConfig(k, &v); err != nil {
 			return err
 		}
+	}
+	if err := ValidateTopicConfigSet(configs); err != nil {
+		return err
 	}
 	if validateOnly {
 		return nil

@@ -195,9 +195,22 @@ func batchCRC(batch []byte) uint32 {
 // It never decompresses and never panics. Kafka also insists on exactly one
 // batch per produce request (v3+); that rule belongs to the handler.
 func ValidateBatches(b []byte, maxMessageBytes int32) ([]BatchHeader, error) {
+	return validateBatches(b, maxMessageBytes, false)
+}
+
+// ValidateReplicatedBatches checks batches copied from a leader (or read
+// back from a log): as ValidateBatches, except that a batch may hold fewer
+// records than its offset range (compaction removes records but keeps a
+// batch's offsets) or none at all (compaction keeps a producer's last
+// batch empty, as Kafka does).
+func ValidateReplicatedBatches(b []byte, maxMessageBytes int32) ([]BatchHeader, error) {
+	return validateBatches(b, maxMessageBytes, true)
+}
+
+func validateBatches(b []byte, maxMessageBytes int32, compacted bool) ([]BatchHeader, error) {
 	var hdrs []BatchHeader
 	for pos := 0; pos < len(b); {
-		h, size, err := validateOne(b[pos:], maxMessageBytes)
+		h, size, err := validateOne(b[pos:], maxMessageBytes, compacted)
 		if err != nil {
 			return nil, fmt.Errorf("batch at byte %d: %w", pos, err)
 		}
@@ -210,7 +223,7 @@ func ValidateBatches(b []byte, maxMessageBytes int32) ([]BatchHeader, error) {
 	return hdrs, nil
 }
 
-func validateOne(b []byte, maxMessageBytes int32) (BatchHeader, int, error) {
+func validateOne(b []byte, maxMessageBytes int32, compacted bool) (BatchHeader, int, error) {
 	size, err := frameSize(b)
 	if err != nil {
 		return BatchHeader{}, 0, err
@@ -228,6 +241,12 @@ func validateOne(b []byte, maxMessageBytes int32) (BatchHeader, int, error) {
 	}
 	if c := h.Compression(); c > CompressionZstd {
 		return BatchHeader{}, 0, fmt.Errorf("%w: codec %d", ErrUnsupportedCompression, c)
+	}
+	if compacted {
+		if h.NumRecords < 0 || h.LastOffsetDelta < 0 || int64(h.NumRecords) > int64(h.LastOffsetDelta)+1 {
+			return BatchHeader{}, 0, fmt.Errorf("%w: record count %d does not fit last offset delta %d", ErrInvalidRecord, h.NumRecords, h.LastOffsetDelta)
+		}
+		return h, size, nil
 	}
 	if h.NumRecords < 1 || h.LastOffsetDelta < 0 || int64(h.LastOffsetDelta)+1 != int64(h.NumRecords) {
 		return BatchHeader{}, 0, fmt.Errorf("%w: record count %d does not match last offset delta %d", ErrInvalidRecord, h.NumRecords, h.LastOffsetDelta)

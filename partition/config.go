@@ -19,6 +19,14 @@ type Config struct {
 	LogAppendTime      bool  // message.timestamp.type == LogAppendTime
 	FlushMessages      int64 // flush.messages
 	FlushMs            int64 // flush.ms
+
+	// Compaction (cleanup.policy contains "compact"): the log cleaner keeps
+	// the latest record of each key (cleaner.go).
+	Compact                bool    // cleanup.policy contains compact
+	MinCleanableDirtyRatio float64 // min.cleanable.dirty.ratio
+	MinCompactionLagMs     int64   // min.compaction.lag.ms
+	MaxCompactionLagMs     int64   // max.compaction.lag.ms
+	DeleteRetentionMs      int64   // delete.retention.ms: how long tombstones and markers outlive their cleaning
 }
 
 // DefaultConfig returns Kafka's defaults.
@@ -34,6 +42,11 @@ func DefaultConfig() Config {
 		LogAppendTime:      false,
 		FlushMessages:      math.MaxInt64,
 		FlushMs:            math.MaxInt64,
+
+		MinCleanableDirtyRatio: 0.5,
+		MinCompactionLagMs:     0,
+		MaxCompactionLagMs:     math.MaxInt64,
+		DeleteRetentionMs:      86400000,
 	}
 }
 
@@ -56,8 +69,26 @@ func (c Config) Validate() error {
 		return fmt.Errorf("flush.messages %d too small", c.FlushMessages)
 	case c.FlushMs < 0:
 		return fmt.Errorf("flush.ms %d negative", c.FlushMs)
+	case c.MinCleanableDirtyRatio < 0 || c.MinCleanableDirtyRatio > 1:
+		return fmt.Errorf("min.cleanable.dirty.ratio %v not in [0, 1]", c.MinCleanableDirtyRatio)
+	case c.MinCompactionLagMs < 0:
+		return fmt.Errorf("min.compaction.lag.ms %d negative", c.MinCompactionLagMs)
+	case c.MaxCompactionLagMs < 1:
+		return fmt.Errorf("max.compaction.lag.ms %d too small", c.MaxCompactionLagMs)
+	case c.DeleteRetentionMs < 0:
+		return fmt.Errorf("delete.retention.ms %d negative", c.DeleteRetentionMs)
 	}
 	return nil
+}
+
+// maxSegmentMs is how long a segment may stay active: segment.ms, and for a
+// compacted topic at most max.compaction.lag.ms, so that a record is
+// cleanable within that lag (KIP-354).
+func (c Config) maxSegmentMs() int64 {
+	if c.Compact {
+		return min(c.SegmentMs, c.MaxCompactionLagMs)
+	}
+	return c.SegmentMs
 }
 
 // TopicPartition names one partition.

@@ -16,6 +16,7 @@
 //	<log.dir>/recovery-point-offset-checkpoint     "0\n<n>\n<topic> <partition> <offset>\n..."
 //	<log.dir>/replication-offset-checkpoint        same format, the HW
 //	<log.dir>/log-start-offset-checkpoint          same format
+//	<log.dir>/cleaner-offset-checkpoint            same format: where the cleaner stopped per compacted log
 //	<log.dir>/.kafka_cleanshutdown                 present only while stopped cleanly
 //	<log.dir>/<topic>-<partition>/
 //	    <20-digit base offset>.log                 record batches as clients sent them
@@ -23,6 +24,7 @@
 //	    <20-digit base offset>.timeindex           12-byte entries: timestamp int64, relative offset uint32
 //	    leader-epoch-checkpoint                    "0\n<n>\n<epoch> <start offset>\n..."
 //	    <20-digit end offset>.snapshot             producer state up to that offset (idempotent's format)
+//	    <base>.log.cleaned, .log.swap, .log.deleted a cleaned segment being written, swapped in, replaced (cleaner.go)
 //	<log.dir>/<topic>-<partition>.<id>-delete/     a deleted partition, removed at startup
 //
 // Appends rewrite only baseOffset and partitionLeaderEpoch, which the CRC
@@ -132,6 +134,22 @@
 // operation holds and takes none of its own but failMu, a leaf; closing the
 // logs (Manager.mu, then each Log's lifeMu and mu) and the failure handler
 // run on a goroutine of their own.
+//
+// # Compaction
+//
+// Logs whose cleanup.policy includes compact are cleaned by the
+// Manager's cleaner threads (cleaner.go, cleaner_manager.go), Kafka's
+// LogCleaner: a bounded key map (offsetmap.go) over the dirty section,
+// segments re-copied in groups into ".cleaned" files and swapped in
+// through ".swap" files, which Open completes after a crash (a ".swap"
+// log replaces every segment in its offset range). A cleaning reads
+// segments through snapshots taken under mu, like Read; it takes mu only
+// for each swap's renames and list change, and abandons a swap if a
+// truncation, retention or DeleteRecords changed the segments since
+// (cleanGen). Replaced segments are retired as in retention: their
+// handles stay open until readers holding lifeMu shared are done.
+// Batches with fewer records than offsets, or none, are what compaction
+// leaves: AppendAsFollower accepts them (ValidateReplicatedBatches).
 //
 // The Manager runs one background goroutine (Start) for retention,
 // flush.ms and the root checkpoints, and opens logs in parallel at startup.

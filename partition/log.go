@@ -103,9 +103,23 @@ type Log struct {
 		cut          []*segment
 		// dead holds segments a truncation dropped whose files could not
 		// be removed yet.
-		dead   []*segment
-		closed bool
+		dead []*segment
+		// cleanGen counts the changes that remove or cut segments
+		// (truncation, retention, DeleteRecords): a cleaning that began
+		// before one abandons its swap (cleaner.go).
+		cleanGen uint64
+		// truncatedTo is the lowest offset a truncation cut the log to
+		// since the cleaner last looked (math.MaxInt64 if none): the
+		// cleaner's checkpoint may not stay above it (cleanerPoint).
+		truncatedTo int64
+		// deleteHorizon is the earliest delete horizon the last cleaning
+		// left on a tombstone or marker, -1 if none (cleaner.go).
+		deleteHorizon int64
+		closed        bool
 	}
+	// forceRecover names segments to re-validate at open whatever the
+	// recovery point: those a completed swap put in place (cleaner.go).
+	forceRecover map[int64]bool
 }
 
 // Open opens (creating if needed) the log of tp under the log dir dir,
@@ -125,6 +139,8 @@ func Open(fs FS, dir string, tp TopicPartition, cfg Config, logger zerolog.Logge
 	l.fl.cond = sync.NewCond(&l.fl.Mutex)
 	l.mu.cfg = cfg
 	l.mu.lastFlush = now()
+	l.mu.truncatedTo = math.MaxInt64
+	l.mu.deleteHorizon = -1
 	if err := l.load(opts); err != nil {
 		l.closeFiles()
 		return nil, fmt.Errorf("open log %s: %w", tp, err)
@@ -157,6 +173,14 @@ func (l *Log) load(opts OpenOptions) error {
 		return err
 	}
 	recoverFrom := recoveryStart(l.mu.segs, opts)
+	if len(l.forceRecover) > 0 {
+		for i, s := range l.mu.segs {
+			if l.forceRecover[s.base] {
+				recoverFrom = min(recoverFrom, i)
+				break
+			}
+		}
+	}
 	if err := l.recoverSegments(recoverFrom); err != nil {
 		return err
 	}
@@ -192,6 +216,9 @@ func (l *Log) scanDir() ([]int64, error) {
 	}
 	names, err := l.fs.ReadDir(l.dir)
 	if err != nil {
+		return nil, err
+	}
+	if names, err = l.completeSwaps(names); err != nil {
 		return nil, err
 	}
 	logs := map[int64]bool{}
@@ -519,6 +546,10 @@ func (l *Log) Dir() string { return l.dir }
 func (l *Log) Size() int64 {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	return l.sizeLocked()
+}
+
+func (l *Log) sizeLocked() int64 {
 	var n int64
 	for _, s := range l.mu.segs {
 		n += s.size
@@ -558,7 +589,7 @@ func (l *Log) Append(records []byte, leaderEpoch int32) (AppendInfo, error) {
 // which compaction creates). CRCs are checked here, as Kafka does for
 // replicated data.
 func (l *Log) AppendAsFollower(records []byte) (AppendInfo, error) {
-	hdrs, err := ValidateBatches(records, math.MaxInt32)
+	hdrs, err := ValidateReplicatedBatches(records, math.MaxInt32)
 	if err != nil {
 		return AppendInfo{}, err
 	}
@@ -721,7 +752,7 @@ func (l *Log) maybeRollLocked(cfg Config, size, incomingMaxTs, first, last int64
 	} else {
 		waited = now.Sub(s.created).Milliseconds()
 	}
-	if s.size > cfg.SegmentBytes-size || waited > cfg.SegmentMs || s.indexFull(cfg) || !s.canHold(last) {
+	if s.size > cfg.SegmentBytes-size || waited > cfg.maxSegmentMs() || s.indexFull(cfg) || !s.canHold(last) {
 		return l.rollLocked(first, now)
 	}
 	return nil
@@ -796,12 +827,13 @@ type segView struct {
 	tidx   []byte
 	maxTs  int64
 	offMax int64
+	next   int64
 }
 
 func (l *Log) viewsLocked(from int) []segView {
 	vs := make([]segView, 0, len(l.mu.segs)-from)
 	for _, s := range l.mu.segs[from:] {
-		vs = append(vs, segView{s: s, size: s.size, idx: s.idx.buf, tidx: s.tidx.buf, maxTs: s.maxTs, offMax: s.offMaxTs})
+		vs = append(vs, segView{s: s, size: s.size, idx: s.idx.buf, tidx: s.tidx.buf, maxTs: s.maxTs, offMax: s.offMaxTs, next: s.next})
 	}
 	return vs
 }
@@ -1122,6 +1154,8 @@ func (l *Log) truncateToLocked(offset int64) error {
 		return l.truncateFullyLocked(offset)
 	}
 	l.logger.Info().Int64("offset", offset).Int64("log_end_offset", l.mu.leo).Msg("truncating log")
+	l.mu.cleanGen++
+	l.mu.truncatedTo = min(l.mu.truncatedTo, offset)
 	// From here on the files change: whatever happens, the directory and
 	// the cut segment must be synced before the truncation counts as done.
 	l.mu.truncPending = true
@@ -1212,6 +1246,8 @@ func (l *Log) truncateFullyLocked(offset int64) error {
 		return fmt.Errorf("%w: start at %d", ErrOffsetOutOfRange, offset)
 	}
 	l.logger.Info().Int64("offset", offset).Msg("truncating log fully")
+	l.mu.cleanGen++
+	l.mu.truncatedTo = min(l.mu.truncatedTo, offset)
 	var ns *segment
 	for _, s := range l.mu.segs {
 		if s.base == offset {
@@ -1379,6 +1415,7 @@ func (l *Log) deleteSegmentsLocked(pred func(s, next *segment) bool) (int, error
 	}
 	dead := l.mu.segs[:n]
 	l.mu.segs = append([]*segment(nil), l.mu.segs[n:]...)
+	l.mu.cleanGen++
 	if l.mu.segs[0].base > l.mu.logStart {
 		l.mu.logStart = l.mu.segs[0].base
 		l.mu.hw = max(l.mu.hw, l.mu.logStart)

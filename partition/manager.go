@@ -36,6 +36,8 @@ type ManagerConfig struct {
 	FlushSchedulerInterval time.Duration
 	// Now is the clock for retention and flush.ms; nil = time.Now.
 	Now func() time.Time
+	// Cleaner configures the log cleaner (log.cleaner.*).
+	Cleaner CleanerConfig
 }
 
 // Manager owns every partition log of a broker across its log dirs.
@@ -66,6 +68,9 @@ type Manager struct {
 		creating map[TopicPartition]*sync.WaitGroup
 		closed   bool
 	}
+
+	// cleaner is the log cleaner's state (cleaner_manager.go).
+	cleaner *cleanerState
 
 	stop    chan struct{}
 	done    sync.WaitGroup
@@ -116,6 +121,7 @@ func OpenManager(fs FS, cfg ManagerConfig, configFor func(topic string) Config, 
 		m.closeOpened()
 		return nil, err
 	}
+	m.initCleaner()
 	logger.Info().Int("partitions", len(jobs)).Bool("clean", len(markers) == len(cfg.Dirs)).
 		Dur("took", time.Since(start)).Msg("logs loaded")
 	return m, nil
@@ -495,6 +501,11 @@ func (m *Manager) Delete(tp TopicPartition) error {
 		return nil
 	}
 	err := l.Delete()
+	if m.forgetCleaned(tp) {
+		// A log recreated under this name must not inherit the
+		// checkpoint after a crash.
+		err = errors.Join(err, m.writeCleanerCheckpoint(dir))
+	}
 	return errors.Join(err, m.writeDirCheckpoints(dir))
 }
 
@@ -546,6 +557,7 @@ func (m *Manager) Start() {
 	}
 	m.started = true
 	m.mu.Unlock()
+	m.startCleaner()
 	m.done.Add(1)
 	go func() {
 		defer m.done.Done()

@@ -43,9 +43,12 @@ func parseSegmentName(name, suffix string) (int64, bool) {
 type segment struct {
 	base int64
 	log  File
-	path string // .log path
-	idx  *index
-	tidx *index
+	path string // .log path (with suffix)
+	// suffix is "" for a live segment's files; a cleaned segment's are
+	// ".cleaned" while written and ".swap" until swapped in (cleaner.go).
+	suffix string
+	idx    *index
+	tidx   *index
 
 	size int64 // bytes of whole batches in the file
 	next int64 // offset after the last batch; base when empty
@@ -86,8 +89,13 @@ func createSegment(fs FS, dir string, base int64, now time.Time) (*segment, erro
 }
 
 func openSegment(fs FS, dir string, base int64, now time.Time) (*segment, error) {
+	return openSegmentFiles(fs, dir, base, "", now)
+}
+
+// openSegmentFiles opens the segment at base whose file names carry suffix.
+func openSegmentFiles(fs FS, dir string, base int64, suffix string, now time.Time) (*segment, error) {
 	stem := filepath.Join(dir, segmentName(base))
-	lf, err := fs.OpenFile(stem+logSuffix, os.O_CREATE|os.O_RDWR|os.O_APPEND, 0o644)
+	lf, err := fs.OpenFile(stem+logSuffix+suffix, os.O_CREATE|os.O_RDWR|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, err
 	}
@@ -96,19 +104,19 @@ func openSegment(fs FS, dir string, base int64, now time.Time) (*segment, error)
 		lf.Close()
 		return nil, err
 	}
-	idx, err := openIndex(fs, stem+indexSuffix, offsetIndexEntrySize)
+	idx, err := openIndex(fs, stem+indexSuffix+suffix, offsetIndexEntrySize)
 	if err != nil {
 		lf.Close()
 		return nil, err
 	}
-	tidx, err := openIndex(fs, stem+timeIndexSuffix, timeIndexEntrySize)
+	tidx, err := openIndex(fs, stem+timeIndexSuffix+suffix, timeIndexEntrySize)
 	if err != nil {
 		lf.Close()
 		idx.close()
 		return nil, err
 	}
 	return &segment{
-		base: base, log: lf, path: stem + logSuffix, idx: idx, tidx: tidx,
+		base: base, log: lf, path: stem + logSuffix + suffix, suffix: suffix, idx: idx, tidx: tidx,
 		size: size, next: base, maxTs: -1, offMaxTs: -1, rollBaseTs: -1, created: now,
 	}, nil
 }
@@ -120,14 +128,34 @@ func (s *segment) close() error {
 // removeFiles deletes the segment's files; the log file goes first so that
 // a crash in between leaves an orphan index, which open discards.
 func (s *segment) removeFiles(fs FS) error {
-	stem := strings.TrimSuffix(s.path, logSuffix)
+	stem := s.stem()
 	var errs []error
 	for _, suf := range []string{logSuffix, indexSuffix, timeIndexSuffix} {
-		if err := fs.Remove(stem + suf); err != nil && !errors.Is(err, os.ErrNotExist) {
+		if err := fs.Remove(stem + suf + s.suffix); err != nil && !errors.Is(err, os.ErrNotExist) {
 			errs = append(errs, err)
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// stem is the segment's path without extension or suffix.
+func (s *segment) stem() string {
+	return strings.TrimSuffix(strings.TrimSuffix(s.path, s.suffix), logSuffix)
+}
+
+// renameFiles changes the suffix of the segment's three files, the log
+// last (so that, as with removeFiles, the log's name is what counts). The
+// open handles are unaffected.
+func (s *segment) renameFiles(fs FS, suffix string) error {
+	stem := s.stem()
+	for _, suf := range []string{indexSuffix, timeIndexSuffix, logSuffix} {
+		if err := fs.Rename(stem+suf+s.suffix, stem+suf+suffix); err != nil {
+			return err
+		}
+	}
+	s.path, s.suffix = stem+logSuffix+suffix, suffix
+	s.idx.path, s.tidx.path = stem+indexSuffix+suffix, stem+timeIndexSuffix+suffix
+	return nil
 }
 
 func (s *segment) rel(offset int64) uint32 { return uint32(offset - s.base) }

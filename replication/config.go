@@ -42,7 +42,15 @@ func LogConfig(im *cluster.Image, t *cluster.TopicInfo, nodeID int32, bd cluster
 	cfg.IndexIntervalBytes = i32("index.interval.bytes", cfg.IndexIntervalBytes)
 	cfg.RetentionMs = i64("retention.ms", cfg.RetentionMs)
 	cfg.RetentionBytes = i64("retention.bytes", cfg.RetentionBytes)
-	if !slices.Contains(strings.Split(strings.ReplaceAll(v("cleanup.policy"), " ", ""), ","), "delete") {
+	policy := strings.Split(strings.ReplaceAll(v("cleanup.policy"), " ", ""), ",")
+	cfg.Compact = slices.Contains(policy, "compact")
+	if f, err := strconv.ParseFloat(v("min.cleanable.dirty.ratio"), 64); err == nil && f >= 0 && f <= 1 {
+		cfg.MinCleanableDirtyRatio = f
+	}
+	cfg.MinCompactionLagMs = max(i64("min.compaction.lag.ms", cfg.MinCompactionLagMs), 0)
+	cfg.MaxCompactionLagMs = max(i64("max.compaction.lag.ms", cfg.MaxCompactionLagMs), 1)
+	cfg.DeleteRetentionMs = max(i64("delete.retention.ms", cfg.DeleteRetentionMs), 0)
+	if !slices.Contains(policy, "delete") {
 		// Retention deletes segments only under the delete policy; a
 		// compact-only topic (__consumer_offsets) keeps its log.
 		cfg.RetentionMs, cfg.RetentionBytes = -1, -1

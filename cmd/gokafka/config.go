@@ -124,6 +124,17 @@ var properties = []property{
 	{"log.flush.offset.checkpoint.interval.ms", "60000", "How often recovery points are checkpointed."},
 	{"log.message.timestamp.type", "CreateTime", "CreateTime or LogAppendTime (topic: message.timestamp.type)."},
 	{"log.cleanup.policy", "delete", "delete or compact (topic: cleanup.policy)."},
+	{"log.cleaner.enable", "true", "Run the log cleaner, which compacts topics whose cleanup.policy includes compact."},
+	{"log.cleaner.threads", "1", "Cleaner threads; each cleans one log at a time."},
+	{"log.cleaner.dedupe.buffer.size", "134217728", "Memory for the cleaners' key maps (24 bytes a key), shared by the threads; a log with more dirty keys is cleaned in several passes."},
+	{"log.cleaner.io.buffer.load.factor", "0.9", "How full a cleaner's key map gets before it cleans what it has."},
+	{"log.cleaner.io.buffer.size", "524288", "Reported for compatibility; the cleaner reads through 256 KiB buffers."},
+	{"log.cleaner.io.max.bytes.per.second", "1.7976931348623157E308", "Bytes per second all cleaner threads together may read."},
+	{"log.cleaner.backoff.ms", "15000", "How long a cleaner thread sleeps when no log needs cleaning."},
+	{"log.cleaner.min.cleanable.ratio", "0.5", "Dirty share of a log at which it is cleaned (topic: min.cleanable.dirty.ratio)."},
+	{"log.cleaner.min.compaction.lag.ms", "0", "Records younger than this are not compacted (topic: min.compaction.lag.ms)."},
+	{"log.cleaner.max.compaction.lag.ms", "9223372036854775807", "Records older than this are compacted whatever the dirty ratio (topic: max.compaction.lag.ms)."},
+	{"log.cleaner.delete.retention.ms", "86400000", "How long tombstones and transaction markers stay after cleaning reaches them (topic: delete.retention.ms)."},
 	{"log.preallocate", "false", "Reported for compatibility (topic: preallocate)."},
 	{"log.segment.delete.delay.ms", "60000", "Reported for compatibility (topic: file.delete.delay.ms)."},
 	{"min.insync.replicas", "1", "Replicas that must acknowledge an acks=all write (topic: min.insync.replicas)."},
@@ -544,7 +555,33 @@ func (s *settings) logsConfig() partition.ManagerConfig {
 		RetentionCheckInterval: ms(s.positive("log.retention.check.interval.ms")),
 		CheckpointInterval:     ms(s.positive("log.flush.offset.checkpoint.interval.ms")),
 		FlushSchedulerInterval: ms(s.positive("log.flush.scheduler.interval.ms")),
+		Cleaner: partition.CleanerConfig{
+			Disable:             !s.boolean("log.cleaner.enable"),
+			Threads:             int(min(s.positive("log.cleaner.threads"), 64)),
+			DedupeBufferSize:    s.positive("log.cleaner.dedupe.buffer.size"),
+			LoadFactor:          s.fraction("log.cleaner.io.buffer.load.factor"),
+			IOMaxBytesPerSecond: s.float("log.cleaner.io.max.bytes.per.second"),
+			Backoff:             ms(s.positive("log.cleaner.backoff.ms")),
+		},
 	}
+}
+
+// float parses a floating-point property.
+func (s *settings) float(name string) float64 {
+	f, err := strconv.ParseFloat(s.values[name], 64)
+	if err != nil {
+		s.errs = append(s.errs, fmt.Sprintf("%s: %q is not a number", name, s.values[name]))
+	}
+	return f
+}
+
+// fraction parses a property in (0, 1].
+func (s *settings) fraction(name string) float64 {
+	f := s.float(name)
+	if f <= 0 || f > 1 {
+		s.errs = append(s.errs, fmt.Sprintf("%s must be in (0, 1], got %v", name, f))
+	}
+	return f
 }
 
 // txnConfig is the transaction coordinator's settings.
