@@ -87,6 +87,10 @@ type Config struct {
 	// Quota is the windowing of client quota rates
 	// (quota.window.num, quota.window.size.seconds).
 	Quota quota.Config
+	// PeerRoutes reroute every connection this node opens to another
+	// node (tests only: see protocol.PeerRoutes); nil dials peers
+	// directly.
+	PeerRoutes protocol.PeerRoutes
 }
 
 // Server is a running broker.
@@ -167,6 +171,9 @@ func Start(ctx context.Context, cfg Config, logger zerolog.Logger) (_ *Server, e
 	var lns []Listener
 	var ctrlName string
 	qc := cfg.Quorum
+	qc.PeerRoutes = cfg.PeerRoutes
+	cfg.Replication.PeerRoutes = cfg.PeerRoutes
+	cfg.Txn.PeerRoutes = cfg.PeerRoutes
 	for _, l := range cfg.Listeners {
 		pl, err := ParseListener(l)
 		if err != nil {

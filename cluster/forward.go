@@ -112,7 +112,7 @@ func (c *Controller) controllerClient() *protocol.Client {
 		if c.fwdConn != nil {
 			c.fwdConn.Close()
 		}
-		c.fwdConn = protocol.NewClient(addr, cid, 30*time.Second)
+		c.fwdConn = protocol.NewClient(addr, cid, 30*time.Second).Via(c.qc.PeerRoutes)
 	}
 	return c.fwdConn
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/gokafka/gokafka/partition"
+	"github.com/gokafka/gokafka/protocol"
 )
 
 // Voter is one member of controller.quorum.voters.
@@ -64,6 +65,9 @@ type QuorumConfig struct {
 	// ElectionTimeout is the raft election and heartbeat timeout of a
 	// multi-voter quorum (a quorum of one uses 50 ms).
 	ElectionTimeout time.Duration
+	// PeerRoutes reroute this node's connections to the other voters and
+	// to the active controller (tests only; see protocol.PeerRoutes).
+	PeerRoutes protocol.PeerRoutes
 }
 
 // raftLog is the metadata log on hashicorp/raft: commands are raft
@@ -209,6 +213,7 @@ func Open(ctx context.Context, cfg Config, qc QuorumConfig, logger zerolog.Logge
 		if err != nil {
 			return nil, fmt.Errorf("controller listener %s: %w", qc.BindAddr, err)
 		}
+		m.routes = qc.PeerRoutes
 		c.mux = m
 		trans = raft.NewNetworkTransportWithLogger(raftStream{m}, 3, 10*time.Second, rc.Logger)
 		et := qc.ElectionTimeout

@@ -20,6 +20,8 @@ type Client struct {
 	addr     string
 	clientID string
 	timeout  time.Duration
+	// routes say where to dial addr; set before the first request.
+	routes PeerRoutes
 
 	mu   sync.Mutex
 	conn net.Conn
@@ -46,6 +48,15 @@ func (c *Client) ReuseResponseBuffer() {
 // round trip beyond the context's own deadline.
 func NewClient(addr, clientID string, timeout time.Duration) *Client {
 	return &Client{addr: addr, clientID: clientID, timeout: timeout}
+}
+
+// Via makes the client dial addr through routes (see PeerRoutes) and
+// returns it. Call it before the first request.
+func (c *Client) Via(routes PeerRoutes) *Client {
+	c.mu.Lock()
+	c.routes = routes
+	c.mu.Unlock()
+	return c
 }
 
 // ClientID returns the client id the client sends.
@@ -79,7 +90,7 @@ func (c *Client) Request(ctx context.Context, req kmsg.Request) (kmsg.Response, 
 func (c *Client) roundTrip(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
 	if c.conn == nil {
 		d := net.Dialer{Timeout: c.timeout}
-		conn, err := d.DialContext(ctx, "tcp", PeerDialAddr(c.addr))
+		conn, err := d.DialContext(ctx, "tcp", c.routes.DialAddr(c.addr))
 		if err != nil {
 			return nil, err
 		}

@@ -3,6 +3,8 @@ package txn
 import (
 	"fmt"
 	"time"
+
+	"github.com/gokafka/gokafka/protocol"
 )
 
 // StateTopic is Kafka's internal topic holding transaction state.
@@ -33,6 +35,9 @@ type Config struct {
 	// WriteTimeout bounds a write to __transaction_state and a marker
 	// write (Kafka uses request.timeout.ms).
 	WriteTimeout time.Duration
+	// PeerRoutes reroute the marker writes to other brokers (tests only;
+	// see protocol.PeerRoutes).
+	PeerRoutes protocol.PeerRoutes
 }
 
 // DefaultConfig returns Kafka's defaults.

@@ -184,7 +184,7 @@ func (c *Coordinator) client(addr string) *protocol.Client {
 	if cl == nil {
 		// Brokers take WriteTxnMarkers only from a node of the cluster
 		// that names itself (cluster.PeerClientID).
-		cl = protocol.NewClient(addr, c.meta.PeerClientID(cluster.PeerRoleMarkers), c.cfg.WriteTimeout+5*time.Second)
+		cl = protocol.NewClient(addr, c.meta.PeerClientID(cluster.PeerRoleMarkers), c.cfg.WriteTimeout+5*time.Second).Via(c.cfg.PeerRoutes)
 		c.clients.m[addr] = cl
 	}
 	return cl

@@ -70,7 +70,7 @@ func run() int {
 			logger.Error().Err(err).Msg("configuration rejected")
 			return 2
 		}
-		protocol.SetPeerRoutes(routes)
+		cfg.PeerRoutes = routes
 		logger.Warn().Int("routes", len(routes)).Msg("peer connections rerouted by " + protocol.PeerRoutesEnv + " (test only)")
 	}
 
