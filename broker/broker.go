@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -116,6 +117,9 @@ type Server struct {
 	// ctrlName is the CONTROLLER listener's name.
 	ctrlName string
 	serveErr chan error
+	// killed is set by Kill: from then on nothing the broker does may
+	// look like a clean stop (see Kill).
+	killed atomic.Bool
 }
 
 // Listener is a parsed listener URL.
@@ -444,6 +448,51 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
+// Kill stops the broker as abruptly as one process allows, for tests that
+// need a node to die the way kill -9 kills a process: no controlled
+// shutdown (its leaderships stay until the controller fences it when its
+// session expires), no quorum leadership hand-over, every connection
+// closed at once without waiting for in-flight requests, no
+// clean-shutdown marker (the next start recovers its logs as after a
+// crash), and log-dir failures seen while it stops are not reported to
+// the controller. The logs are still closed so that the same directories
+// can be opened again in this process; a caller that must keep unflushed
+// data from reaching the disk makes the broker's LogFS fail every
+// operation before it calls Kill (gokafkatest does). What differs from a
+// real kill: goroutines already serving a request run on until they next
+// touch the network or the log, and the metadata store is closed, not
+// abandoned (its writes are not buffered in the process, so nothing is
+// written that a killed process would not have written).
+func (s *Server) Kill() {
+	s.killed.Store(true)
+	for _, ln := range s.listeners {
+		ln.Close()
+	}
+	if s.srv != nil {
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		_ = s.srv.Shutdown(ctx)
+	}
+	_ = s.closeAll()
+}
+
+// MoveLeadershipsAway asks the active controller to move every leadership
+// of this broker to another ISR member, as a controlled shutdown does,
+// without stopping anything: the controller fences the broker (which also
+// takes it out of every ISR) and the broker's next heartbeat unfences it,
+// after which it rejoins the ISRs as a follower once caught up. Kafka's
+// controller moves leaderships this way for a broker that asks to shut
+// down; gokafka has no ElectLeaders API yet, and this is what tests use
+// to move a leader on purpose.
+func (s *Server) MoveLeadershipsAway(ctx context.Context) error {
+	_, _, err := s.meta.BrokerHeartbeat(ctx, s.cfg.NodeID, true, nil)
+	return err
+}
+
+// Metadata returns the metadata image this broker has applied: brokers,
+// topics, partitions with their leaders and ISRs. Treat it as read-only.
+func (s *Server) Metadata() *cluster.Image { return s.meta.Image() }
+
 func (s *Server) closeAll() error {
 	var errs []error
 	for _, ln := range s.listeners {
@@ -474,7 +523,9 @@ func (s *Server) closeAll() error {
 	}
 	if s.logs != nil {
 		err := s.logs.Close()
-		if err == nil && s.meta != nil {
+		if s.killed.Load() {
+			err = nil // a killed process neither flushes nor says so
+		} else if err == nil && s.meta != nil {
 			// Every log is flushed and closed: the next run may register
 			// as after a clean shutdown (it stays an eligible leader).
 			err = s.meta.RecordCleanShutdown()
@@ -483,7 +534,11 @@ func (s *Server) closeAll() error {
 		s.logs = nil
 	}
 	if s.meta != nil {
-		errs = append(errs, s.meta.Close())
+		if s.killed.Load() {
+			errs = append(errs, s.meta.Kill())
+		} else {
+			errs = append(errs, s.meta.Close())
+		}
 		s.meta = nil
 	}
 	return errors.Join(errs...)

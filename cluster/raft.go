@@ -474,11 +474,19 @@ func (c *Controller) Close() error {
 	return c.log.Close()
 }
 
+// Kill closes the controller as a killed process leaves it: the quorum
+// leadership is not handed over (the other voters elect a leader after
+// their election timeout), nothing else differs from Close.
+func (c *Controller) Kill() error {
+	c.killed.Store(true)
+	return c.Close()
+}
+
 // Close implements Log: it hands the leadership over if it can, shuts
 // raft down and closes the transport and the store.
 func (l *raftLog) Close() error {
 	var errs []error
-	if l.IsLeader() && l.voters > 1 {
+	if l.IsLeader() && l.voters > 1 && !l.ctrl.killed.Load() {
 		// Hand leadership over first: a leader that just stops may have
 		// committed entries no follower knows are committed yet, and
 		// with one voter left of three nobody could elect itself to

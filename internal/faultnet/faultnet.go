@@ -454,3 +454,30 @@ func (nf *Net) Heal() {
 		clear(nf.delay)
 	})
 }
+
+// Mute drops everything node id sends, to its peers and to its clients,
+// until Unmute: what a process that died mid-write gets out.
+func (nf *Net) Mute(id int32) {
+	nf.set(fmt.Sprintf("mute %d", id), func() {
+		for _, o := range nf.IDs() {
+			if o != id {
+				for _, k := range PeerKinds {
+					nf.blocked[Dir{id, o, k}] = true
+				}
+			}
+		}
+		nf.blocked[Dir{id, 0, Client}] = true
+	})
+}
+
+// Unmute undoes Mute.
+func (nf *Net) Unmute(id int32) {
+	nf.set(fmt.Sprintf("unmute %d", id), func() {
+		for _, o := range nf.IDs() {
+			for _, k := range PeerKinds {
+				delete(nf.blocked, Dir{id, o, k})
+			}
+		}
+		delete(nf.blocked, Dir{id, 0, Client})
+	})
+}
