@@ -30,6 +30,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	gkbroker "github.com/gokafka/gokafka/broker"
+	"github.com/gokafka/gokafka/gokafkatest"
 	"github.com/gokafka/gokafka/internal/faultnet"
 )
 
@@ -165,7 +169,7 @@ func (c *cluster) waitControllerOn(t testing.TB, ids []int32) int32 {
 // others returns the node ids of c other than the given ones.
 func (c *cluster) others(not ...int32) []int32 {
 	var out []int32
-	for id := int32(1); id <= int32(len(c.nodes)); id++ {
+	for id := int32(1); id <= int32(c.size()); id++ {
 		if !slices.Contains(not, id) {
 			out = append(out, id)
 		}
@@ -200,4 +204,29 @@ func waitAcks(t testing.TB, c *cluster, prod *seqProducer, n int64, what string)
 		time.Sleep(time.Second)
 	}
 	t.Fatalf("producer stalled %s: %v (failures so far: %s)", what, err, prod.failureSummary())
+}
+
+// startEmbeddedNetCluster is startNetCluster with the nodes embedded in the
+// test process (gokafkatest) instead of processes: the same fault proxies
+// (internal/faultnet) between every ordered pair of nodes, the same
+// settings (clusterDefaults and netEnv), reached through c.emb for faults
+// (Isolate, Partition, Heal) and through the probes and the cluster's
+// checks like any other cluster.
+func startEmbeddedNetCluster(t testing.TB, n int) *cluster {
+	t.Helper()
+	emb := gokafkatest.NewCluster(t, gokafkatest.Nodes(n),
+		gokafkatest.BrokerProperty("min.insync.replicas", clusterDefaults["GOKAFKA_MIN_INSYNC_REPLICAS"]),
+		gokafkatest.Configure(func(_ int32, cfg *gkbroker.Config) {
+			cfg.Replication.ReplicaSocketTimeout = 3 * time.Second // netEnv
+		}))
+	c := &cluster{t: t, paused: map[int32]bool{}, emb: emb}
+	for _, id := range emb.NodeIDs() {
+		cl, err := kgo.NewClient(kgo.SeedBrokers(emb.Addr(id)), kgo.ClientID("gokafka-integration-probe"))
+		if err != nil {
+			t.Fatalf("kgo.NewClient: %v", err)
+		}
+		t.Cleanup(cl.Close)
+		c.probes = append(c.probes, cl)
+	}
+	return c
 }
