@@ -202,6 +202,9 @@ func Start(ctx context.Context, cfg Config, logger zerolog.Logger) (_ *Server, e
 	if len(lns) == 0 {
 		return nil, errors.New("no broker listener configured")
 	}
+	if err := checkAdvertisable(&cfg, lns); err != nil {
+		return nil, err
+	}
 	interBroker := -1
 	for i, l := range lns {
 		if cfg.InterBrokerListenerName == "" || strings.EqualFold(l.Name, cfg.InterBrokerListenerName) {
@@ -355,6 +358,56 @@ func (s *Server) watchQuotas(cfg quota.Config) *quota.Quotas {
 	s.meta.Watch(func(_, next *cluster.Image) { update(next) })
 	update(s.meta.Image())
 	return q
+}
+
+// unspecifiedHost reports whether host is a wildcard bind address (all
+// interfaces), which no client can dial.
+func unspecifiedHost(host string) bool {
+	if host == "" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsUnspecified()
+}
+
+// checkAdvertisable refuses, before anything is opened, a configuration
+// under which clients would be told an address they cannot dial, as
+// Kafka's KafkaConfig does ("advertised.listeners cannot use the
+// nonroutable meta-address 0.0.0.0"): an advertised listener on a
+// wildcard address, or a broker listener bound to one with no advertised
+// listener standing for it. Kafka advertises the bound address and
+// refuses 0.0.0.0; guessing 127.0.0.1 instead would hand clients in other
+// containers or on other hosts an address that reaches themselves.
+func checkAdvertisable(cfg *Config, lns []Listener) error {
+	advertised := map[string]bool{}
+	others := 0
+	for _, a := range cfg.AdvertisedListeners {
+		pl, err := ParseListener(a)
+		if err != nil {
+			return err
+		}
+		if unspecifiedHost(pl.Host) {
+			return fmt.Errorf("advertised.listeners cannot use the nonroutable meta-address %q (%s): advertise the host name or address clients reach this broker at", pl.Host, a)
+		}
+		if slices.Contains(cfg.ControllerListenerNames, pl.Name) || pl.Name == "CONTROLLER" {
+			continue
+		}
+		advertised[pl.Name] = true
+		others++
+	}
+	for _, l := range lns {
+		if !unspecifiedHost(l.Host) || advertised[l.Name] || (len(lns) == 1 && others > 0) {
+			continue
+		}
+		host := l.Host
+		if host == "" {
+			host = "all interfaces"
+		}
+		return fmt.Errorf("listener %s binds %s, which clients cannot dial, and advertised.listeners (env GOKAFKA_ADVERTISED_LISTENERS) names no address for it: "+
+			"set it to the address clients reach the broker at, e.g. %s://localhost:%d for clients on the host of a container run with -p %d:%d",
+			l.Name, host, l.Name, l.Port, l.Port, l.Port)
+	}
+	return nil
 }
 
 // advertised returns the address listener i is registered with: the

@@ -1,6 +1,7 @@
 // Command gokafka runs a Kafka-compatible broker.
 //
 //	gokafka [--config config.yaml]
+//	gokafka healthcheck [--url http://127.0.0.1:9644/readyz]
 //
 // With no configuration it serves a single-node cluster on
 // 127.0.0.1:9092 with its data in ./data. Settings use Kafka's broker
@@ -35,6 +36,9 @@ func main() {
 }
 
 func run() int {
+	if len(os.Args) > 1 && os.Args[1] == "healthcheck" {
+		return healthcheck(os.Args[2:], os.Stdout, os.Stderr)
+	}
 	configPath := flag.String("config", "", "path to a YAML file of broker properties")
 	flag.Parse()
 
