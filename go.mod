@@ -4,6 +4,8 @@ go 1.26.8
 
 require (
 	github.com/IBM/sarama v1.61.1
+	github.com/chromedp/cdproto v0.159.0
+	github.com/chromedp/chromedp v0.23.0
 	github.com/confluentinc/confluent-kafka-go/v2 v2.11.1
 	github.com/golang/snappy v1.0.0
 	github.com/hashicorp/go-hclog v1.6.2
@@ -28,6 +30,7 @@ require (
 	github.com/eapache/go-resiliency v1.7.0 // indirect
 	github.com/fatih/color v1.13.0 // indirect
 	github.com/fsnotify/fsnotify v1.9.0 // indirect
+	github.com/go-json-experiment/json v0.0.0-20260213210345-44df1a37e875 // indirect
 	github.com/go-viper/mapstructure/v2 v2.4.0 // indirect
 	github.com/hashicorp/go-immutable-radix v1.0.0 // indirect
 	github.com/hashicorp/go-metrics v0.5.4 // indirect

@@ -11,9 +11,10 @@ const $ = (id) => document.getElementById(id);
 function el(tag, attrs, ...children) {
   const e = document.createElement(tag);
   for (const [k, v] of Object.entries(attrs || {})) {
-    if (v === undefined || v === null || v === false) continue;
-    if (k === "class") e.className = v;
-    else if (k.startsWith("data-")) e.setAttribute(k, String(v));
+    if (v === undefined || v === null) continue;
+    if (k.startsWith("data-")) e.setAttribute(k, String(v)); // false is a value here
+    else if (v === false) continue;
+    else if (k === "class") e.className = v;
     else if (k === "title") e.title = v;
     else if (k === "style") e.setAttribute("style", v);
     else e.setAttribute(k, v);
