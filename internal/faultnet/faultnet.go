@@ -180,9 +180,14 @@ func (p *Proxy) accept() {
 			return
 		}
 		// A node that is down refuses the connection, as it would
-		// without the proxy.
+		// without the proxy: a reset, not an orderly close, which a
+		// client could take for a broker that wants TLS (franz-go does
+		// not retry an EOF during its first request).
 		s, err := net.DialTimeout("tcp", *p.target.Load(), 5*time.Second)
 		if err != nil {
+			if tc, ok := c.(*net.TCPConn); ok {
+				tc.SetLinger(0)
+			}
 			c.Close()
 			continue
 		}
