@@ -15,7 +15,7 @@ import (
 // (console.New(srv.ConsoleSource(), …)): its metadata image, its replica
 // manager's view of the partitions it hosts, the groups it coordinates
 // and the open transactions of the partitions it leads. Reading it sends
-// no request anywhere.
+// no request anywhere. Close the console before the server shuts down.
 func (s *Server) ConsoleSource() console.Source { return consoleSource{s} }
 
 type consoleSource struct{ s *Server }
