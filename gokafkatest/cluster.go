@@ -510,7 +510,9 @@ func (c *Cluster) Leader(topic string, partition int32) int32 {
 // and the controller elects another ISR member. That moves all of that
 // broker's leaderships, takes it out of the ISRs until it catches up again,
 // and is repeated until the election lands on to, which must be in the
-// partition's ISR.
+// partition's ISR. It returns once every live node sees to lead and every
+// broker fenced on the way unfenced again (they rejoin the ISRs as they
+// catch up; WaitFullISR waits for that).
 func (c *Cluster) MoveLeader(topic string, partition, to int32) {
 	c.t.Helper()
 	c.wait(fmt.Sprintf("leader of %s-%d moved to %d", topic, partition, to), func() error {
@@ -542,6 +544,8 @@ func (c *Cluster) MoveLeader(topic string, partition, to int32) {
 		}
 		return fmt.Errorf("leadership moving away from %d", p.Leader)
 	})
+	// The brokers fenced on the way unfence at their next heartbeat.
+	c.waitBrokers(c.liveNodes()...)
 }
 
 // WaitFullISR waits until every partition of the topics (every topic when
