@@ -219,8 +219,9 @@ func (c *Cluster) node(id int32) *Node {
 
 // config returns node nd's broker configuration: Kafka's defaults, with
 // failure detection fast enough for tests (a silent broker is fenced after
-// 3 s, a follower that stops fetching leaves the ISR after 5 s) and
-// consumer groups that start at once.
+// 3 s, a follower that stops fetching leaves the ISR after 5 s, the
+// metadata quorum elects a leader after 250-500 ms instead of 500-1000 ms)
+// and consumer groups that start at once.
 func (c *Cluster) config(nd *Node) broker.Config {
 	n := len(c.nodes)
 	routes := protocol.PeerRoutes{}
@@ -267,7 +268,7 @@ func (c *Cluster) config(nd *Node) broker.Config {
 			Voters:            c.voters,
 			HeartbeatInterval: 500 * time.Millisecond,
 			SessionTimeout:    3 * time.Second,
-			ElectionTimeout:   500 * time.Millisecond,
+			ElectionTimeout:   250 * time.Millisecond,
 		},
 		ControllerListenerNames: []string{"CONTROLLER"},
 		Protocol:                protocol.DefaultConfig(),

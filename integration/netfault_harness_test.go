@@ -218,6 +218,7 @@ func startEmbeddedNetCluster(t testing.TB, n int) *cluster {
 		gokafkatest.BrokerProperty("min.insync.replicas", clusterDefaults["GOKAFKA_MIN_INSYNC_REPLICAS"]),
 		gokafkatest.Configure(func(_ int32, cfg *gkbroker.Config) {
 			cfg.Replication.ReplicaSocketTimeout = 3 * time.Second // netEnv
+			cfg.Quorum.ElectionTimeout = 500 * time.Millisecond    // the processes' default
 		}))
 	c := &cluster{t: t, paused: map[int32]bool{}, emb: emb}
 	for _, id := range emb.NodeIDs() {
