@@ -45,13 +45,18 @@ type Console struct {
 	stop chan struct{}
 	done chan struct{}
 	once sync.Once
+	// sampleMu serialises reads of the source (the sampler's and
+	// /api/state's), so that requests share one read per interval.
+	sampleMu sync.Mutex
 
 	mu struct {
 		sync.Mutex
-		subs     map[*subscriber]struct{}
-		state    []byte // the last sample, JSON
-		timeline []Event
-		seq      int64
+		subs  map[*subscriber]struct{}
+		state []byte // the last sample, JSON
+		// sampledAt is when state was read.
+		sampledAt time.Time
+		timeline  []Event
+		seq       int64
 	}
 }
 
@@ -160,7 +165,7 @@ func (c *Console) sampler() {
 		open := len(c.mu.subs) > 0
 		c.mu.Unlock()
 		if open {
-			c.sample()
+			c.sample(0)
 		}
 		select {
 		case <-c.stop:
@@ -171,14 +176,25 @@ func (c *Console) sampler() {
 	}
 }
 
-// sample reads the source once and pushes the state if it changed. A
-// panic in the source is logged, not fatal.
-func (c *Console) sample() {
+// sample reads the source once, unless the last read is younger than
+// maxAge, and pushes the state if it changed. A panic in the source is
+// logged, not fatal.
+func (c *Console) sample(maxAge time.Duration) {
 	defer func() {
 		if p := recover(); p != nil {
 			c.opts.Logger.Error().Str("panic", fmt.Sprint(p)).Str("stack", string(debug.Stack())).Msg("console state sample panicked")
 		}
 	}()
+	c.sampleMu.Lock()
+	defer c.sampleMu.Unlock()
+	if maxAge > 0 {
+		c.mu.Lock()
+		fresh := c.opts.Now().Sub(c.mu.sampledAt) < maxAge
+		c.mu.Unlock()
+		if fresh {
+			return
+		}
+	}
 	st := c.src.State()
 	data, err := json.Marshal(st)
 	if err != nil {
@@ -187,6 +203,7 @@ func (c *Console) sample() {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.mu.sampledAt = c.opts.Now()
 	if bytes.Equal(data, c.mu.state) {
 		return
 	}
@@ -194,17 +211,14 @@ func (c *Console) sample() {
 	c.broadcastLocked(message{"state", data})
 }
 
+// serveState answers the last sample, read again first if it is older
+// than the interval (no page open keeps it fresh): however many clients
+// ask, the source is read at most once per interval for them.
 func (c *Console) serveState(w http.ResponseWriter, _ *http.Request) {
+	c.sample(c.opts.Interval)
 	c.mu.Lock()
 	data := c.mu.state
 	c.mu.Unlock()
-	if data == nil {
-		// No page open yet: nobody sampled. One read for this request.
-		c.sample()
-		c.mu.Lock()
-		data = c.mu.state
-		c.mu.Unlock()
-	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
 	w.Write(data)

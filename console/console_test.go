@@ -204,3 +204,46 @@ func TestDiffGivesEachChangeItsReason(t *testing.T) {
 		})
 	}
 }
+
+// However many clients ask /api/state, the source is read at most once per
+// interval for them.
+func TestStateRequestsShareOneReadPerInterval(t *testing.T) {
+	var mu sync.Mutex
+	now := time.Unix(1000, 0)
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	src := &fakeSource{st: State{ClusterID: "c"}}
+	c := New(src, Options{Interval: time.Second, Now: clock})
+	srv := httptest.NewServer(c)
+	defer srv.Close()
+	defer c.Close()
+	get := func() {
+		resp, err := http.Get(srv.URL + "/api/state")
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		var b strings.Builder
+		_, _ = bufio.NewReader(resp.Body).WriteTo(&b)
+		resp.Body.Close()
+		if !strings.Contains(b.String(), `"cluster_id":"c"`) {
+			t.Errorf("state %q", b.String())
+		}
+	}
+	var wg sync.WaitGroup
+	for range 10 {
+		wg.Add(1)
+		go func() { defer wg.Done(); get() }()
+	}
+	wg.Wait()
+	if n := src.reads.Load(); n != 1 {
+		t.Fatalf("10 requests within one interval read the source %d times, want 1", n)
+	}
+	mu.Lock()
+	now = now.Add(time.Second)
+	mu.Unlock()
+	get()
+	get()
+	if n := src.reads.Load(); n != 2 {
+		t.Fatalf("after the interval: %d reads, want 2", n)
+	}
+}
