@@ -103,13 +103,14 @@ func TestNetIsolatedQuorumLeaderLosesNothing(t *testing.T) {
 	verifyNoLossNoDup(t, c, prod, topic, parts)
 }
 
-// TestNetSplitThenResplitLosesNothing splits the cluster 1 | 2 3, then,
+// TestNetSplitThenResplitLosesNothing runs on a cluster embedded in the
+// test process (gokafkatest). It splits the cluster 1 | 2 3, then,
 // without healing, 3 | 1 2: node 1 comes back while node 3 goes, so the
 // ISR must have let node 1 back in (or leadership must wait for it) before
 // the majority can go on. Each side of each split is checked to make
 // progress, then everything heals.
 func TestNetSplitThenResplitLosesNothing(t *testing.T) {
-	c, nf := startNetCluster(t, 3, netEnv)
+	c := startEmbeddedNetCluster(t, 3)
 	const topic, parts = "net-resplit", 3
 	c.createTopic(t, topic, parts, nil)
 	prod := startSeqProducer(t, netProducerClient(t, c), topic, parts, 5)
@@ -117,7 +118,7 @@ func TestNetSplitThenResplitLosesNothing(t *testing.T) {
 
 	for _, sp := range [][2][]int32{{{1}, {2, 3}}, {{3}, {1, 2}}} {
 		lone, maj := sp[0], sp[1]
-		nf.split(lone, maj)
+		c.emb.Partition(lone, maj)
 		ctl := c.waitControllerOn(t, maj)
 		for p := range int32(parts) {
 			s := c.waitPartitionOn(t, maj, topic, p, fmt.Sprintf("a leader in %v", maj), func(s partState) bool {
@@ -128,7 +129,7 @@ func TestNetSplitThenResplitLosesNothing(t *testing.T) {
 		waitAcks(t, c, prod, 300, fmt.Sprintf("with the majority %v", maj))
 		t.Logf("%s majority %v acknowledges writes", time.Now().Format("15:04:05.000"), maj)
 	}
-	nf.heal()
+	c.emb.Heal()
 	verifyNoLossNoDup(t, c, prod, topic, parts)
 }
 
