@@ -32,7 +32,11 @@ func healthcheck(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	if *url == "" {
-		addr := os.Getenv("GOKAFKA_HTTP_LISTENER")
+		addr, set := os.LookupEnv("GOKAFKA_HTTP_LISTENER")
+		if set && addr == "" {
+			fmt.Fprintln(stderr, "gokafka healthcheck: GOKAFKA_HTTP_LISTENER is empty: the HTTP listener is off, there is no /readyz to ask")
+			return 1
+		}
 		if addr == "" {
 			addr = defaultHTTPListener
 		}

@@ -46,6 +46,14 @@ func TestHealthcheckExitsZeroOnlyWhenReady(t *testing.T) {
 	}
 }
 
+func TestHealthcheckFailsWhenTheHTTPListenerIsOff(t *testing.T) {
+	t.Setenv("GOKAFKA_HTTP_LISTENER", "")
+	var out, errOut bytes.Buffer
+	if code := healthcheck(nil, &out, &errOut); code != 1 || !strings.Contains(errOut.String(), "off") {
+		t.Fatalf("exit %d: %s", code, errOut.String())
+	}
+}
+
 func TestHealthcheckAsksWildcardListenersOnLoopback(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
 	defer srv.Close()
