@@ -106,6 +106,10 @@ type Config struct {
 	// Metrics, if set, counts requests and traffic and reads the
 	// broker's state once Start has succeeded (metrics/).
 	Metrics *metrics.Metrics
+	// PeerRoutes reroute every connection this node opens to another
+	// node (tests only: see protocol.PeerRoutes); nil dials peers
+	// directly.
+	PeerRoutes protocol.PeerRoutes
 }
 
 // LeaderRebalanceConfig is auto.leader.rebalance.enable,
@@ -141,6 +145,9 @@ type Server struct {
 	// ctrlName is the CONTROLLER listener's name.
 	ctrlName string
 	serveErr chan error
+	// killed is set by Kill: from then on nothing the broker does may
+	// look like a clean stop (see Kill).
+	killed atomic.Bool
 }
 
 // Listener is a parsed listener URL.
@@ -200,6 +207,9 @@ func Start(ctx context.Context, cfg Config, logger zerolog.Logger) (_ *Server, e
 	// stores holds the TLS material of each SSL or SASL_SSL listener.
 	stores := map[string]*tlsconf.Store{}
 	qc := cfg.Quorum
+	qc.PeerRoutes = cfg.PeerRoutes
+	cfg.Replication.PeerRoutes = cfg.PeerRoutes
+	cfg.Txn.PeerRoutes = cfg.PeerRoutes
 	for _, l := range cfg.Listeners {
 		pl, err := ParseListener(l)
 		if err != nil {
@@ -233,6 +243,9 @@ func Start(ctx context.Context, cfg Config, logger zerolog.Logger) (_ *Server, e
 	}
 	if len(lns) == 0 {
 		return nil, errors.New("no broker listener configured")
+	}
+	if err := checkAdvertisable(&cfg, lns); err != nil {
+		return nil, err
 	}
 	interBroker := -1
 	for i, l := range lns {
@@ -530,6 +543,56 @@ func (s *Server) watchACLs(cfg *acl.Config) *acl.Authorizer {
 	return a
 }
 
+// unspecifiedHost reports whether host is a wildcard bind address (all
+// interfaces), which no client can dial.
+func unspecifiedHost(host string) bool {
+	if host == "" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsUnspecified()
+}
+
+// checkAdvertisable refuses, before anything is opened, a configuration
+// under which clients would be told an address they cannot dial, as
+// Kafka's KafkaConfig does ("advertised.listeners cannot use the
+// nonroutable meta-address 0.0.0.0"): an advertised listener on a
+// wildcard address, or a broker listener bound to one with no advertised
+// listener standing for it. Kafka advertises the bound address and
+// refuses 0.0.0.0; guessing 127.0.0.1 instead would hand clients in other
+// containers or on other hosts an address that reaches themselves.
+func checkAdvertisable(cfg *Config, lns []Listener) error {
+	advertised := map[string]bool{}
+	others := 0
+	for _, a := range cfg.AdvertisedListeners {
+		pl, err := ParseListener(a)
+		if err != nil {
+			return err
+		}
+		if unspecifiedHost(pl.Host) {
+			return fmt.Errorf("advertised.listeners cannot use the nonroutable meta-address %q (%s): advertise the host name or address clients reach this broker at", pl.Host, a)
+		}
+		if slices.Contains(cfg.ControllerListenerNames, pl.Name) || pl.Name == "CONTROLLER" {
+			continue
+		}
+		advertised[pl.Name] = true
+		others++
+	}
+	for _, l := range lns {
+		if !unspecifiedHost(l.Host) || advertised[l.Name] || (len(lns) == 1 && others > 0) {
+			continue
+		}
+		host := l.Host
+		if host == "" {
+			host = "all interfaces"
+		}
+		return fmt.Errorf("listener %s binds %s, which clients cannot dial, and advertised.listeners (env GOKAFKA_ADVERTISED_LISTENERS) names no address for it: "+
+			"set it to the address clients reach the broker at, e.g. %s://localhost:%d for clients on the host of a container run with -p %d:%d",
+			l.Name, host, l.Name, l.Port, l.Port, l.Port)
+	}
+	return nil
+}
+
 // advertised returns the address listener i is registered with: the
 // advertised listener of the same name, or the bound address with its
 // real port. With a single broker listener, the first advertised
@@ -621,6 +684,51 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
+// Kill stops the broker as abruptly as one process allows, for tests that
+// need a node to die the way kill -9 kills a process: no controlled
+// shutdown (its leaderships stay until the controller fences it when its
+// session expires), no quorum leadership hand-over, every connection
+// closed at once without waiting for in-flight requests, no
+// clean-shutdown marker (the next start recovers its logs as after a
+// crash), and log-dir failures seen while it stops are not reported to
+// the controller. The logs are still closed so that the same directories
+// can be opened again in this process; a caller that must keep unflushed
+// data from reaching the disk makes the broker's LogFS fail every
+// operation before it calls Kill (gokafkatest does). What differs from a
+// real kill: goroutines already serving a request run on until they next
+// touch the network or the log, and the metadata store is closed, not
+// abandoned (its writes are not buffered in the process, so nothing is
+// written that a killed process would not have written).
+func (s *Server) Kill() {
+	s.killed.Store(true)
+	for _, ln := range s.listeners {
+		ln.Close()
+	}
+	if s.srv != nil {
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		_ = s.srv.Shutdown(ctx)
+	}
+	_ = s.closeAll()
+}
+
+// MoveLeadershipsAway asks the active controller to move every leadership
+// of this broker to another ISR member, as a controlled shutdown does,
+// without stopping anything: the controller fences the broker (which also
+// takes it out of every ISR) and the broker's next heartbeat unfences it,
+// after which it rejoins the ISRs as a follower once caught up. Kafka's
+// controller moves leaderships this way for a broker that asks to shut
+// down; gokafka has no ElectLeaders API yet, and this is what tests use
+// to move a leader on purpose.
+func (s *Server) MoveLeadershipsAway(ctx context.Context) error {
+	_, _, err := s.meta.BrokerHeartbeat(ctx, s.cfg.NodeID, true, nil)
+	return err
+}
+
+// Metadata returns the metadata image this broker has applied: brokers,
+// topics, partitions with their leaders and ISRs. Treat it as read-only.
+func (s *Server) Metadata() *cluster.Image { return s.meta.Image() }
+
 func (s *Server) closeAll() error {
 	var errs []error
 	for _, ln := range s.listeners {
@@ -654,7 +762,9 @@ func (s *Server) closeAll() error {
 	}
 	if s.logs != nil {
 		err := s.logs.Close()
-		if err == nil && s.meta != nil {
+		if s.killed.Load() {
+			err = nil // a killed process neither flushes nor says so
+		} else if err == nil && s.meta != nil {
 			// Every log is flushed and closed: the next run may register
 			// as after a clean shutdown (it stays an eligible leader).
 			err = s.meta.RecordCleanShutdown()
@@ -663,7 +773,11 @@ func (s *Server) closeAll() error {
 		s.logs = nil
 	}
 	if s.meta != nil {
-		errs = append(errs, s.meta.Close())
+		if s.killed.Load() {
+			errs = append(errs, s.meta.Kill())
+		} else {
+			errs = append(errs, s.meta.Close())
+		}
 		s.meta = nil
 	}
 	return errors.Join(errs...)

@@ -35,6 +35,9 @@ func (s *Server) watchLogDirs() {
 	meta.SetLogDirs(ids, logs.OfflineLogDirIDs)
 	metadataDir := s.cfg.LogDirs[0]
 	logs.OnLogDirFailure(func(dir string, cause error) {
+		if s.killed.Load() {
+			return // a killed broker reports nothing (see Kill)
+		}
 		handleLogDirFailure(dir, cause, idOf[dir], dir == metadataDir, logs, replicas, meta, s.fatal)
 	})
 }

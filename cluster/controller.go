@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -142,6 +143,8 @@ type Controller struct {
 	logger zerolog.Logger
 	stop   chan struct{}
 	wg     sync.WaitGroup
+	// killed is set by Kill: Close skips the leadership hand-over.
+	killed atomic.Bool
 
 	// incarnation identifies this process in its broker registration
 	// (see Incarnation).

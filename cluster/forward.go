@@ -116,7 +116,7 @@ func (c *Controller) controllerClient() *protocol.Client {
 		if c.mux != nil && c.mux.tls != nil {
 			peerTLS = c.mux.tls.Client
 		}
-		c.fwdConn = protocol.NewTLSClient(addr, cid, 30*time.Second, peerTLS)
+		c.fwdConn = protocol.NewTLSClient(addr, cid, 30*time.Second, peerTLS).Via(c.qc.PeerRoutes)
 	}
 	return c.fwdConn
 }

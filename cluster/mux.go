@@ -51,6 +51,9 @@ type controllerMux struct {
 	kafka   *kafkaSide
 	// pending holds a token per connection being classified.
 	pending chan struct{}
+	// routes reroute the raft connections this node dials (set before
+	// raft starts; see QuorumConfig.PeerRoutes).
+	routes protocol.PeerRoutes
 }
 
 func newControllerMux(addr string, qt *QuorumTLS, logger zerolog.Logger) (*controllerMux, error) {
@@ -211,15 +214,15 @@ func (s raftStream) Close() error { return s.m.close() }
 
 func (s raftStream) Addr() net.Addr { return s.m.ln.Addr() }
 
-// Dial reaches a voter through protocol.PeerDialAddr, so the test-only
-// peer routes (protocol.PeerRoutesEnv) cover quorum traffic as they cover
-// every other connection between nodes; without routes it dials addr.
+// Dial reaches a voter through the node's peer routes, so the test-only
+// routes (protocol.PeerRoutes) cover quorum traffic as they cover every
+// other connection between nodes; without routes it dials addr.
 func (s raftStream) Dial(addr raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
 	var peerTLS protocol.PeerTLS
 	if s.m.tls != nil {
 		peerTLS = s.m.tls.Client
 	}
-	c, err := protocol.DialPeer(context.Background(), string(addr), timeout, peerTLS)
+	c, err := protocol.DialPeer(context.Background(), string(addr), timeout, peerTLS, s.m.routes)
 	if err != nil {
 		return nil, err
 	}

@@ -70,6 +70,9 @@ type QuorumConfig struct {
 	// SASL_SSL controller listener): raft traffic and the Kafka-protocol
 	// requests alike, in both directions.
 	TLS *QuorumTLS
+	// PeerRoutes reroute this node's connections to the other voters and
+	// to the active controller (tests only; see protocol.PeerRoutes).
+	PeerRoutes protocol.PeerRoutes
 }
 
 // QuorumTLS is the CONTROLLER listener's TLS.
@@ -227,6 +230,7 @@ func Open(ctx context.Context, cfg Config, qc QuorumConfig, logger zerolog.Logge
 		if err != nil {
 			return nil, fmt.Errorf("controller listener %s: %w", qc.BindAddr, err)
 		}
+		m.routes = qc.PeerRoutes
 		c.mux = m
 		trans = raft.NewNetworkTransportWithLogger(raftStream{m}, 3, 10*time.Second, rc.Logger)
 		et := qc.ElectionTimeout
@@ -493,11 +497,19 @@ func (c *Controller) Close() error {
 	return c.log.Close()
 }
 
+// Kill closes the controller as a killed process leaves it: the quorum
+// leadership is not handed over (the other voters elect a leader after
+// their election timeout), nothing else differs from Close.
+func (c *Controller) Kill() error {
+	c.killed.Store(true)
+	return c.Close()
+}
+
 // Close implements Log: it hands the leadership over if it can, shuts
 // raft down and closes the transport and the store.
 func (l *raftLog) Close() error {
 	var errs []error
-	if l.IsLeader() && l.voters > 1 {
+	if l.IsLeader() && l.voters > 1 && !l.ctrl.killed.Load() {
 		// Hand leadership over first: a leader that just stops may have
 		// committed entries no follower knows are committed yet, and
 		// with one voter left of three nobody could elect itself to

@@ -27,6 +27,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/gokafka/gokafka/gokafkatest"
 )
 
 // clusterDefaults keep failure detection fast enough for tests: a broker
@@ -65,6 +67,26 @@ type cluster struct {
 	// clientOpts are added to every client of the cluster's (the probes
 	// included): TLS for a cluster whose listeners are SSL.
 	clientOpts []kgo.Opt
+	// emb, when set, is a cluster embedded in the test process
+	// (gokafkatest) instead of processes: nodes is empty and the checks
+	// below reach the nodes through emb.
+	emb *gokafkatest.Cluster
+}
+
+// size is the number of nodes.
+func (c *cluster) size() int {
+	if c.emb != nil {
+		return len(c.emb.NodeIDs())
+	}
+	return len(c.nodes)
+}
+
+// partitionDir is node id's directory of a partition.
+func (c *cluster) partitionDir(id int32, topic string, p int32) string {
+	if c.emb != nil {
+		return filepath.Join(c.emb.LogDir(id), fmt.Sprintf("%s-%d", topic, p))
+	}
+	return c.node(id).PartitionDir(topic, p)
 }
 
 // clusterOpts configures startClusterWith.
@@ -174,6 +196,9 @@ func (c *cluster) boot(t testing.TB) {
 func (c *cluster) node(id int32) *broker { return c.nodes[id-1] }
 
 func (c *cluster) addrs() []string {
+	if c.emb != nil {
+		return c.emb.Seeds()
+	}
 	var out []string
 	for _, b := range c.nodes {
 		out = append(out, b.Addr())
@@ -185,7 +210,7 @@ func (c *cluster) addrs() []string {
 // any one of them is up.
 func (c *cluster) client(t testing.TB, opts ...kgo.Opt) *kgo.Client {
 	t.Helper()
-	return c.nodes[0].client(t, append(append([]kgo.Opt{kgo.SeedBrokers(c.addrs()...)}, c.clientOpts...), opts...)...)
+	return kgoClient(t, append(append([]kgo.Opt{kgo.SeedBrokers(c.addrs()...)}, c.clientOpts...), opts...)...)
 }
 
 func (c *cluster) admin(t testing.TB) *kadm.Client {
@@ -336,6 +361,14 @@ func (c *cluster) reachable() []int32 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var out []int32
+	if c.emb != nil {
+		for _, id := range c.emb.NodeIDs() {
+			if c.emb.Server(id) != nil && !c.paused[id] {
+				out = append(out, id)
+			}
+		}
+		return out
+	}
 	for i, b := range c.nodes {
 		id := int32(i + 1)
 		if b.Running() && !c.paused[id] {
@@ -821,10 +854,19 @@ func batchesBelow(t testing.TB, dir string, hw int64) []storedBatch {
 // missing.
 func compareReplicaLogs(t testing.TB, c *cluster, topic string, p int32, hw int64) {
 	t.Helper()
+	var ids []int32
+	for id := range int32(c.size()) {
+		ids = append(ids, id+1)
+	}
+	compareReplicasOn(t, c, ids, topic, p, hw)
+}
+
+// compareReplicasOn is compareReplicaLogs on the nodes ids.
+func compareReplicasOn(t testing.TB, c *cluster, ids []int32, topic string, p int32, hw int64) {
+	t.Helper()
 	var ref []storedBatch
-	for i, b := range c.nodes {
-		id := i + 1
-		bs := batchesBelow(t, b.PartitionDir(topic, p), hw)
+	for i, id := range ids {
+		bs := batchesBelow(t, c.partitionDir(id, topic, p), hw)
 		next := int64(0)
 		for _, x := range bs {
 			if x.base != next {
@@ -842,13 +884,13 @@ func compareReplicaLogs(t testing.TB, c *cluster, topic string, p int32, hw int6
 			continue
 		}
 		if len(bs) != len(ref) {
-			t.Errorf("%s[%d]: node %d has %d batches below the HW %d, node 1 has %d", topic, p, id, len(bs), hw, len(ref))
+			t.Errorf("%s[%d]: node %d has %d batches below the HW %d, node %d has %d", topic, p, id, len(bs), hw, ids[0], len(ref))
 			return
 		}
 		for j := range bs {
 			if !bytes.Equal(bs[j].raw, ref[j].raw) {
-				t.Errorf("%s[%d]: batch at offset %d differs between node 1 (%d bytes, leader epoch %d) and node %d (%d bytes, leader epoch %d)",
-					topic, p, ref[j].base, len(ref[j].raw), int32(binary.BigEndian.Uint32(ref[j].raw[12:])),
+				t.Errorf("%s[%d]: batch at offset %d differs between node %d (%d bytes, leader epoch %d) and node %d (%d bytes, leader epoch %d)",
+					topic, p, ref[j].base, ids[0], len(ref[j].raw), int32(binary.BigEndian.Uint32(ref[j].raw[12:])),
 					id, len(bs[j].raw), int32(binary.BigEndian.Uint32(bs[j].raw[12:])))
 				return
 			}

@@ -445,8 +445,14 @@ func (b *broker) logTail(n int) string {
 // client returns a kgo client for b, closed when the test ends.
 func (b *broker) client(t testing.TB, opts ...kgo.Opt) *kgo.Client {
 	t.Helper()
+	return kgoClient(t, append([]kgo.Opt{kgo.SeedBrokers(b.Addr())}, opts...)...)
+}
+
+// kgoClient returns a client with the suite's settings and opts (which
+// name the seeds), closed when the test ends.
+func kgoClient(t testing.TB, opts ...kgo.Opt) *kgo.Client {
+	t.Helper()
 	base := []kgo.Opt{
-		kgo.SeedBrokers(b.Addr()),
 		kgo.ClientID("gokafka-integration"),
 		// Topics are created right before use; refresh metadata quickly.
 		kgo.MetadataMinAge(100 * time.Millisecond),

@@ -1,7 +1,7 @@
 package integration
 
 // Network faults between the nodes of a real multi-process cluster, no root
-// needed. Every connection one node opens to another (replica fetches,
+// needed (the proxies are internal/faultnet's). Every connection one node opens to another (replica fetches,
 // requests forwarded to the active controller, transaction markers, the
 // metadata quorum's raft RPCs) goes through a TCP proxy of the test's own:
 // one per ordered pair of nodes and per listener (broker, CONTROLLER). The
@@ -21,351 +21,66 @@ package integration
 
 import (
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	gkbroker "github.com/gokafka/gokafka/broker"
+	"github.com/gokafka/gokafka/gokafkatest"
+	"github.com/gokafka/gokafka/internal/faultnet"
 )
 
 // linkKind tells the two listeners of a node apart: faults may hit the
 // broker listener's traffic (replica fetches, forwarded controller
 // requests, markers) and the metadata quorum's separately.
-type linkKind int8
+type linkKind = faultnet.Kind
 
 const (
-	brokerLink linkKind = iota
-	quorumLink
+	brokerLink = faultnet.Broker
+	quorumLink = faultnet.Quorum
 )
 
-var linkKinds = []linkKind{brokerLink, quorumLink}
-
-func (k linkKind) String() string {
-	if k == quorumLink {
-		return "quorum"
-	}
-	return "broker"
-}
-
-// dir is a direction of traffic between two nodes on one kind of link:
-// bytes from node from to node to.
-type dir struct {
-	from, to int32
-	kind     linkKind
-}
-
+// netFault is the fault proxies of one test's cluster.
 type netFault struct {
 	t testing.TB
-	n int32
-
-	mu      sync.Mutex
-	blocked map[dir]bool
-	delay   map[dir]time.Duration
-	relays  map[*relay]struct{}
-	closed  bool
-
-	proxies []*linkProxy
-	wg      sync.WaitGroup
-}
-
-// linkProxy carries the connections node from opens to one listener of
-// node to.
-type linkProxy struct {
-	nf       *netFault
-	from, to int32
-	kind     linkKind
-	ln       net.Listener
-	target   string
-}
-
-// relay is one proxied connection.
-type relay struct {
-	nf             *netFault
-	from, to       int32 // from dialed to
-	kind           linkKind
-	client, server net.Conn
-	// lost[0] is set once bytes from the dialer to the target were
-	// dropped, lost[1] for the other way. A direction that lost bytes
-	// drops everything after them too (the stream has a gap), while the
-	// other direction goes on; the relay is closed once every direction
-	// that lost bytes would pass again.
-	lost [2]atomic.Bool
-	once sync.Once
+	*faultnet.Net
 }
 
 func newNetFault(t testing.TB, n int32) *netFault {
-	nf := &netFault{t: t, n: n, blocked: map[dir]bool{}, delay: map[dir]time.Duration{}, relays: map[*relay]struct{}{}}
-	t.Cleanup(nf.close)
+	nf := &netFault{t: t, Net: faultnet.New(n, t.Logf)}
+	t.Cleanup(nf.Close)
 	return nf
 }
 
 // proxy starts the proxy through which node from reaches target, a
 // listener of node to, and returns its address.
 func (nf *netFault) proxy(from, to int32, kind linkKind, target string) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	p, err := nf.Proxy(from, to, kind, target)
 	if err != nil {
-		nf.t.Fatalf("fault proxy listen: %v", err)
+		nf.t.Fatal(err)
 	}
-	p := &linkProxy{nf: nf, from: from, to: to, kind: kind, ln: ln, target: target}
-	nf.proxies = append(nf.proxies, p)
-	nf.wg.Add(1)
-	go p.accept()
-	return ln.Addr().String()
+	return p.Addr()
 }
 
-func (nf *netFault) close() {
-	for _, p := range nf.proxies {
-		p.ln.Close()
-	}
-	nf.mu.Lock()
-	nf.closed = true
-	var rs []*relay
-	for r := range nf.relays {
-		rs = append(rs, r)
-	}
-	nf.mu.Unlock()
-	for _, r := range rs {
-		r.close()
-	}
-	nf.wg.Wait()
-}
-
-func (p *linkProxy) accept() {
-	defer p.nf.wg.Done()
-	for {
-		c, err := p.ln.Accept()
-		if err != nil {
-			return
-		}
-		// A node that is down refuses the connection, as it would
-		// without the proxy.
-		s, err := net.DialTimeout("tcp", p.target, 5*time.Second)
-		if err != nil {
-			c.Close()
-			continue
-		}
-		r := &relay{nf: p.nf, from: p.from, to: p.to, kind: p.kind, client: c, server: s}
-		p.nf.mu.Lock()
-		if p.nf.closed {
-			p.nf.mu.Unlock()
-			c.Close()
-			s.Close()
-			return
-		}
-		p.nf.relays[r] = struct{}{}
-		p.nf.wg.Add(2)
-		p.nf.mu.Unlock()
-		go r.pump(c, s, dir{p.from, p.to, p.kind}, &r.lost[0])
-		go r.pump(s, c, dir{p.to, p.from, p.kind}, &r.lost[1])
-	}
-}
-
-func (r *relay) close() {
-	r.once.Do(func() {
-		r.client.Close()
-		r.server.Close()
-		r.nf.mu.Lock()
-		delete(r.nf.relays, r)
-		r.nf.mu.Unlock()
-	})
-}
-
-// state returns whether d is blocked and its delay.
-func (nf *netFault) state(d dir) (bool, time.Duration) {
-	nf.mu.Lock()
-	defer nf.mu.Unlock()
-	return nf.blocked[d], nf.delay[d]
-}
-
-// pump copies src to dst, dropping what d's state blocks and holding each
-// chunk for d's delay. A writer goroutine applies the delay so the reader
-// keeps draining src meanwhile; the block is checked again when a delayed
-// chunk is due, so bytes "in flight" when a cut starts are lost too.
-func (r *relay) pump(src, dst net.Conn, d dir, lost *atomic.Bool) {
-	defer r.nf.wg.Done()
-	defer r.close()
-	type chunk struct {
-		b   []byte
-		due time.Time
-	}
-	q := make(chan chunk, 1024)
-	writerDone := make(chan struct{})
-	go func() {
-		defer close(writerDone)
-		dead := false
-		for ch := range q { // drained to the end, so the reader never blocks on a dead writer
-			if dead {
-				continue
-			}
-			if w := time.Until(ch.due); w > 0 {
-				time.Sleep(w)
-			}
-			if blocked, _ := r.nf.state(d); blocked || lost.Load() {
-				lost.Store(true)
-				continue
-			}
-			if _, err := dst.Write(ch.b); err != nil {
-				dead = true
-				r.close()
-			}
-		}
-	}()
-	defer func() { close(q); <-writerDone }()
-	buf := make([]byte, 64<<10)
-	for {
-		n, err := src.Read(buf)
-		if n > 0 {
-			blocked, delay := r.nf.state(d)
-			if blocked || lost.Load() {
-				lost.Store(true)
-			} else {
-				q <- chunk{slices.Clone(buf[:n]), time.Now().Add(delay)}
-			}
-		}
-		if err != nil {
-			return
-		}
-	}
-}
-
-// set applies a change to the fault state, logs it, and closes every
-// connection that lost bytes and whose two directions now pass again.
-func (nf *netFault) set(what string, change func()) {
-	nf.mu.Lock()
-	change()
-	var heal []*relay
-	for r := range nf.relays {
-		fwd, back := r.lost[0].Load(), r.lost[1].Load()
-		if (fwd || back) && !(fwd && nf.blocked[dir{r.from, r.to, r.kind}]) && !(back && nf.blocked[dir{r.to, r.from, r.kind}]) {
-			heal = append(heal, r)
-		}
-	}
-	nf.mu.Unlock()
-	for _, r := range heal {
-		r.close()
-	}
-	nf.t.Logf("%s network: %s", time.Now().Format("15:04:05.000"), what)
-}
-
-func (nf *netFault) ids() []int32 {
-	var out []int32
-	for id := int32(1); id <= nf.n; id++ {
-		out = append(out, id)
-	}
-	return out
-}
-
-// dropOneWay drops everything node from sends to node to; to's traffic to
-// from still passes.
-func (nf *netFault) dropOneWay(from, to int32) {
-	nf.set(fmt.Sprintf("drop %d -> %d", from, to), func() {
-		for _, k := range linkKinds {
-			nf.blocked[dir{from, to, k}] = true
-		}
-	})
-}
-
-// dropOneWayOn drops what node from sends to node to on one kind of link.
-func (nf *netFault) dropOneWayOn(kind linkKind, from, to int32) {
-	nf.set(fmt.Sprintf("drop %d -> %d (%s links)", from, to, kind), func() { nf.blocked[dir{from, to, kind}] = true })
-}
-
-// passOneWayOn undoes dropOneWayOn.
-func (nf *netFault) passOneWayOn(kind linkKind, from, to int32) {
-	nf.set(fmt.Sprintf("pass %d -> %d (%s links)", from, to, kind), func() { delete(nf.blocked, dir{from, to, kind}) })
-}
-
-// cutLocked blocks both directions between a and b.
-func (nf *netFault) cutLocked(a, b int32) {
-	for _, k := range linkKinds {
-		nf.blocked[dir{a, b, k}] = true
-		nf.blocked[dir{b, a, k}] = true
-	}
-}
-
-// isolate cuts node id from every other node; clients still reach it.
-func (nf *netFault) isolate(id int32) {
-	nf.set(fmt.Sprintf("isolate %d", id), func() {
-		for _, o := range nf.ids() {
-			if o != id {
-				nf.cutLocked(id, o)
-			}
-		}
-	})
-}
-
-// split replaces the current faults with a partition into groups: nodes
-// in different groups cannot reach each other. A node in no group is cut
-// from everyone.
-func (nf *netFault) split(groups ...[]int32) {
-	group := map[int32]int{}
-	var desc []string
-	for i, g := range groups {
-		for _, id := range g {
-			group[id] = i + 1
-		}
-		desc = append(desc, fmt.Sprint(g))
-	}
-	nf.set("split "+strings.Join(desc, " | "), func() {
-		clear(nf.blocked)
-		for _, a := range nf.ids() {
-			for _, b := range nf.ids() {
-				if a != b && (group[a] == 0 || group[a] != group[b]) {
-					nf.cutLocked(a, b)
-				}
-			}
-		}
-	})
-}
-
-// bridge is Jepsen's bridge partition: the nodes other than mid form two
-// halves that cannot reach each other, and mid reaches both. For five
-// nodes and mid 3: {1,2} | {4,5}, with 3 talking to all.
-func (nf *netFault) bridge(mid int32) {
-	var others []int32
-	for _, id := range nf.ids() {
-		if id != mid {
-			others = append(others, id)
-		}
-	}
-	a, b := others[:len(others)/2], others[len(others)/2:]
-	nf.set(fmt.Sprintf("bridge %v - %d - %v", a, mid, b), func() {
-		clear(nf.blocked)
-		for _, x := range a {
-			for _, y := range b {
-				nf.cutLocked(x, y)
-			}
-		}
-	})
-}
-
-// setDelay holds what node from sends to node to for d (0 removes it).
-func (nf *netFault) setDelay(from, to int32, d time.Duration) {
-	nf.set(fmt.Sprintf("delay %d -> %d by %v", from, to, d), func() {
-		for _, k := range linkKinds {
-			nf.delay[dir{from, to, k}] = d
-		}
-	})
-}
-
-// setDelayOn is setDelay on one kind of link.
+func (nf *netFault) ids() []int32                               { return nf.IDs() }
+func (nf *netFault) dropOneWay(from, to int32)                  { nf.DropOneWay(from, to) }
+func (nf *netFault) dropOneWayOn(kind linkKind, from, to int32) { nf.DropOneWayOn(kind, from, to) }
+func (nf *netFault) passOneWayOn(kind linkKind, from, to int32) { nf.PassOneWayOn(kind, from, to) }
+func (nf *netFault) isolate(id int32)                           { nf.Isolate(id) }
+func (nf *netFault) split(groups ...[]int32)                    { nf.Split(groups...) }
+func (nf *netFault) bridge(mid int32)                           { nf.Bridge(mid) }
+func (nf *netFault) setDelay(from, to int32, d time.Duration)   { nf.SetDelay(from, to, d) }
 func (nf *netFault) setDelayOn(kind linkKind, from, to int32, d time.Duration) {
-	nf.set(fmt.Sprintf("delay %d -> %d by %v (%s links)", from, to, d, kind), func() { nf.delay[dir{from, to, kind}] = d })
+	nf.SetDelayOn(kind, from, to, d)
 }
-
-// heal removes every fault, blocks and delays alike.
-func (nf *netFault) heal() {
-	nf.set("heal", func() {
-		clear(nf.blocked)
-		clear(nf.delay)
-	})
-}
+func (nf *netFault) heal() { nf.Heal() }
 
 // ---------------------------------------------------------------------------
 // A cluster whose nodes reach each other only through the proxies.
@@ -454,7 +169,7 @@ func (c *cluster) waitControllerOn(t testing.TB, ids []int32) int32 {
 // others returns the node ids of c other than the given ones.
 func (c *cluster) others(not ...int32) []int32 {
 	var out []int32
-	for id := int32(1); id <= int32(len(c.nodes)); id++ {
+	for id := int32(1); id <= int32(c.size()); id++ {
 		if !slices.Contains(not, id) {
 			out = append(out, id)
 		}
@@ -489,4 +204,30 @@ func waitAcks(t testing.TB, c *cluster, prod *seqProducer, n int64, what string)
 		time.Sleep(time.Second)
 	}
 	t.Fatalf("producer stalled %s: %v (failures so far: %s)", what, err, prod.failureSummary())
+}
+
+// startEmbeddedNetCluster is startNetCluster with the nodes embedded in the
+// test process (gokafkatest) instead of processes: the same fault proxies
+// (internal/faultnet) between every ordered pair of nodes, the same
+// settings (clusterDefaults and netEnv), reached through c.emb for faults
+// (Isolate, Partition, Heal) and through the probes and the cluster's
+// checks like any other cluster.
+func startEmbeddedNetCluster(t testing.TB, n int) *cluster {
+	t.Helper()
+	emb := gokafkatest.NewCluster(t, gokafkatest.Nodes(n),
+		gokafkatest.BrokerProperty("min.insync.replicas", clusterDefaults["GOKAFKA_MIN_INSYNC_REPLICAS"]),
+		gokafkatest.Configure(func(_ int32, cfg *gkbroker.Config) {
+			cfg.Replication.ReplicaSocketTimeout = 3 * time.Second // netEnv
+			cfg.Quorum.ElectionTimeout = 500 * time.Millisecond    // the processes' default
+		}))
+	c := &cluster{t: t, paused: map[int32]bool{}, emb: emb}
+	for _, id := range emb.NodeIDs() {
+		cl, err := kgo.NewClient(kgo.SeedBrokers(emb.Addr(id)), kgo.ClientID("gokafka-integration-probe"))
+		if err != nil {
+			t.Fatalf("kgo.NewClient: %v", err)
+		}
+		t.Cleanup(cl.Close)
+		c.probes = append(c.probes, cl)
+	}
+	return c
 }

@@ -39,7 +39,7 @@ func netProducerClient(t testing.TB, c *cluster) *kgo.Client {
 // assignLed returns a replica assignment of parts partitions over all of
 // c's nodes whose partition 0 is led by lead (RF 3, leaders rotating).
 func assignLed(c *cluster, lead int32, parts int) [][]int32 {
-	n := int32(len(c.nodes))
+	n := int32(c.size())
 	var out [][]int32
 	for p := range int32(parts) {
 		first := (lead-1+p)%n + 1
@@ -48,14 +48,16 @@ func assignLed(c *cluster, lead int32, parts int) [][]int32 {
 	return out
 }
 
-// TestNetIsolatedPartitionLeaderLosesNothing cuts the leader of partition 0
+// TestNetIsolatedPartitionLeaderLosesNothing runs on a cluster embedded in
+// the test process (gokafkatest), whose fault proxies are the same as
+// startNetCluster's. It cuts the leader of partition 0
 // (not the active controller) from both other nodes while producers keep
 // writing and can still reach it. The cut leader cannot get acks=all writes
 // replicated, so it must not acknowledge any; the majority fences it and
 // elects another leader, and after the heal the old leader truncates
 // whatever it appended alone and catches up.
 func TestNetIsolatedPartitionLeaderLosesNothing(t *testing.T) {
-	c, nf := startNetCluster(t, 3, netEnv)
+	c := startEmbeddedNetCluster(t, 3)
 	all := c.others()
 	ctl := c.waitControllerOn(t, all)
 	lead := c.others(ctl)[0]
@@ -64,31 +66,32 @@ func TestNetIsolatedPartitionLeaderLosesNothing(t *testing.T) {
 
 	prod := startSeqProducer(t, netProducerClient(t, c), topic, parts, 5)
 	waitAcks(t, c, prod, 300, "before the cut")
-	nf.isolate(lead)
+	c.emb.Isolate(lead)
 	rest := c.others(lead)
 	now := c.waitPartitionOn(t, rest, topic, 0, fmt.Sprintf("a leader other than the isolated node %d", lead), func(s partState) bool {
 		return s.Leader > 0 && s.Leader != lead
 	})
 	t.Logf("node %d isolated; the majority elected node %d (epoch %d, ISR %v)", lead, now.Leader, now.LeaderEpoch, now.ISR)
 	waitAcks(t, c, prod, 300, "while the old leader is cut off")
-	nf.heal()
+	c.emb.Heal()
 	verifyNoLossNoDup(t, c, prod, topic, parts)
 }
 
-// TestNetIsolatedQuorumLeaderLosesNothing cuts the active controller, which
+// TestNetIsolatedQuorumLeaderLosesNothing runs on a cluster embedded in
+// the test process (gokafkatest). It cuts the active controller, which
 // also leads partition 0, from both other nodes. The two others elect a new
 // controller, fence the cut node and move its leaderships; the cut node
 // loses its quorum leadership and, as a partition leader, can no longer
 // get writes replicated or its ISR changed.
 func TestNetIsolatedQuorumLeaderLosesNothing(t *testing.T) {
-	c, nf := startNetCluster(t, 3, netEnv)
+	c := startEmbeddedNetCluster(t, 3)
 	ctl := c.waitControllerOn(t, c.others())
 	const topic, parts = "net-isolate-controller", 3
 	c.createTopicAssigned(t, topic, assignLed(c, ctl, parts))
 
 	prod := startSeqProducer(t, netProducerClient(t, c), topic, parts, 5)
 	waitAcks(t, c, prod, 300, "before the cut")
-	nf.isolate(ctl)
+	c.emb.Isolate(ctl)
 	rest := c.others(ctl)
 	newCtl := c.waitControllerOn(t, rest)
 	now := c.waitPartitionOn(t, rest, topic, 0, fmt.Sprintf("a leader other than the isolated node %d", ctl), func(s partState) bool {
@@ -96,17 +99,18 @@ func TestNetIsolatedQuorumLeaderLosesNothing(t *testing.T) {
 	})
 	t.Logf("node %d isolated; node %d controls, node %d leads partition 0 (epoch %d, ISR %v)", ctl, newCtl, now.Leader, now.LeaderEpoch, now.ISR)
 	waitAcks(t, c, prod, 300, "while the old controller is cut off")
-	nf.heal()
+	c.emb.Heal()
 	verifyNoLossNoDup(t, c, prod, topic, parts)
 }
 
-// TestNetSplitThenResplitLosesNothing splits the cluster 1 | 2 3, then,
+// TestNetSplitThenResplitLosesNothing runs on a cluster embedded in the
+// test process (gokafkatest). It splits the cluster 1 | 2 3, then,
 // without healing, 3 | 1 2: node 1 comes back while node 3 goes, so the
 // ISR must have let node 1 back in (or leadership must wait for it) before
 // the majority can go on. Each side of each split is checked to make
 // progress, then everything heals.
 func TestNetSplitThenResplitLosesNothing(t *testing.T) {
-	c, nf := startNetCluster(t, 3, netEnv)
+	c := startEmbeddedNetCluster(t, 3)
 	const topic, parts = "net-resplit", 3
 	c.createTopic(t, topic, parts, nil)
 	prod := startSeqProducer(t, netProducerClient(t, c), topic, parts, 5)
@@ -114,7 +118,7 @@ func TestNetSplitThenResplitLosesNothing(t *testing.T) {
 
 	for _, sp := range [][2][]int32{{{1}, {2, 3}}, {{3}, {1, 2}}} {
 		lone, maj := sp[0], sp[1]
-		nf.split(lone, maj)
+		c.emb.Partition(lone, maj)
 		ctl := c.waitControllerOn(t, maj)
 		for p := range int32(parts) {
 			s := c.waitPartitionOn(t, maj, topic, p, fmt.Sprintf("a leader in %v", maj), func(s partState) bool {
@@ -125,7 +129,7 @@ func TestNetSplitThenResplitLosesNothing(t *testing.T) {
 		waitAcks(t, c, prod, 300, fmt.Sprintf("with the majority %v", maj))
 		t.Logf("%s majority %v acknowledges writes", time.Now().Format("15:04:05.000"), maj)
 	}
-	nf.heal()
+	c.emb.Heal()
 	verifyNoLossNoDup(t, c, prod, topic, parts)
 }
 
@@ -270,14 +274,7 @@ func compareAllReplicas(t *testing.T, c *cluster, topic string, parts int32) {
 	ends := endOffsets(t, c.admin(t), topic)
 	time.Sleep(2 * time.Second)
 	for p := range parts {
-		sub := &cluster{t: t}
-		for _, id := range assign[p] {
-			sub.nodes = append(sub.nodes, c.node(id))
-		}
-		if len(c.nodes) != len(sub.nodes) {
-			t.Logf("%s[%d]: replicas %v (numbered 1..%d below)", topic, p, assign[p], len(sub.nodes))
-		}
-		compareReplicaLogs(t, sub, topic, p, ends[p])
+		compareReplicasOn(t, c, assign[p], topic, p, ends[p])
 	}
 }
 

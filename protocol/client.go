@@ -23,6 +23,8 @@ type Client struct {
 	addr     string
 	clientID string
 	timeout  time.Duration
+	// routes say where to dial addr; set before the first request.
+	routes PeerRoutes
 
 	// tls, when set, makes every connection TLS with the config it
 	// returns for addr.
@@ -82,11 +84,11 @@ func NewTLSClient(addr, clientID string, timeout time.Duration, peerTLS PeerTLS)
 	return &Client{addr: addr, clientID: clientID, timeout: timeout, tls: peerTLS}
 }
 
-// DialPeer connects to a peer at addr through PeerDialAddr, over TLS
+// DialPeer connects to a peer at addr through routes, over TLS
 // (handshake done) when peerTLS is set.
-func DialPeer(ctx context.Context, addr string, timeout time.Duration, peerTLS PeerTLS) (net.Conn, error) {
+func DialPeer(ctx context.Context, addr string, timeout time.Duration, peerTLS PeerTLS, routes PeerRoutes) (net.Conn, error) {
 	d := net.Dialer{Timeout: timeout}
-	conn, err := d.DialContext(ctx, "tcp", PeerDialAddr(addr))
+	conn, err := d.DialContext(ctx, "tcp", routes.DialAddr(addr))
 	if err != nil || peerTLS == nil {
 		return conn, err
 	}
@@ -98,6 +100,15 @@ func DialPeer(ctx context.Context, addr string, timeout time.Duration, peerTLS P
 		return nil, fmt.Errorf("TLS handshake with %s: %w", addr, err)
 	}
 	return tc, nil
+}
+
+// Via makes the client dial addr through routes (see PeerRoutes) and
+// returns it. Call it before the first request.
+func (c *Client) Via(routes PeerRoutes) *Client {
+	c.mu.Lock()
+	c.routes = routes
+	c.mu.Unlock()
+	return c
 }
 
 // ClientID returns the client id the client sends.
@@ -134,7 +145,7 @@ func (c *Client) roundTrip(ctx context.Context, req kmsg.Request) (kmsg.Response
 		c.conn = nil
 	}
 	if c.conn == nil {
-		conn, err := DialPeer(ctx, c.addr, c.timeout, c.tls)
+		conn, err := DialPeer(ctx, c.addr, c.timeout, c.tls, c.routes)
 		if err != nil {
 			return nil, err
 		}

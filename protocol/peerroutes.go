@@ -3,7 +3,6 @@ package protocol
 import (
 	"fmt"
 	"strings"
-	"sync/atomic"
 )
 
 // PeerRoutesEnv names the test-only environment variable that reroutes this
@@ -22,13 +21,17 @@ import (
 // property and not listed in config.yaml; production never sets it.
 const PeerRoutesEnv = "GOKAFKA_TEST_PEER_ROUTES"
 
-// peerRoutes is set once at start-up (SetPeerRoutes) before any peer
-// connection is dialed, and read by every dial after.
-var peerRoutes atomic.Pointer[map[string]string]
+// PeerRoutes maps a peer's address (host:port) to the address a node dials
+// to reach it. They belong to one node: nodes embedded in one process
+// (gokafkatest) each have their own, which is why they travel in the
+// configs of the components that dial peers rather than in a process-wide
+// variable. A nil PeerRoutes dials every peer directly. It is never
+// modified once a node started with it.
+type PeerRoutes map[string]string
 
 // ParsePeerRoutes parses PeerRoutesEnv's "peer=via,peer=via" form.
-func ParsePeerRoutes(s string) (map[string]string, error) {
-	out := map[string]string{}
+func ParsePeerRoutes(s string) (PeerRoutes, error) {
+	out := PeerRoutes{}
 	for _, item := range strings.Split(s, ",") {
 		item = strings.TrimSpace(item)
 		if item == "" {
@@ -43,22 +46,11 @@ func ParsePeerRoutes(s string) (map[string]string, error) {
 	return out, nil
 }
 
-// SetPeerRoutes installs the routes of PeerRoutesEnv for this process.
-func SetPeerRoutes(routes map[string]string) {
-	if len(routes) == 0 {
-		peerRoutes.Store(nil)
-		return
-	}
-	peerRoutes.Store(&routes)
-}
-
-// PeerDialAddr returns the address to dial to reach peer: peer itself
-// unless a route says otherwise.
-func PeerDialAddr(peer string) string {
-	if m := peerRoutes.Load(); m != nil {
-		if via, ok := (*m)[peer]; ok {
-			return via
-		}
+// DialAddr returns the address to dial to reach peer: peer itself unless a
+// route says otherwise.
+func (r PeerRoutes) DialAddr(peer string) string {
+	if via, ok := r[peer]; ok {
+		return via
 	}
 	return peer
 }

@@ -7,16 +7,17 @@ func TestPeerRoutesRerouteOnlyListedPeers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	SetPeerRoutes(routes)
-	defer SetPeerRoutes(nil)
 	for peer, want := range map[string]string{
 		"127.0.0.1:9092": "127.0.0.1:20001",
 		"127.0.0.1:9093": "127.0.0.1:20002",
 		"127.0.0.1:9094": "127.0.0.1:9094",
 	} {
-		if got := PeerDialAddr(peer); got != want {
-			t.Errorf("PeerDialAddr(%s) = %s, want %s", peer, got, want)
+		if got := routes.DialAddr(peer); got != want {
+			t.Errorf("DialAddr(%s) = %s, want %s", peer, got, want)
 		}
+	}
+	if got := PeerRoutes(nil).DialAddr("127.0.0.1:9092"); got != "127.0.0.1:9092" {
+		t.Errorf("nil routes dial %s, want the peer itself", got)
 	}
 	for _, bad := range []string{"127.0.0.1:9092", "=127.0.0.1:1", "127.0.0.1:1="} {
 		if _, err := ParsePeerRoutes(bad); err == nil {

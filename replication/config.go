@@ -95,6 +95,9 @@ type Config struct {
 	// ProducerIDExpiration is producer.id.expiration.ms: a producer that
 	// wrote nothing to a partition for this long is forgotten there.
 	ProducerIDExpiration time.Duration
+	// PeerRoutes reroute the followers' connections to their leaders
+	// (tests only; see protocol.PeerRoutes).
+	PeerRoutes protocol.PeerRoutes
 }
 
 // DefaultConfig returns Kafka's defaults (NodeID 0).

@@ -167,7 +167,7 @@ func newFetcher(m *Manager, leader int32, addr string) *fetcher {
 	clientID := m.meta.PeerClientID(cluster.PeerRoleFetcher)
 	f := &fetcher{
 		m: m, leader: leader, addr: addr,
-		client: protocol.NewTLSClient(addr, clientID, m.cfg.ReplicaSocketTimeout+m.cfg.ReplicaFetchWaitMax, m.cfg.PeerTLS),
+		client: protocol.NewTLSClient(addr, clientID, m.cfg.ReplicaSocketTimeout+m.cfg.ReplicaFetchWaitMax, m.cfg.PeerTLS).Via(m.cfg.PeerRoutes),
 		logger: m.logger.With().Int32("leader", leader).Str("leader_addr", addr).Logger(),
 		wake:   make(chan struct{}, 1),
 		done:   make(chan struct{}),

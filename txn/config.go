@@ -43,6 +43,9 @@ type Config struct {
 	// PeerTLS, when set, makes the marker connections to the other
 	// brokers TLS: the inter-broker listener is SSL or SASL_SSL.
 	PeerTLS protocol.PeerTLS
+	// PeerRoutes reroute the marker writes to other brokers (tests only;
+	// see protocol.PeerRoutes).
+	PeerRoutes protocol.PeerRoutes
 }
 
 // DefaultConfig returns Kafka's defaults.

@@ -184,7 +184,7 @@ func (c *Coordinator) client(addr string) *protocol.Client {
 	if cl == nil {
 		// Brokers take WriteTxnMarkers only from a node of the cluster
 		// that names itself (cluster.PeerClientID).
-		cl = protocol.NewTLSClient(addr, c.meta.PeerClientID(cluster.PeerRoleMarkers), c.cfg.WriteTimeout+5*time.Second, c.cfg.PeerTLS)
+		cl = protocol.NewTLSClient(addr, c.meta.PeerClientID(cluster.PeerRoleMarkers), c.cfg.WriteTimeout+5*time.Second, c.cfg.PeerTLS).Via(c.cfg.PeerRoutes)
 		if c.cfg.PeerSASL != nil {
 			cl.SetSASL(c.cfg.PeerSASL)
 		}

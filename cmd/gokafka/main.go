@@ -6,6 +6,8 @@
 // The certs command writes a development CA and certificates signed by it
 // for TLS listeners and clients (see README, "TLS").
 //
+//	gokafka healthcheck [--url http://127.0.0.1:9644/readyz]
+//
 // With no configuration it serves a single-node cluster on
 // 127.0.0.1:9092 with its data in ./data. Settings use Kafka's broker
 // property names; each can be overridden by an environment variable
@@ -28,6 +30,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/gokafka/gokafka/broker"
+	"github.com/gokafka/gokafka/console"
 	"github.com/gokafka/gokafka/metrics"
 	"github.com/gokafka/gokafka/partition"
 	"github.com/gokafka/gokafka/protocol"
@@ -43,6 +46,9 @@ func main() {
 func run() int {
 	if len(os.Args) > 1 && os.Args[1] == "certs" {
 		return runCerts(os.Args[2:], os.Stdout, os.Stderr)
+	}
+	if len(os.Args) > 1 && os.Args[1] == "healthcheck" {
+		return healthcheck(os.Args[2:], os.Stdout, os.Stderr)
 	}
 	configPath := flag.String("config", "", "path to a YAML file of broker properties")
 	flag.Parse()
@@ -79,7 +85,7 @@ func run() int {
 			logger.Error().Err(err).Msg("configuration rejected")
 			return 2
 		}
-		protocol.SetPeerRoutes(routes)
+		cfg.PeerRoutes = routes
 		logger.Warn().Int("routes", len(routes)).Msg("peer connections rerouted by " + protocol.PeerRoutesEnv + " (test only)")
 	}
 
@@ -97,13 +103,15 @@ func run() int {
 	}
 	m := metrics.New(metrics.Config{PartitionSeriesMax: int(min(seriesMax, math.MaxInt32))})
 	cfg.Metrics = m
+	var httpL *metrics.HTTP
 	if addr := s.str("http.listener"); addr != "" {
 		h, err := metrics.Listen(addr, m, logger.With().Str("component", "http").Logger())
 		if err != nil {
 			logger.Error().Err(err).Str("addr", addr).Msg("cannot bind the HTTP listener (set http.listener to a free host:port, or empty to turn it off)")
 			return 1
 		}
-		logger.Info().Str("addr", h.Addr()).Msg("http listener serving /metrics, /livez and /readyz")
+		httpL = h
+		logger.Info().Str("addr", h.Addr()).Msg("http listener serving /metrics, /livez and /readyz, and the console at / once started")
 		defer func() {
 			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()
@@ -125,6 +133,13 @@ func run() int {
 		logger.Error().Err(err).Msg("start failed")
 		return 1
 	}
+	var con *console.Console
+	if httpL != nil {
+		// The live console, on the HTTP listener once there is a broker
+		// to show; closed before the broker stops.
+		con = console.New(srv.ConsoleSource(), console.Options{Logger: logger.With().Str("component", "console").Logger()})
+		httpL.Handle("GET /", con)
+	}
 	logger.Info().Int32("node_id", cfg.NodeID).Strs("listeners", srv.Addrs()).
 		Str("log_dirs", strings.Join(cfg.LogDirs, ",")).Str("cluster_id", srv.ClusterID()).
 		Msg("gokafka started")
@@ -138,6 +153,9 @@ func run() int {
 		code = 1
 	}
 	stop()
+	if con != nil {
+		con.Close()
+	}
 	if err := srv.Shutdown(context.Background()); err != nil {
 		logger.Error().Err(err).Msg("shutdown incomplete")
 		return 1
