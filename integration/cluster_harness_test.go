@@ -78,6 +78,8 @@ type clusterOpts struct {
 	Listeners func(port, ctrl int) string
 	// ClientOpts are added to every client of the cluster.
 	ClientOpts []kgo.Opt
+	// Args are every node's command arguments (--config <file>).
+	Args []string
 }
 
 // startCluster launches three nodes together (none accepts connections
@@ -120,7 +122,7 @@ func startClusterWith(t testing.TB, o clusterOpts) *cluster {
 			maps.Copy(settings, o.NodeEnv(i+1))
 		}
 		settings["GOKAFKA_CONTROLLER_QUORUM_VOTERS"] = strings.Join(voters, ",")
-		c.nodes = append(c.nodes, newBroker(t, brokerOpts{Port: ports[i], Env: settings}))
+		c.nodes = append(c.nodes, newBroker(t, brokerOpts{Port: ports[i], Env: settings, Args: o.Args}))
 	}
 	c.boot(t)
 	return c
