@@ -15,7 +15,8 @@ import (
 
 // README's "A secured cluster, step by step", on config/secure.yaml: three
 // nodes started with --config config/secure.yaml and certificates of
-// `gokafka certs` form a SASL_SSL cluster; the seeded super user admin
+// `gokafka certs` form a SASL_SSL cluster; bad credentials are refused;
+// the seeded super user admin
 // creates a topic, the seeded user alice is refused it until admin grants
 // her an ACL, then produces with acks=all (replicated between the brokers
 // over SASL_SSL) and reads back.
@@ -40,6 +41,23 @@ func TestSecureExampleClusterStepByStep(t *testing.T) {
 		ClientOpts: []kgo.Opt{kgo.DialTLSConfig(tlsCfg), kgo.SASL(scram.Auth{User: "admin", Pass: "admin-secret"}.AsSha512Mechanism())},
 	})
 	c.createTopic(t, "orders", 3, nil)
+
+	// Over SASL_SSL, a wrong password and an unknown user are refused
+	// with SASL_AUTHENTICATION_FAILED and logged.
+	for _, who := range []scram.Auth{{User: "alice", Pass: "wrong"}, {User: "mallory", Pass: "x"}} {
+		cl, err := kgo.NewClient(kgo.SeedBrokers(c.node(2).Addr()), kgo.DialTLSConfig(tlsCfg),
+			kgo.SASL(who.AsSha512Mechanism()), kgo.RequestRetries(0))
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = cl.Ping(testCtx(t, 10*time.Second))
+		cl.Close()
+		if !errors.Is(err, kerr.SaslAuthenticationFailed) {
+			t.Fatalf("%s with a wrong password over SASL_SSL: %v, want SASL_AUTHENTICATION_FAILED", who.User, err)
+		}
+	}
+	c.node(2).waitLog(t, "invalid client credentials for user alice")
+	c.node(2).waitLog(t, "unknown user mallory")
 
 	alice, err := kgo.NewClient(kgo.SeedBrokers(c.addrs()...), kgo.DialTLSConfig(tlsCfg),
 		kgo.SASL(scram.Auth{User: "alice", Pass: "alice-secret"}.AsSha512Mechanism()),
