@@ -203,13 +203,30 @@ func TestACLsEnforcedOnAuthenticatedPrincipalsAcrossTheCluster(t *testing.T) {
 			t.Fatalf("FindCoordinator for g-orders: %+v, want GROUP_AUTHORIZATION_FAILED", resp.Coordinators)
 		}
 		c.waitRefusalLogged(t, "User:alice", "DESCRIBE", "g-orders")
-		offs, err := kadm.NewClient(alice).CommitOffsets(testCtx(t, 15*time.Second), "g-orders", kadm.OffsetsFromRecords(kgo.Record{Topic: "orders", Partition: 0, Offset: 0}))
-		if err == nil {
-			err = offs.Error()
+		// An OffsetCommit sent to the coordinator itself (kgo would stop
+		// at FindCoordinator): READ on the group is checked.
+		coord := kmsg.NewPtrFindCoordinatorRequest()
+		coord.CoordinatorKeys = []string{"g-orders"}
+		cresp, err := coord.RequestWith(testCtx(t, 15*time.Second), c.client(t))
+		if err != nil || len(cresp.Coordinators) != 1 || cresp.Coordinators[0].ErrorCode != 0 {
+			t.Fatalf("the super user's FindCoordinator: %v %+v", err, cresp)
 		}
-		if !errors.Is(err, kerr.GroupAuthorizationFailed) {
-			t.Fatalf("OffsetCommit to g-orders: %v, want GROUP_AUTHORIZATION_FAILED", err)
+		commit := kmsg.NewPtrOffsetCommitRequest()
+		commit.Group, commit.Generation = "g-orders", -1
+		ct := kmsg.NewOffsetCommitRequestTopic()
+		ct.Topic = "orders"
+		cp := kmsg.NewOffsetCommitRequestTopicPartition()
+		cp.Offset = 1
+		ct.Partitions = append(ct.Partitions, cp)
+		commit.Topics = append(commit.Topics, ct)
+		oresp, err := alice.Broker(int(cresp.Coordinators[0].NodeID)).Request(testCtx(t, 15*time.Second), commit)
+		if err != nil {
+			t.Fatal(err)
 		}
+		if code := oresp.(*kmsg.OffsetCommitResponse).Topics[0].Partitions[0].ErrorCode; code != kerr.GroupAuthorizationFailed.Code {
+			t.Fatalf("OffsetCommit to g-orders: %v, want GROUP_AUTHORIZATION_FAILED", kerr.ErrorForCode(code))
+		}
+		c.waitRefusalLogged(t, "User:alice", "READ", "g-orders")
 		// With READ on the group, alice consumes in it.
 		c.allow(t, kadm.NewACLs().Groups("g-orders").Allow("User:alice").Operations(kadm.OpRead))
 		cons := c.as(t, "alice", kgo.ConsumerGroup("g-orders"), kgo.ConsumeTopics("orders"),
@@ -350,6 +367,7 @@ func TestACLsEnforcedOnAuthenticatedPrincipalsAcrossTheCluster(t *testing.T) {
 				t.Errorf("alice's Metadata for %s: %v, want TOPIC_AUTHORIZATION_FAILED", *tp.Topic, kerr.ErrorForCode(tp.ErrorCode))
 			}
 		}
+		c.waitRefusalLogged(t, "User:alice", "DESCRIBE", "hidden")
 	})
 
 	t.Run("mTLS principal authorized by an ACL", func(t *testing.T) {
