@@ -102,6 +102,8 @@ type clusterOpts struct {
 	ClientOpts []kgo.Opt
 	// Nodes is how many nodes, every one a voter; 0 is 3.
 	Nodes int
+	// Args are every node's command arguments (--config <file>).
+	Args []string
 }
 
 // startCluster launches three nodes together (none accepts connections
@@ -153,7 +155,7 @@ func startClusterWith(t testing.TB, o clusterOpts) *cluster {
 			maps.Copy(settings, o.NodeEnv(i+1))
 		}
 		settings["GOKAFKA_CONTROLLER_QUORUM_VOTERS"] = strings.Join(voters, ",")
-		c.nodes = append(c.nodes, newBroker(t, brokerOpts{Port: ports[i], Env: settings}))
+		c.nodes = append(c.nodes, newBroker(t, brokerOpts{Port: ports[i], Env: settings, Args: o.Args}))
 	}
 	c.boot(t)
 	return c

@@ -137,6 +137,8 @@ type brokerOpts struct {
 	// (with freePort) when other settings must name it before the broker
 	// exists: a cluster's listeners, advertised listeners.
 	Port int
+	// Args are the command's arguments (--config <file>).
+	Args []string
 }
 
 type broker struct {
@@ -146,6 +148,7 @@ type broker struct {
 	dataDir string
 	logPath string
 	env     []string
+	args    []string
 
 	mu       sync.Mutex
 	cmd      *exec.Cmd
@@ -180,6 +183,7 @@ func newBroker(t testing.TB, opts brokerOpts) *broker {
 		root:    root,
 		dataDir: filepath.Join(root, "data"),
 		logPath: filepath.Join(root, "broker.log"),
+		args:    opts.Args,
 	}
 	if b.port == 0 {
 		b.port = freePort(t)
@@ -242,7 +246,7 @@ func (b *broker) launch() {
 	b.starts++
 	fmt.Fprintf(b.logFile, "\n===== harness: start #%d of gokafka on %s at %s =====\n",
 		b.starts, b.Addr(), time.Now().Format(time.RFC3339Nano))
-	cmd := exec.Command(gokafkaBin)
+	cmd := exec.Command(gokafkaBin, b.args...)
 	cmd.Dir = b.root
 	cmd.Env = b.env
 	cmd.Stdout = b.logFile

@@ -18,7 +18,9 @@ import (
 
 // expectedKgoSkips are the franz-go suite tests allowed to skip against
 // gokafka, each for a reason that is not a gokafka fault to fix here:
-// SCRAM and OAuth need credentials the suite is not given;
+// TestSCRAMAuth, TestSCRAMAuthBadCredentials and TestOAuthAuth need a SASL
+// listener and credentials, which only the secured run
+// (TestFranzGoSuiteSecured) gives them, and there they must pass;
 // TestIssueProduceBrokerTooOldFailsRecords skips against any broker whose
 // ApiVersions lists Produce v0-v2. Kafka 4.x lists them on its broker
 // listeners although it no longer serves them (KAFKA-18659): librdkafka
@@ -53,6 +55,9 @@ type kgoSuiteRun struct {
 	env []string
 	// skip is a go test -skip pattern of tests not to run at all.
 	skip string
+	// mustPass are tests this run must pass, though expectedKgoSkips
+	// lets them skip elsewhere.
+	mustPass []string
 }
 
 // runKgoSuite runs franz-go's pkg/kgo suite against c and checks every
@@ -169,6 +174,12 @@ func runKgoSuite(t *testing.T, c *cluster, run kgoSuiteRun) {
 		// counts a long test reports, while working on one area.
 		for _, name := range passed {
 			t.Logf("%s passed:\n%s", name, tail(outputs[name].String(), 8000))
+		}
+	}
+	for _, name := range run.mustPass {
+		narrowed, _ := regexp.MatchString(os.Getenv("GOKAFKA_KGO_RUN"), name)
+		if narrowed && results[name] != "pass" {
+			t.Errorf("%s: %q, want pass", name, results[name])
 		}
 	}
 	for _, name := range skipped {

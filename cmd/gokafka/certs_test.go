@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/rs/zerolog"
@@ -75,11 +76,12 @@ func containsIP(ips []net.IP, s string) bool {
 	return false
 }
 
-// config/secure.yaml, the README's TLS example, loads as a valid
-// configuration with TLS on every listener.
+// config/secure.yaml, the README's secured example, loads as a valid
+// configuration: SASL_SSL for clients and brokers with SCRAM, TLS with
+// client certificates on CONTROLLER, the bootstrap SCRAM users and ACLs.
 func TestSecureExampleConfigLoads(t *testing.T) {
 	t.Setenv("GOKAFKA_NODE_ID", "2")
-	t.Setenv("GOKAFKA_LISTENERS", "SSL://127.0.0.1:29092,CONTROLLER://127.0.0.1:29093")
+	t.Setenv("GOKAFKA_LISTENERS", "SASL_SSL://127.0.0.1:29092,CONTROLLER://127.0.0.1:29093")
 	t.Setenv("GOKAFKA_SSL_KEYSTORE_LOCATION", "certs/node2.pem")
 	s, err := loadConfig(filepath.Join("..", "..", "config", "secure.yaml"))
 	if err != nil {
@@ -89,17 +91,32 @@ func TestSecureExampleConfigLoads(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.SecurityProtocolMap["SSL"] != "SSL" || cfg.SecurityProtocolMap["CONTROLLER"] != "SSL" || cfg.InterBrokerListenerName != "SSL" {
+	if cfg.SecurityProtocolMap["SASL_SSL"] != "SASL_SSL" || cfg.SecurityProtocolMap["CONTROLLER"] != "SSL" || cfg.InterBrokerListenerName != "SASL_SSL" {
 		t.Fatalf("listeners: %v, inter-broker %q", cfg.SecurityProtocolMap, cfg.InterBrokerListenerName)
 	}
-	tc, err := tlsconf.Parse(tlsconf.Overlay(cfg.SSL, cfg.ListenerSettings["SSL"]))
-	if err != nil {
-		t.Fatal(err)
+	for _, l := range []string{"SASL_SSL", "CONTROLLER"} {
+		tc, err := tlsconf.Parse(tlsconf.Overlay(cfg.SSL, cfg.ListenerSettings[l]))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tc.KeystoreLocation != "certs/node2.pem" || tc.TruststoreLocation != "certs/ca.pem" || tc.ClientAuth != tlsconf.ClientAuthRequired {
+			t.Fatalf("%s: TLS settings %+v", l, tc)
+		}
+		if name, err := tlsconf.MapPrincipal(tc.Rules, "CN=node2"); err != nil || name != "node2" {
+			t.Fatalf("CN=node2 maps to %q, %v", name, err)
+		}
 	}
-	if tc.KeystoreLocation != "certs/node2.pem" || tc.TruststoreLocation != "certs/ca.pem" || tc.ClientAuth != tlsconf.ClientAuthRequired {
-		t.Fatalf("TLS settings %+v", tc)
+	if got := strings.Join(cfg.SASL.EnabledMechanisms, ","); got != "SCRAM-SHA-256,SCRAM-SHA-512" || cfg.SASL.InterBrokerMechanism != "SCRAM-SHA-512" {
+		t.Fatalf("SASL: enabled %s, inter-broker %q", got, cfg.SASL.InterBrokerMechanism)
 	}
-	if name, err := tlsconf.MapPrincipal(tc.Rules, "CN=Admin"); err != nil || name != "admin" {
-		t.Fatalf("CN=Admin maps to %q, %v", name, err)
+	var users []string
+	for _, u := range cfg.SASL.BootstrapScram {
+		users = append(users, u.Mechanism+" "+u.User)
+	}
+	if got := strings.Join(users, ", "); got != "SCRAM-SHA-512 admin, SCRAM-SHA-512 alice" {
+		t.Fatalf("bootstrap SCRAM users: %s", got)
+	}
+	if cfg.Authorizer == nil || strings.Join(cfg.Authorizer.SuperUsers, ";") != "User:admin;User:node1;User:node2;User:node3" {
+		t.Fatalf("authorizer %+v", cfg.Authorizer)
 	}
 }

@@ -11,6 +11,9 @@ Operations:
            synchronously before closing when asked
   txn      a transactional producer running the listed transactions, each
            committed or aborted
+
+A request's optional "config" object holds more librdkafka properties
+(security.protocol, sasl.*, ssl.*) for produce and consume.
 """
 import base64
 import json
@@ -65,6 +68,7 @@ def do_produce(spec):
         "linger.ms": 5,
         "message.timeout.ms": 30000,
     }
+    conf.update(spec.get("config") or {})
     p = Producer(conf)
     errors = []
     produce_all(p, spec, spec["records"], errors)
@@ -86,6 +90,7 @@ def do_consume(spec):
         "session.timeout.ms": 10000,
         "fetch.wait.max.ms": 200,
     }
+    conf.update(spec.get("config") or {})
     c = Consumer(conf)
     if spec.get("group"):
         c.subscribe([spec["topic"]])

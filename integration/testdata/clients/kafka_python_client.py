@@ -9,6 +9,9 @@ Operations:
   consume  from the beginning of listed partitions (assign), or in a group
            (subscribe), until count records arrived plus linger_ms; commit
            synchronously before closing when asked
+
+A request's optional "security" object (protocol, mechanism, username,
+password, ca) connects over SASL and/or TLS.
 """
 import base64
 import json
@@ -32,11 +35,26 @@ def result(obj):
     sys.stdout.flush()
 
 
+def security(spec):
+    """kafka-python's security options from the request's "security"
+    object (protocol, mechanism, username, password, ca): none when absent."""
+    sec = spec.get("security")
+    if not sec:
+        return {}
+    kw = {"security_protocol": sec["protocol"]}
+    if sec.get("mechanism"):
+        kw.update(sasl_mechanism=sec["mechanism"], sasl_plain_username=sec["username"],
+                  sasl_plain_password=sec["password"])
+    if sec.get("ca"):
+        kw.update(ssl_cafile=sec["ca"], ssl_check_hostname=False)
+    return kw
+
+
 def do_produce(spec):
     codec = spec.get("compression") or "none"
     p = KafkaProducer(bootstrap_servers=spec["bootstrap"],
                       compression_type=None if codec == "none" else codec,
-                      acks="all", linger_ms=5, request_timeout_ms=30000)
+                      acks="all", linger_ms=5, request_timeout_ms=30000, **security(spec))
     futures = []
     for rec in spec["records"]:
         kw = {}
@@ -52,7 +70,7 @@ def do_produce(spec):
 
 
 def do_consume(spec):
-    kw = {}
+    kw = security(spec)
     if spec.get("group"):
         kw["group_id"] = spec["group"]
     c = KafkaConsumer(bootstrap_servers=spec["bootstrap"], auto_offset_reset="earliest",

@@ -40,8 +40,24 @@ const codecs = {
   zstd: CompressionTypes.ZSTD,
 }
 
+// A request's optional security object (protocol, mechanism, username,
+// password, ca) connects over SASL and/or TLS.
+function security(spec) {
+  const sec = spec.security
+  if (!sec) return {}
+  const out = {}
+  if (sec.protocol === 'SSL' || sec.protocol === 'SASL_SSL') {
+    out.ssl = sec.ca ? { ca: [require('fs').readFileSync(sec.ca, 'utf8')] } : true
+  }
+  if (sec.mechanism) {
+    out.sasl = { mechanism: sec.mechanism.toLowerCase(), username: sec.username, password: sec.password }
+  }
+  return out
+}
+
 function client(spec) {
   return new Kafka({
+    ...security(spec),
     clientId: 'gokafka-compat',
     brokers: [spec.bootstrap],
     logLevel: logLevel.ERROR,
