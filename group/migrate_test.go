@@ -1,0 +1,316 @@
+package group
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/gokafka/gokafka/cluster"
+	"github.com/gokafka/gokafka/internal/testkit/fake"
+	"github.com/gokafka/gokafka/partition"
+)
+
+// subscription is a classic consumer's JoinGroup metadata for topic "t",
+// owning parts of it.
+func subscription(owned ...int32) []byte {
+	s := kmsg.NewConsumerMemberMetadata()
+	s.Version = 1
+	s.Topics = []string{"t"}
+	if len(owned) > 0 {
+		s.OwnedPartitions = []kmsg.ConsumerMemberMetadataOwnedPartition{{Topic: "t", Partitions: owned}}
+	}
+	return s.AppendTo(nil)
+}
+
+// assignmentOf is a classic consumer's assignment of parts of "t".
+func assignmentOf(parts ...int32) []byte {
+	a := kmsg.NewConsumerMemberAssignment()
+	a.Topics = []kmsg.ConsumerMemberAssignmentTopic{{Topic: "t", Partitions: parts}}
+	return a.AppendTo(nil)
+}
+
+// partsOf decodes an assignment of "t" to its sorted partitions.
+func partsOf(t *testing.T, b []byte) []int32 {
+	t.Helper()
+	var a kmsg.ConsumerMemberAssignment
+	if err := a.ReadFrom(b); err != nil {
+		t.Fatalf("assignment: %v", err)
+	}
+	var out []int32
+	for _, tp := range a.Topics {
+		if tp.Topic == "t" {
+			out = append(out, tp.Partitions...)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+func classicJoinParams(id string, owned ...int32) JoinParams {
+	return JoinParams{
+		MemberID: id, ClientID: "classic", ClientHost: "/127.0.0.1", RebalanceTimeoutMs: 60000, SessionTimeoutMs: 10000,
+		ProtocolType: "consumer", Protocols: []Protocol{{Name: "cooperative-sticky", Metadata: subscription(owned...)}},
+	}
+}
+
+func newMigrationCoordinator(t *testing.T, meta *fake.Meta, lg *fake.Log, policy MigrationPolicy) *Coordinator {
+	t.Helper()
+	cfg := DefaultConfig()
+	cfg.InitialRebalanceDelay = 0
+	cfg.MigrationPolicy = policy
+	c, err := New(cfg, meta, lg, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return c
+}
+
+// stableClassicMember makes a one-member classic group "g" whose member
+// owns all four partitions of "t" in generation 1, and returns its id.
+func stableClassicMember(t *testing.T, c *Coordinator) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	jr := c.JoinGroup(ctx, "g", classicJoinParams(""))
+	if jr.Err != nil || jr.Generation != 1 || jr.LeaderID != jr.MemberID {
+		t.Fatalf("classic join: %+v", jr)
+	}
+	sr := c.SyncGroup(ctx, "g", SyncParams{MemberID: jr.MemberID, Generation: 1, Assignments: map[string][]byte{jr.MemberID: assignmentOf(0, 1, 2, 3)}})
+	if sr.Err != nil {
+		t.Fatalf("classic sync: %v", sr.Err)
+	}
+	return jr.MemberID
+}
+
+// The online upgrade (KIP-848): a consumer-protocol member joining a
+// classic group with members converts it; the classic member stays,
+// keeping its partitions until it rejoins and gives up those the new
+// target moves, told by REBALANCE_IN_PROGRESS on Heartbeat; commits check
+// its generation (its member epoch). A failover keeps it a classic member.
+// When the consumer-protocol member leaves, the group is classic again and
+// rebalances.
+func TestClassicGroupUpgradesOnlineAndDowngradesWhenTheLastConsumerMemberLeaves(t *testing.T) {
+	meta := fake.NewMeta(1, imageWithTopic(1, 0, 4))
+	c := newMigrationCoordinator(t, meta, fake.NewLog(), MigrationBidirectional)
+	waitLoaded(t, c, "g")
+	a := stableClassicMember(t, c)
+	ctx := context.Background()
+
+	b := c.ConsumerGroupHeartbeat("g", joinHB("b"))
+	if b.Err != nil || b.MemberEpoch != 2 || count(b.Assignment) != 0 {
+		t.Fatalf("consumer member joining the classic group: %+v, want epoch 2 and nothing yet (all owned by the classic member)", b)
+	}
+	d, _, err := c.DescribeConsumerGroup("g")
+	if err != nil || d.Epoch != 2 || len(d.Members) != 2 {
+		t.Fatalf("after the upgrade: %+v %v", d, err)
+	}
+	for _, m := range d.Members {
+		if m.MemberID == a && (m.MemberEpoch != 1 || count(m.Assignment) != 4) {
+			t.Fatalf("classic member after the upgrade: %+v, want epoch 1 owning all four", m)
+		}
+	}
+	if err := c.Heartbeat("g", a, nil, 1); !errors.Is(err, ErrRebalanceInProgress) {
+		t.Fatalf("classic heartbeat after the upgrade: %v, want REBALANCE_IN_PROGRESS", err)
+	}
+	// Rejoin still owning all four: two are to be revoked, the epoch
+	// stays until they are.
+	jr := c.JoinGroup(ctx, "g", classicJoinParams(a, 0, 1, 2, 3))
+	if jr.Err != nil || jr.Generation != 1 || jr.LeaderID != "" || *jr.ProtocolName != "cooperative-sticky" {
+		t.Fatalf("classic rejoin: %+v", jr)
+	}
+	sr := c.SyncGroup(ctx, "g", SyncParams{MemberID: a, Generation: 1})
+	if sr.Err != nil {
+		t.Fatal(sr.Err)
+	}
+	kept := partsOf(t, sr.Assignment)
+	if len(kept) != 2 {
+		t.Fatalf("sync while revoking: %v, want the two partitions kept", kept)
+	}
+	if err := c.Heartbeat("g", a, nil, 1); !errors.Is(err, ErrRebalanceInProgress) {
+		t.Fatalf("heartbeat with partitions to revoke: %v", err)
+	}
+	jr = c.JoinGroup(ctx, "g", classicJoinParams(a, kept...))
+	if jr.Err != nil || jr.Generation != 2 {
+		t.Fatalf("rejoin after revoking: %+v, want generation 2", jr)
+	}
+	if sr = c.SyncGroup(ctx, "g", SyncParams{MemberID: a, Generation: 2}); sr.Err != nil || !slices.Equal(partsOf(t, sr.Assignment), kept) {
+		t.Fatalf("sync at generation 2: %+v", sr)
+	}
+	if err := c.Heartbeat("g", a, nil, 2); err != nil {
+		t.Fatalf("heartbeat once reconciled: %v", err)
+	}
+	b = c.ConsumerGroupHeartbeat("g", ConsumerHeartbeat{Version: 1, MemberID: "b", MemberEpoch: b.MemberEpoch, Owned: map[cluster.TopicID][]int32{}})
+	if b.Err != nil || count(b.Assignment) != 2 {
+		t.Fatalf("consumer member once the classic member released: %+v", b)
+	}
+	tp := TopicPartition{Topic: "t", Partition: kept[0]}
+	commit := func(gen int32) error {
+		return c.CommitOffsets(ctx, "g", CommitParams{MemberID: a, Generation: gen, APIVersion: 8, Offsets: []CommitOffset{
+			{TP: tp, OffsetAndMetadata: OffsetAndMetadata{Offset: 5, LeaderEpoch: -1, ExpireTimestamp: -1}},
+		}})[0]
+	}
+	if err := commit(1); !errors.Is(err, ErrIllegalGeneration) {
+		t.Fatalf("classic commit at an old generation: %v, want ILLEGAL_GENERATION", err)
+	}
+	if err := commit(2); err != nil {
+		t.Fatalf("classic commit (v8) at its generation: %v", err)
+	}
+
+	// Failover: the classic member is still one, at its generation.
+	before, _, _ := c.DescribeConsumerGroup("g")
+	meta.Publish(imageWithTopic(2, 1, 4))
+	meta.Publish(imageWithTopic(1, 2, 4))
+	waitLoaded(t, c, "g")
+	after, _, err := c.DescribeConsumerGroup("g")
+	if err != nil || after.Epoch != before.Epoch || len(after.Members) != 2 {
+		t.Fatalf("after failover: %+v %v", after, err)
+	}
+	if err := c.Heartbeat("g", a, nil, 2); err != nil {
+		t.Fatalf("classic heartbeat after failover: %v", err)
+	}
+
+	// The consumer member leaves: back to a classic group, rebalancing,
+	// the classic member keeping its assignment meanwhile.
+	if r := c.ConsumerGroupHeartbeat("g", ConsumerHeartbeat{Version: 1, MemberID: "b", MemberEpoch: leaveEpoch}); r.Err != nil {
+		t.Fatal(r.Err)
+	}
+	if _, _, err := c.DescribeConsumerGroup("g"); !errors.Is(err, ErrGroupIDNotFound) {
+		t.Fatalf("ConsumerGroupDescribe after the downgrade: %v", err)
+	}
+	s, err := c.DescribeGroup("g")
+	if err != nil || s.State != StatePreparingRebalance || len(s.Members) != 1 || s.Members[0].MemberID != a {
+		t.Fatalf("after the downgrade: %+v %v", s, err)
+	}
+	if err := c.Heartbeat("g", a, nil, 2); !errors.Is(err, ErrRebalanceInProgress) {
+		t.Fatalf("heartbeat after the downgrade: %v, want REBALANCE_IN_PROGRESS", err)
+	}
+	jctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	jr = c.JoinGroup(jctx, "g", classicJoinParams(a, kept...))
+	if jr.Err != nil || jr.Generation != 3 || jr.LeaderID != a {
+		t.Fatalf("rejoin of the classic group: %+v", jr)
+	}
+	if got, err := c.FetchOffsets("g", []TopicPartition{tp}); err != nil || got[0].Offset != 5 {
+		t.Fatalf("offsets across the conversions: %+v %v", got, err)
+	}
+}
+
+// The policy gates each direction: without upgrade the classic group stays
+// classic (GROUP_ID_NOT_FOUND to the consumer-protocol member, as before
+// online migration); without downgrade a consumer group keeps its classic
+// members when the last consumer-protocol member leaves.
+func TestMigrationPolicyGatesUpgradeAndDowngrade(t *testing.T) {
+	for _, policy := range []MigrationPolicy{MigrationDisabled, MigrationDowngrade} {
+		meta := fake.NewMeta(1, imageWithTopic(1, 0, 4))
+		c := newMigrationCoordinator(t, meta, fake.NewLog(), policy)
+		waitLoaded(t, c, "g")
+		stableClassicMember(t, c)
+		if r := c.ConsumerGroupHeartbeat("g", joinHB("b")); !errors.Is(r.Err, ErrGroupIDNotFound) {
+			t.Fatalf("%s: consumer member joining a classic group: %v, want GROUP_ID_NOT_FOUND", policy, r.Err)
+		}
+	}
+	meta := fake.NewMeta(1, imageWithTopic(1, 0, 4))
+	c := newMigrationCoordinator(t, meta, fake.NewLog(), MigrationUpgrade)
+	waitLoaded(t, c, "g")
+	a := stableClassicMember(t, c)
+	if r := c.ConsumerGroupHeartbeat("g", joinHB("b")); r.Err != nil {
+		t.Fatalf("upgrade: %v", r.Err)
+	}
+	if r := c.ConsumerGroupHeartbeat("g", ConsumerHeartbeat{Version: 1, MemberID: "b", MemberEpoch: leaveEpoch}); r.Err != nil {
+		t.Fatal(r.Err)
+	}
+	d, _, err := c.DescribeConsumerGroup("g")
+	if err != nil || len(d.Members) != 1 || d.Members[0].MemberID != a {
+		t.Fatalf("upgrade-only policy after the last consumer member left: %+v %v, want a consumer group of the classic member", d, err)
+	}
+}
+
+// splitBatches splits a read of the log into its batches.
+func splitBatches(t *testing.T, b []byte) [][]byte {
+	t.Helper()
+	var out [][]byte
+	for len(b) > 0 {
+		h, err := partition.ParseBatchHeader(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, b[:h.Size()])
+		b = b[h.Size():]
+	}
+	return out
+}
+
+// A coordinator that fails over at any point of a migration loads a
+// consistent group: for every prefix of the log (cut between batches, as
+// a new leader holds whole batches), the group is either the classic
+// group of the classic member or the consumer group of both members, each
+// member with its assignment, never a mix and never neither.
+func TestFailoverMidMigrationLoadsEitherTheClassicOrTheConsumerGroup(t *testing.T) {
+	meta := fake.NewMeta(1, imageWithTopic(1, 0, 4))
+	lg := fake.NewLog()
+	c := newMigrationCoordinator(t, meta, lg, MigrationBidirectional)
+	waitLoaded(t, c, "g")
+	a := stableClassicMember(t, c)
+	if r := c.ConsumerGroupHeartbeat("g", joinHB("b")); r.Err != nil {
+		t.Fatal(r.Err)
+	}
+	if err := c.Heartbeat("g", a, nil, 1); !errors.Is(err, ErrRebalanceInProgress) {
+		t.Fatal(err)
+	}
+	if r := c.ConsumerGroupHeartbeat("g", ConsumerHeartbeat{Version: 1, MemberID: "b", MemberEpoch: leaveEpoch}); r.Err != nil {
+		t.Fatal(r.Err)
+	}
+	c.Close()
+
+	tp := TopicPartition{Topic: OffsetsTopic}
+	_, leo, _, _ := lg.Bounds(tp)
+	raw, err := lg.Read(tp, 0, leo, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	batches := splitBatches(t, raw)
+	var kinds []string
+	for n := 1; n <= len(batches); n++ {
+		prefix := fake.NewLog()
+		for _, b := range batches[:n] {
+			prefix.Put(tp, b)
+		}
+		c2 := newMigrationCoordinator(t, fake.NewMeta(1, imageWithTopic(1, 5, 4)), prefix, MigrationBidirectional)
+		waitLoaded(t, c2, "g")
+		d, _, cerr := c2.DescribeConsumerGroup("g")
+		s, _ := c2.DescribeGroup("g")
+		switch {
+		case cerr == nil:
+			if len(d.Members) != 2 || len(s.Members) != 0 {
+				t.Fatalf("prefix of %d batches: consumer group %+v with classic %+v", n, d, s)
+			}
+			for _, m := range d.Members {
+				if m.MemberID == a && count(m.Assignment) != 4 {
+					t.Fatalf("prefix of %d batches: classic member lost its assignment: %+v", n, m)
+				}
+			}
+			// The classic member is known as one after the load.
+			if err := c2.Heartbeat("g", a, nil, 1); !errors.Is(err, ErrRebalanceInProgress) {
+				t.Fatalf("prefix of %d batches: classic heartbeat: %v", n, err)
+			}
+			kinds = append(kinds, "consumer")
+		case errors.Is(cerr, ErrGroupIDNotFound):
+			if len(s.Members) != 1 || s.Members[0].MemberID != a || !slices.Equal(partsOf(t, s.Members[0].Assignment), []int32{0, 1, 2, 3}) {
+				t.Fatalf("prefix of %d batches: classic group %+v", n, s)
+			}
+			kinds = append(kinds, "classic")
+		default:
+			t.Fatalf("prefix of %d batches: %v", n, cerr)
+		}
+		c2.Close()
+	}
+	if !slices.Contains(kinds, "consumer") || kinds[len(kinds)-1] != "classic" {
+		t.Fatalf("groups loaded by prefix: %v, want the consumer group then the classic group again", kinds)
+	}
+}
