@@ -314,3 +314,113 @@ func TestFailoverMidMigrationLoadsEitherTheClassicOrTheConsumerGroup(t *testing.
 		t.Fatalf("groups loaded by prefix: %v, want the consumer group then the classic group again", kinds)
 	}
 }
+
+// migrationView is topic "t" of four partitions, as imageWithTopic has it.
+func migrationView() *TopicsView {
+	return testView(TopicMeta{Name: "t", ID: cluster.TopicID{9}, Partitions: 4})
+}
+
+func shortSession(p JoinParams) JoinParams {
+	p.SessionTimeoutMs, p.RebalanceTimeoutMs = 10000, 30000
+	return p
+}
+
+// A classic member's ClassicMemberMetadata (session timeout, protocols)
+// goes into its member record and comes back on load, its session
+// restarting with its own timeout.
+func TestClassicMemberMetadataRoundTripsThroughItsRecord(t *testing.T) {
+	view := migrationView()
+	g := newTestConsumerGroup(10)
+	if r := g.classicJoin(0, view, shortSession(classicJoinParams("a"))); r.Err != nil {
+		t.Fatal(r.Err)
+	}
+	got, ok, err := loadConsumerGroup("g", g.deps, g.consumerRecords(), view, 100)
+	if err != nil || !ok {
+		t.Fatalf("load: %v %v", ok, err)
+	}
+	m := got.members["a"]
+	if m == nil || m.classic == nil || m.classic.sessionTimeoutMs != 10000 || len(m.classic.protocols) != 1 ||
+		m.classic.protocols[0].Name != "cooperative-sticky" || string(m.classic.protocols[0].Metadata) != string(subscription()) {
+		t.Fatalf("classic member after load: %+v", m)
+	}
+	if m.sessionDeadline != 100+10000 {
+		t.Fatalf("session deadline %d after load, want the classic session timeout from load time", m.sessionDeadline)
+	}
+	if err := got.classicHeartbeat(200, "a", nil, m.epoch); err != nil {
+		t.Fatalf("heartbeat after load: %v", err)
+	}
+}
+
+// A classic member's session is its JoinGroup session timeout, not
+// group.consumer.session.timeout.ms; each Heartbeat restarts it.
+func TestClassicMemberExpiresAtItsOwnSessionTimeout(t *testing.T) {
+	view := migrationView()
+	g := newTestConsumerGroup(10)
+	r := g.classicJoin(0, view, shortSession(classicJoinParams("a")))
+	if s := g.classicSync(0, view, SyncParams{MemberID: "a", Generation: r.Generation}); s.Err != nil || len(partsOf(t, s.Assignment)) != 4 {
+		t.Fatalf("sync: %+v", s)
+	}
+	if err := g.classicHeartbeat(5000, "a", nil, r.Generation); err != nil {
+		t.Fatal(err)
+	}
+	if g.tick(14999); g.members["a"] == nil {
+		t.Fatalf("removed before its session ran out")
+	}
+	if g.tick(15000); g.members["a"] != nil {
+		t.Fatalf("kept after its session ran out")
+	}
+}
+
+// A classic member told to rejoin (REBALANCE_IN_PROGRESS) must do so
+// within its rebalance timeout, heartbeats notwithstanding; one that
+// joined must sync within it.
+func TestClassicMemberThatDoesNotRejoinOrSyncInTimeIsRemoved(t *testing.T) {
+	view := migrationView()
+	g := newTestConsumerGroup(10)
+	ra := g.classicJoin(0, view, shortSession(classicJoinParams("a")))
+	g.classicSync(0, view, SyncParams{MemberID: "a", Generation: ra.Generation})
+	// b joins and never syncs.
+	rb := g.classicJoin(1000, view, shortSession(classicJoinParams("b")))
+	if rb.Err != nil {
+		t.Fatal(rb.Err)
+	}
+	if err := g.classicHeartbeat(2000, "a", nil, ra.Generation); !errors.Is(err, ErrRebalanceInProgress) {
+		t.Fatalf("heartbeat after the epoch moved: %v", err)
+	}
+	for now := int64(4000); now <= 32000; now += 4000 {
+		_ = g.classicHeartbeat(now, "a", nil, ra.Generation)
+		_ = g.classicHeartbeat(now, "b", nil, rb.Generation)
+		if g.tick(now); now < 31000 && len(g.members) != 2 {
+			t.Fatalf("a member removed at %d, before its rebalance timeout", now)
+		}
+	}
+	if g.members["a"] != nil || g.members["b"] != nil {
+		t.Fatalf("members left after their rebalance timeouts: %v", sortedKeys(g.members))
+	}
+}
+
+// Downgrade builds a classic group of the remaining classic members: the
+// target assignment epoch as generation, a protocol every member supports,
+// each member's subscription and current assignment.
+func TestConsumerGroupOfClassicMembersBecomesTheirClassicGroup(t *testing.T) {
+	view := migrationView()
+	g := newTestConsumerGroup(10)
+	pa := shortSession(classicJoinParams("a"))
+	pa.Protocols = append([]Protocol{{Name: "range", Metadata: subscription()}}, pa.Protocols...)
+	ra := g.classicJoin(0, view, pa)
+	g.classicSync(0, view, SyncParams{MemberID: "a", Generation: ra.Generation})
+	v := g.classicValue(view, 7)
+	if v.ProtocolType != "consumer" || *v.Protocol != "range" || v.Generation != g.assignmentEpoch || len(v.Members) != 1 {
+		t.Fatalf("classic value: %+v", v)
+	}
+	if m := v.Members[0]; m.MemberID != "a" || m.SessionTimeoutMs != 10000 || !slices.Equal(partsOf(t, m.Assignment), []int32{0, 1, 2, 3}) {
+		t.Fatalf("classic member: %+v", m)
+	}
+	rb := g.classicJoin(0, view, shortSession(classicJoinParams("b")))
+	if rb.Err != nil {
+		t.Fatal(rb.Err)
+	}
+	if v = g.classicValue(view, 7); *v.Protocol != "cooperative-sticky" {
+		t.Fatalf("protocol with a member supporting only cooperative-sticky: %s", *v.Protocol)
+	}
+}
