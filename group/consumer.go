@@ -891,6 +891,8 @@ type ConsumerMemberDescription struct {
 	TopicRegex     *string
 	Assignment     map[cluster.TopicID][]int32
 	TargetAssigned map[cluster.TopicID][]int32
+	// Classic is set for a member using the classic protocol.
+	Classic bool
 }
 
 // ConsumerGroupDescription is a group as ConsumerGroupDescribe reports it.
@@ -918,6 +920,7 @@ func (g *consumerGroup) describe() ConsumerGroupDescription {
 			MemberID: m.id, InstanceID: m.instanceID, RackID: m.rackID, MemberEpoch: m.epoch,
 			ClientID: m.clientID, ClientHost: m.clientHost, TopicNames: slices.Clone(m.topics),
 			Assignment: m.assigned.byTopic(), TargetAssigned: g.target[id].byTopic(),
+			Classic: m.classic != nil,
 		}
 		if md.TopicNames == nil {
 			md.TopicNames = []string{}

@@ -111,8 +111,11 @@ func TestClassicGroupUpgradesOnlineAndDowngradesWhenTheLastConsumerMemberLeaves(
 		t.Fatalf("after the upgrade: %+v %v", d, err)
 	}
 	for _, m := range d.Members {
-		if m.MemberID == a && (m.MemberEpoch != 1 || count(m.Assignment) != 4) {
-			t.Fatalf("classic member after the upgrade: %+v, want epoch 1 owning all four", m)
+		if m.MemberID == a && (m.MemberEpoch != 1 || count(m.Assignment) != 4 || !m.Classic) {
+			t.Fatalf("classic member after the upgrade: %+v, want a classic member at epoch 1 owning all four", m)
+		}
+		if m.MemberID == "b" && m.Classic {
+			t.Fatalf("consumer-protocol member described as classic: %+v", m)
 		}
 	}
 	if err := c.Heartbeat("g", a, nil, 1); !errors.Is(err, ErrRebalanceInProgress) {

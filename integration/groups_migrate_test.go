@@ -175,6 +175,25 @@ func TestClassicGroupUpgradedOnlineByRollingMembers(t *testing.T) {
 			if _, err := describe848(s.ctx, adm, group); err != nil {
 				t.Fatalf("after the first consumer-protocol member joined: %v, want a consumer group", err)
 			}
+			// The classic members carry on inside it, sharing the
+			// partitions with the new member.
+			eventually(t, 60*time.Second, func() error {
+				g, err := describe848(s.ctx, adm, group)
+				if err != nil {
+					return err
+				}
+				if err := stableWith(g, 3, 6); err != nil {
+					return err
+				}
+				types := map[int8]int{}
+				for _, m := range g.Members {
+					types[m.MemberType]++
+				}
+				if types[0] != 2 || types[1] != 1 {
+					return fmt.Errorf("member types %v, want two classic (0) and one consumer (1)", types)
+				}
+				return nil
+			})
 		}
 	}
 	eventually(t, 60*time.Second, func() error {
