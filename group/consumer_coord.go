@@ -5,14 +5,17 @@ package group
 // entry keeps its classicGroup, Empty and without protocol, as the holder
 // of its committed offsets; entry.cg holds the membership.
 //
-// Conversions, as Kafka does them without online migration: a
-// ConsumerGroupHeartbeat joining a classic group without members turns
-// it into a consumer group (its offsets stay); a JoinGroup to a consumer
-// group without members turns it back. Otherwise the other protocol's
-// requests fail: ConsumerGroupHeartbeat with GROUP_ID_NOT_FOUND, JoinGroup
-// with INCONSISTENT_GROUP_PROTOCOL; SyncGroup, Heartbeat and LeaveGroup
-// find no such member (UNKNOWN_MEMBER_ID); DescribeGroups (v0-v5) reports
-// a consumer group Dead, as Kafka 4 does below v6.
+// Conversions: a ConsumerGroupHeartbeat joining a classic group without
+// members turns it into a consumer group (its offsets stay); a JoinGroup
+// to a consumer group without members turns it back. With members, the
+// online migration of migrate.go applies: a classic group whose members
+// use the consumer embedded protocol is upgraded when
+// group.consumer.migration.policy allows (GROUP_ID_NOT_FOUND otherwise),
+// classic members join a consumer group as classic members (a JoinGroup
+// whose metadata is no consumer subscription gets
+// INCONSISTENT_GROUP_PROTOCOL), and the group goes back to classic when
+// its last consumer-protocol member leaves. DescribeGroups (v0-v5)
+// reports a consumer group Dead, as Kafka 4 does below v6.
 //
 // Failover: membership is persisted as Kafka's ConsumerGroup* records
 // (records_consumer.go). After each change consumerDiffLocked writes the
