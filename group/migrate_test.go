@@ -352,6 +352,17 @@ func TestClassicMemberMetadataRoundTripsThroughItsRecord(t *testing.T) {
 	if err := got.classicHeartbeat(200, "a", nil, m.epoch); err != nil {
 		t.Fatalf("heartbeat after load: %v", err)
 	}
+	// A torn member record is an error, never a panic or a classic
+	// member with half its metadata.
+	key := string(consumerMemberKey(recConsumerGroupMemberMetadata, "g", "a"))
+	full := g.consumerRecords()
+	for i := range len(full[key]) {
+		recs := g.consumerRecords()
+		recs[key] = full[key][:i]
+		if _, _, err := loadConsumerGroup("g", g.deps, recs, view, 0); err == nil {
+			t.Fatalf("member record cut at %d of %d loaded", i, len(full[key]))
+		}
+	}
 }
 
 // A classic member's session is its JoinGroup session timeout, not
