@@ -164,6 +164,12 @@ func TestClassicGroupUpgradesOnlineAndDowngradesWhenTheLastConsumerMemberLeaves(
 	if err := commit(2); err != nil {
 		t.Fatalf("classic commit (v8) at its generation: %v", err)
 	}
+	if _, err := c.FetchOffsetsAs("g", &a, 1, nil); !errors.Is(err, ErrIllegalGeneration) {
+		t.Fatalf("classic offset fetch at an old generation: %v, want ILLEGAL_GENERATION", err)
+	}
+	if got, err := c.FetchOffsetsAs("g", &a, 2, []TopicPartition{tp}); err != nil || got[0].Offset != 5 {
+		t.Fatalf("classic offset fetch at its generation: %+v %v", got, err)
+	}
 
 	// Failover: the classic member is still one, at its generation.
 	before, _, _ := c.DescribeConsumerGroup("g")
@@ -436,5 +442,28 @@ func TestConsumerGroupOfClassicMembersBecomesTheirClassicGroup(t *testing.T) {
 	}
 	if v = g.classicValue(view, 7); *v.Protocol != "cooperative-sticky" {
 		t.Fatalf("protocol with a member supporting only cooperative-sticky: %s", *v.Protocol)
+	}
+}
+
+// A static classic member (group.instance.id) coming back under a new
+// member id takes over its predecessor's place: epoch and partitions.
+func TestStaticClassicMemberRejoiningUnderANewIDKeepsItsPlace(t *testing.T) {
+	view := migrationView()
+	g := newTestConsumerGroup(10)
+	inst := "i1"
+	p := shortSession(classicJoinParams("old"))
+	p.InstanceID = &inst
+	r := g.classicJoin(0, view, p)
+	g.classicSync(0, view, SyncParams{MemberID: "old", Generation: r.Generation})
+	p.MemberID = "new"
+	r2 := g.classicJoin(1000, view, p)
+	if r2.Err != nil || r2.Generation != r.Generation || g.members["old"] != nil || g.static[inst] != "new" {
+		t.Fatalf("static rejoin: %+v, members %v", r2, sortedKeys(g.members))
+	}
+	if s := g.classicSync(1000, view, SyncParams{MemberID: "new", InstanceID: &inst, Generation: r2.Generation}); s.Err != nil || len(partsOf(t, s.Assignment)) != 4 {
+		t.Fatalf("sync of the new instance: %+v", s)
+	}
+	if err := g.classicHeartbeat(1000, "old", nil, r.Generation); !errors.Is(err, ErrUnknownMemberID) {
+		t.Fatalf("heartbeat of the replaced member: %v", err)
 	}
 }
