@@ -467,3 +467,30 @@ func TestStaticClassicMemberRejoiningUnderANewIDKeepsItsPlace(t *testing.T) {
 		t.Fatalf("heartbeat of the replaced member: %v", err)
 	}
 }
+
+// ClassicMemberMetadata is tagged field 0 of the member record, written as
+// Kafka writes a nullable struct in a tagged field: the size, a presence
+// varint 1, then SessionTimeoutMs and SupportedProtocols; a record without
+// it (a consumer-protocol member) ends with no tagged fields.
+func TestClassicMemberMetadataIsWrittenAsKafkasNullableTaggedStruct(t *testing.T) {
+	m := &consumerMember{classic: &classicMemberMeta{sessionTimeoutMs: 10000, protocols: []Protocol{{Name: "r", Metadata: []byte{0xab}}}}}
+	want := []byte{
+		0x01, 0x00, 0x0c, // one tagged field, tag 0, 12 bytes
+		0x01,                   // present
+		0x00, 0x00, 0x27, 0x10, // SessionTimeoutMs 10000
+		0x02, 0x02, 'r', 0x02, 0xab, 0x00, // one protocol: Name "r", Metadata [ab], no tags
+		0x00, // the struct's tags
+	}
+	got := encodeMemberMetadataValue(m)
+	if len(got) < len(want) || !slices.Equal(got[len(got)-len(want):], want) {
+		t.Fatalf("member record % x, want it to end with % x", got, want)
+	}
+	var back consumerMember
+	if err := decodeMemberMetadataValue(got, &back); err != nil || back.classic == nil || back.classic.sessionTimeoutMs != 10000 {
+		t.Fatalf("decoded %+v %v", back.classic, err)
+	}
+	m.classic = nil
+	if got := encodeMemberMetadataValue(m); got[len(got)-1] != 0 {
+		t.Fatalf("consumer-protocol member record % x, want no tagged fields", got)
+	}
+}

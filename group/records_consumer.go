@@ -102,7 +102,9 @@ func encodeMemberMetadataValue(m *consumerMember) []byte {
 	if m.classic == nil {
 		return kbin.AppendUvarint(b, 0)
 	}
-	cm := appendClassicMemberMetadata(nil, m.classic)
+	// A nullable struct in a tagged field: its size counts a leading
+	// presence varint (1), as Kafka's generated code writes it.
+	cm := appendClassicMemberMetadata(kbin.AppendUvarint(nil, 1), m.classic)
 	b = kbin.AppendUvarint(b, 1) // one tagged field
 	b = kbin.AppendUvarint(b, 0) // tag 0: ClassicMemberMetadata
 	b = kbin.AppendUvarint(b, uint32(len(cm)))
@@ -121,8 +123,18 @@ func appendClassicMemberMetadata(b []byte, c *classicMemberMeta) []byte {
 	return kbin.AppendUvarint(b, 0)
 }
 
-// readClassicMemberMetadata reads a ClassicMemberMetadata struct.
+// readClassicMemberMetadata reads the ClassicMemberMetadata tagged field:
+// a presence varint (1; 0 for null) then the struct. The struct alone, as
+// writers predating nullable structs wrote it, is read too: it starts with
+// the session timeout's high byte, 0 for any timeout below 4.6 hours, so
+// it is told apart from a presence byte of 1 (nil, nil for a null).
 func readClassicMemberMetadata(b []byte) (*classicMemberMeta, error) {
+	switch {
+	case len(b) == 1 && b[0] == 0:
+		return nil, nil
+	case len(b) > 0 && b[0] == 1:
+		b = b[1:]
+	}
 	r := kbin.Reader{Src: b}
 	c := &classicMemberMeta{sessionTimeoutMs: r.Int32()}
 	n := r.CompactArrayLen()
