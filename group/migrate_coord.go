@@ -8,12 +8,13 @@ package group
 // the group before the batch or the group after it, never a mix.
 
 // canUpgradeLocked is Kafka's validateOnlineUpgrade: the policy allows
-// it, the group is alive, uses the consumer embedded protocol, and has
-// room for the joining member.
+// it, the group is alive, uses the consumer embedded protocol, and its
+// members fit group.consumer.max.size (the joining member may then still
+// find the group full).
 func (c *Coordinator) canUpgradeLocked(e *groupEntry) bool {
 	g := e.g
 	return c.cfg.MigrationPolicy.upgradeEnabled() && g.state != StateDead &&
-		len(g.members) > 0 && g.usesConsumerProtocol() && len(g.members) < c.cfg.ConsumerMaxSize
+		len(g.members) > 0 && g.usesConsumerProtocol() && len(g.members) <= c.cfg.ConsumerMaxSize
 }
 
 // upgradeLocked makes the entry's classic group with members a consumer
