@@ -233,8 +233,8 @@ func (g *consumerGroup) classicValue(view *TopicsView, nowMs int64) *groupValue 
 // member's id, new or known; the caller has handled KIP-394's
 // MEMBER_ID_REQUIRED.
 func (g *consumerGroup) classicJoin(nowMs int64, view *TopicsView, p JoinParams) JoinResult {
-	if p.ProtocolType != consumerProtocolType || len(p.Protocols) == 0 {
-		return joinError(p.MemberID, ErrInconsistentProtocol)
+	if err := g.checkClassicJoin(p); err != nil {
+		return joinError(p.MemberID, err)
 	}
 	sub, err := decodeSubscription(p.Protocols[0].Metadata)
 	if err != nil {
@@ -305,6 +305,35 @@ func (g *consumerGroup) classicJoin(nowMs int64, view *TopicsView, p JoinParams)
 	m.classicDeadline = nowMs + int64(m.rebalanceTimeoutMs)
 	pt, pn := consumerProtocolType, p.Protocols[0].Name
 	return JoinResult{MemberID: id, Generation: m.epoch, ProtocolType: &pt, ProtocolName: &pn}
+}
+
+// checkClassicJoin is Kafka's throwIfConsumerGroupIsFull and
+// throwIfClassicProtocolIsNotSupported for a JoinGroup: a new member needs
+// room, the protocol type must be "consumer", and the protocols must
+// include one every other classic member supports.
+func (g *consumerGroup) checkClassicJoin(p JoinParams) error {
+	if _, known := g.members[p.MemberID]; !known && len(g.members) >= g.deps.maxSize {
+		return ErrGroupMaxSizeReached
+	}
+	if p.ProtocolType != consumerProtocolType || len(p.Protocols) == 0 {
+		return ErrInconsistentProtocol
+	}
+	for _, proto := range p.Protocols {
+		all := true
+		for id, m := range g.members {
+			if id == p.MemberID || m.classic == nil {
+				continue
+			}
+			if !slices.ContainsFunc(m.classic.protocols, func(q Protocol) bool { return q.Name == proto.Name }) {
+				all = false
+				break
+			}
+		}
+		if all {
+			return nil
+		}
+	}
+	return ErrInconsistentProtocol
 }
 
 // classicMember finds a classic member for SyncGroup, Heartbeat and
@@ -379,10 +408,15 @@ func (g *consumerGroup) classicSync(nowMs int64, view *TopicsView, p SyncParams)
 	if p.ProtocolType != nil && *p.ProtocolType != consumerProtocolType {
 		return SyncResult{Err: ErrInconsistentProtocol}
 	}
-	if p.ProtocolName != nil && !slices.ContainsFunc(m.classic.protocols, func(q Protocol) bool { return q.Name == *p.ProtocolName }) {
+	// The protocol name must be the one its JoinGroup was answered with.
+	if p.ProtocolName != nil && (len(m.classic.protocols) == 0 || *p.ProtocolName != m.classic.protocols[0].Name) {
 		return SyncResult{Err: ErrInconsistentProtocol}
 	}
 	if g.groupEpoch > m.epoch && m.state != memberUnrevoked {
+		// A new rebalance: it must rejoin, within its rebalance timeout.
+		if m.classicDeadline == noDeadline {
+			m.classicDeadline = nowMs + int64(m.rebalanceTimeoutMs)
+		}
 		return SyncResult{Err: ErrRebalanceInProgress}
 	}
 	m.classicDeadline = noDeadline

@@ -100,6 +100,9 @@ func (c *Coordinator) maybeDowngradeLocked(e *groupEntry) []record {
 // classicJoinLocked serves a JoinGroup to a consumer group with members;
 // it returns the answer and the records to write before giving it.
 func (c *Coordinator) classicJoinLocked(e *groupEntry, p JoinParams) (JoinResult, []record) {
+	if err := e.cg.checkClassicJoin(p); err != nil {
+		return joinError(p.MemberID, err), nil
+	}
 	if p.MemberID == "" {
 		prefix := p.ClientID
 		if p.InstanceID != nil {

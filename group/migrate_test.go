@@ -494,3 +494,27 @@ func TestClassicMemberMetadataIsWrittenAsKafkasNullableTaggedStruct(t *testing.T
 		t.Fatalf("consumer-protocol member record % x, want no tagged fields", got)
 	}
 }
+
+// A classic member joins a consumer group only with a protocol every other
+// classic member supports (INCONSISTENT_GROUP_PROTOCOL otherwise), as a
+// classic group would have it.
+func TestClassicJoinNeedsAProtocolTheOtherClassicMembersSupport(t *testing.T) {
+	view := migrationView()
+	g := newTestConsumerGroup(10)
+	if r := g.classicJoin(0, view, shortSession(classicJoinParams("a"))); r.Err != nil {
+		t.Fatal(r.Err)
+	}
+	p := shortSession(classicJoinParams("b"))
+	p.Protocols[0].Name = "range"
+	if r := g.classicJoin(0, view, p); !errors.Is(r.Err, ErrInconsistentProtocol) {
+		t.Fatalf("join with no protocol in common: %v", r.Err)
+	}
+	p.Protocols = append(p.Protocols, Protocol{Name: "cooperative-sticky", Metadata: subscription()})
+	if r := g.classicJoin(0, view, p); r.Err != nil || *r.ProtocolName != "range" {
+		t.Fatalf("join with a protocol in common: %+v", r)
+	}
+	p.ProtocolType = "connect"
+	if r := g.classicJoin(0, view, p); !errors.Is(r.Err, ErrInconsistentProtocol) {
+		t.Fatalf("join with another protocol type: %v", r.Err)
+	}
+}
