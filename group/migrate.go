@@ -242,19 +242,21 @@ func (g *consumerGroup) classicJoin(nowMs int64, view *TopicsView, p JoinParams)
 	}
 	id := p.MemberID
 	var m *consumerMember
-	changed := false
+	changed, replaced := false, false
 	if p.InstanceID != nil {
 		if oldID, ok := g.static[*p.InstanceID]; ok && oldID != id {
 			// A static member back under a new id takes over its
-			// predecessor's place, as in the classic protocol.
+			// predecessor's place (whichever protocol it used), as in
+			// the classic protocol.
 			if _, taken := g.members[id]; taken {
 				return joinError(p.MemberID, ErrFencedInstanceID)
 			}
 			g.replaceMember(g.members[oldID], id)
+			replaced = true
 		}
 	}
 	m = g.members[id]
-	if m != nil && m.classic == nil {
+	if m != nil && m.classic == nil && !replaced {
 		// A consumer-protocol member does not join with JoinGroup.
 		return joinError(p.MemberID, ErrUnknownMemberID)
 	}

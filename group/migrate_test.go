@@ -518,3 +518,30 @@ func TestClassicJoinNeedsAProtocolTheOtherClassicMembersSupport(t *testing.T) {
 		t.Fatalf("join with another protocol type: %v", r.Err)
 	}
 }
+
+// A static consumer-protocol member replaced by a classic instance of the
+// same group.instance.id: the classic one takes its place and is served
+// by the classic protocol from then on.
+func TestClassicInstanceReplacesAStaticConsumerProtocolMember(t *testing.T) {
+	view := migrationView()
+	g := newTestConsumerGroup(10)
+	inst := "i1"
+	hb := joinHB("cons")
+	hb.InstanceID = &inst
+	r := g.heartbeat(0, view, &hb)
+	if r.Err != nil || count(r.Assignment) != 4 {
+		t.Fatalf("consumer join: %+v", r)
+	}
+	p := shortSession(classicJoinParams("classic"))
+	p.InstanceID = &inst
+	jr := g.classicJoin(1000, view, p)
+	if jr.Err != nil || jr.Generation != r.MemberEpoch || g.members["cons"] != nil {
+		t.Fatalf("classic replacement: %+v, members %v", jr, sortedKeys(g.members))
+	}
+	if s := g.classicSync(1000, view, SyncParams{MemberID: "classic", InstanceID: &inst, Generation: jr.Generation}); s.Err != nil || len(partsOf(t, s.Assignment)) != 4 {
+		t.Fatalf("sync: %+v", s)
+	}
+	if err := g.classicHeartbeat(2000, "classic", &inst, jr.Generation); err != nil {
+		t.Fatalf("classic heartbeat: %v", err)
+	}
+}
