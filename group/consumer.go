@@ -490,8 +490,6 @@ func (g *consumerGroup) join(p *ConsumerHeartbeat) (*consumerMember, bool, *Cons
 			m := g.members[id]
 			g.releaseAll(m.revoking)
 			m.revoking = partSet{}
-			// A classic instance is replaced by a consumer-protocol one.
-			m.classic, m.classicDeadline = nil, noDeadline
 			m.prevEpoch, m.epoch, m.state = 0, joinEpoch, memberStable
 			m.rebalanceDeadline = noDeadline
 			return m, false, nil
