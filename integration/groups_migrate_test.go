@@ -265,3 +265,71 @@ func TestConsumerGroupDowngradedOnlineByRollingMembers(t *testing.T) {
 	}
 	s.checkReads()
 }
+
+// A group in the middle of a migration (two classic kgo members inside a
+// consumer group with one consumer-protocol member) loses its coordinator
+// to SIGKILL: the new coordinator loads the classic members as classic
+// members, with their ids and epochs, and consumption goes on.
+func TestMigratingGroupSurvivesCoordinatorKill(t *testing.T) {
+	const topic, group = "roll-kill", "roll-kill-group"
+	s := newMigrationSetting(t, topic)
+	probe := s.c.client(t)
+	a := startMigrationMember(t, s.c, group, topic, false, s.reads)
+	b := startMigrationMember(t, s.c, group, topic, false, s.reads)
+	eventually(t, 60*time.Second, func() error {
+		g, err := describeClassic(s.ctx, probe, group)
+		if err != nil {
+			return err
+		}
+		if g.State != "Stable" || len(g.Members) != 2 {
+			return fmt.Errorf("classic group %s with %d members", g.State, len(g.Members))
+		}
+		return nil
+	})
+	x := startMigrationMember(t, s.c, group, topic, true, s.reads)
+	var before kmsg.ConsumerGroupDescribeResponseGroup
+	eventually(t, 60*time.Second, func() error {
+		g, err := describe848(s.ctx, probe, group)
+		if err != nil {
+			return err
+		}
+		before = g
+		return stableWith(g, 3, 6)
+	})
+	s.produceAndRead(300)
+
+	adm := s.c.admin(t)
+	r := adm.FindGroupCoordinators(s.ctx, group)[group]
+	if r.Err != nil {
+		t.Fatalf("FindGroupCoordinators: %v", r.Err)
+	}
+	t.Logf("killing coordinator %d at group epoch %d", r.NodeID, before.Epoch)
+	s.c.node(r.NodeID).Kill()
+	s.produceAndRead(300)
+
+	probe2 := s.c.client(t)
+	eventually(t, 90*time.Second, func() error {
+		g, err := describe848(s.ctx, probe2, group)
+		if err != nil {
+			return err
+		}
+		if err := stableWith(g, 3, 6); err != nil {
+			return err
+		}
+		types := map[string]int8{}
+		for _, m := range g.Members {
+			types[m.MemberID] = m.MemberType
+		}
+		for _, m := range before.Members {
+			if typ, ok := types[m.MemberID]; !ok || typ != m.MemberType {
+				return fmt.Errorf("member %s (type %d) not found as before: %v", m.MemberID, m.MemberType, types)
+			}
+		}
+		return nil
+	})
+	s.produceAndRead(300)
+	for _, m := range []*migrationMember{a, b, x} {
+		m.stop()
+	}
+	s.checkReads()
+}
