@@ -545,3 +545,30 @@ func TestClassicInstanceReplacesAStaticConsumerProtocolMember(t *testing.T) {
 		t.Fatalf("classic heartbeat: %v", err)
 	}
 }
+
+// group.consumer.migration.policy defaults to bidirectional, as in Kafka
+// 4, and takes only Kafka's four values.
+func TestMigrationPolicyConfig(t *testing.T) {
+	cfg := DefaultConfig()
+	if cfg.MigrationPolicy != MigrationBidirectional || cfg.Validate() != nil {
+		t.Fatalf("default policy %q: %v", cfg.MigrationPolicy, cfg.Validate())
+	}
+	for _, p := range []MigrationPolicy{MigrationUpgrade, MigrationDowngrade, MigrationDisabled} {
+		cfg.MigrationPolicy = p
+		if err := cfg.Validate(); err != nil {
+			t.Fatalf("%s: %v", p, err)
+		}
+	}
+	cfg.MigrationPolicy = "sideways"
+	if cfg.Validate() == nil {
+		t.Fatal("an unknown policy was accepted")
+	}
+	for p, want := range map[MigrationPolicy][2]bool{
+		MigrationBidirectional: {true, true}, MigrationUpgrade: {true, false},
+		MigrationDowngrade: {false, true}, MigrationDisabled: {false, false},
+	} {
+		if got := [2]bool{p.upgradeEnabled(), p.downgradeEnabled()}; got != want {
+			t.Errorf("%s: upgrade, downgrade = %v, want %v", p, got, want)
+		}
+	}
+}
