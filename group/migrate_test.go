@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -570,5 +571,45 @@ func TestMigrationPolicyConfig(t *testing.T) {
 		if got := [2]bool{p.upgradeEnabled(), p.downgradeEnabled()}; got != want {
 			t.Errorf("%s: upgrade, downgrade = %v, want %v", p, got, want)
 		}
+	}
+}
+
+// The last consumer-protocol member expiring (its session runs out) also
+// turns a group of classic members back into a classic group, written as
+// one batch with the consumer group's tombstones.
+func TestLastConsumerMemberExpiringDowngradesTheGroup(t *testing.T) {
+	var mu sync.Mutex
+	now := time.UnixMilli(1_000_000)
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	advance := func(d time.Duration) { mu.Lock(); now = now.Add(d); mu.Unlock() }
+	cfg := DefaultConfig()
+	cfg.InitialRebalanceDelay = 0
+	cfg.ConsumerSessionTimeout, cfg.ConsumerHeartbeatInterval = 5*time.Second, time.Second
+	meta := fake.NewMeta(1, imageWithTopic(1, 0, 4))
+	c, err := New(cfg, meta, fake.NewLog(), zerolog.Nop(), WithClock(clock))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	waitLoaded(t, c, "g")
+	a := stableClassicMember(t, c)
+	if r := c.ConsumerGroupHeartbeat("g", joinHB("b")); r.Err != nil {
+		t.Fatal(r.Err)
+	}
+	advance(3 * time.Second)
+	if err := c.Heartbeat("g", a, nil, 1); !errors.Is(err, ErrRebalanceInProgress) {
+		t.Fatal(err)
+	}
+	advance(3 * time.Second) // b's session is over, a's is not
+	c.mu.Lock()
+	e := c.mu.groups["g"]
+	c.mu.Unlock()
+	c.fire(e)
+	if _, _, err := c.DescribeConsumerGroup("g"); !errors.Is(err, ErrGroupIDNotFound) {
+		t.Fatalf("ConsumerGroupDescribe after the last consumer member expired: %v", err)
+	}
+	s, err := c.DescribeGroup("g")
+	if err != nil || s.State != StatePreparingRebalance || len(s.Members) != 1 || s.Members[0].MemberID != a {
+		t.Fatalf("after the downgrade: %+v %v", s, err)
 	}
 }
