@@ -107,12 +107,13 @@ func (c *Coordinator) ConsumerGroupHeartbeat(groupID string, p ConsumerHeartbeat
 		}
 	}
 	pre, fast := e.cg.shape(), len(recs) == 0 && len(e.cgUnsure) == 0 && e.cgWritten != nil
+	epoch := e.cg.groupEpoch
 	r := e.cg.heartbeat(c.nowMs(), view, &p)
 	c.rescheduleLocked(e)
 	if p.MemberEpoch == leaveEpoch && r.Err == nil {
 		// The last consumer-protocol member leaving a group of classic
 		// members turns it back into a classic group.
-		if down := c.maybeDowngradeLocked(e); down != nil {
+		if down := c.maybeDowngradeLocked(e, epoch); down != nil {
 			recs = append(recs, down...)
 			c.rescheduleLocked(e)
 			ch := make(chan error, 1)

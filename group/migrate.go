@@ -26,8 +26,9 @@ package group
 //     sync within it after a join.
 //   - Downgrade: when the last consumer-protocol member leaves (or
 //     expires) and classic members remain, the group becomes a classic
-//     group in generation = the target assignment epoch, its members
-//     keeping their assignments, and a rebalance starts.
+//     group in generation = the group epoch before that member left (as
+//     Kafka converts instead of removing it), its members keeping their
+//     assignments, and a rebalance starts.
 
 import (
 	"slices"
@@ -187,10 +188,12 @@ func (g *consumerGroup) onlyClassicMembers() bool {
 }
 
 // classicValue is the classic group's record a consumer group with only
-// classic members becomes (Kafka's ClassicGroup.fromConsumerGroup): the
-// generation is the target assignment epoch, the protocol the first of the
-// first member's that every member supports.
-func (g *consumerGroup) classicValue(view *TopicsView, nowMs int64) *groupValue {
+// classic members becomes (after Kafka's ClassicGroup.fromConsumerGroup):
+// generation is the group epoch the conversion happens at, the protocol
+// the first of the first member's that every member supports, and each
+// member's assignment what it owns now (Kafka writes its target; what it
+// owns is what a coordinator loading the record finds it consuming).
+func (g *consumerGroup) classicValue(view *TopicsView, nowMs int64, generation int32) *groupValue {
 	ids := sortedKeys(g.members)
 	proto := ""
 	for _, p := range g.members[ids[0]].classic.protocols {
@@ -210,7 +213,7 @@ func (g *consumerGroup) classicValue(view *TopicsView, nowMs int64) *groupValue 
 		proto = g.members[ids[0]].classic.protocols[0].Name
 	}
 	leader := ids[0]
-	v := &groupValue{ProtocolType: consumerProtocolType, Generation: g.assignmentEpoch, Protocol: &proto, Leader: &leader, CurrentStateTimestamp: nowMs}
+	v := &groupValue{ProtocolType: consumerProtocolType, Generation: generation, Protocol: &proto, Leader: &leader, CurrentStateTimestamp: nowMs}
 	for _, id := range ids {
 		m := g.members[id]
 		var sub []byte

@@ -64,9 +64,9 @@ func (c *Coordinator) canDowngradeLocked(e *groupEntry) bool {
 // members only, a classic group (Kafka's convertToClassicGroup) and starts
 // a rebalance in it. It returns the records to write as one: tombstones
 // for the consumer group's records and the classic group's record.
-func (c *Coordinator) downgradeLocked(e *groupEntry, view *TopicsView) []record {
+func (c *Coordinator) downgradeLocked(e *groupEntry, view *TopicsView, generation int32) []record {
 	now := c.nowMs()
-	v := e.cg.classicValue(view, now)
+	v := e.cg.classicValue(view, now, generation)
 	protocols := map[string][]Protocol{}
 	for id, m := range e.cg.members {
 		protocols[id] = m.classic.protocols
@@ -88,13 +88,14 @@ func (c *Coordinator) downgradeLocked(e *groupEntry, view *TopicsView) []record 
 }
 
 // maybeDowngradeLocked downgrades the group after a consumer-protocol
-// member left, when allowed; it returns the records to write, nil if the
-// group stays as it is.
-func (c *Coordinator) maybeDowngradeLocked(e *groupEntry) []record {
+// member left, when allowed, in generation epoch (the group epoch before
+// the member left); it returns the records to write, nil if the group
+// stays as it is.
+func (c *Coordinator) maybeDowngradeLocked(e *groupEntry, epoch int32) []record {
 	if !c.canDowngradeLocked(e) {
 		return nil
 	}
-	return c.downgradeLocked(e, c.topicsView())
+	return c.downgradeLocked(e, c.topicsView(), epoch)
 }
 
 // classicJoinLocked serves a JoinGroup to a consumer group with members;
@@ -142,8 +143,9 @@ func (c *Coordinator) joinConsumerGroupUnlock(e *groupEntry, p JoinParams) JoinR
 // fired) and writes what changed, downgrading the group if the last
 // consumer-protocol member expired.
 func (c *Coordinator) expireConsumerLocked(e *groupEntry) {
+	epoch := e.cg.groupEpoch
 	if e.cg.tick(c.nowMs()) {
-		if recs := c.maybeDowngradeLocked(e); recs != nil {
+		if recs := c.maybeDowngradeLocked(e, epoch); recs != nil {
 			c.enqueueConsumerLocked(e, recs, nil)
 			return
 		}

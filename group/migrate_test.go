@@ -421,8 +421,8 @@ func TestClassicMemberThatDoesNotRejoinOrSyncInTimeIsRemoved(t *testing.T) {
 }
 
 // Downgrade builds a classic group of the remaining classic members: the
-// target assignment epoch as generation, a protocol every member supports,
-// each member's subscription and current assignment.
+// generation it is given, a protocol every member supports, each member's
+// subscription and current assignment.
 func TestConsumerGroupOfClassicMembersBecomesTheirClassicGroup(t *testing.T) {
 	view := migrationView()
 	g := newTestConsumerGroup(10)
@@ -430,8 +430,8 @@ func TestConsumerGroupOfClassicMembersBecomesTheirClassicGroup(t *testing.T) {
 	pa.Protocols = append([]Protocol{{Name: "range", Metadata: subscription()}}, pa.Protocols...)
 	ra := g.classicJoin(0, view, pa)
 	g.classicSync(0, view, SyncParams{MemberID: "a", Generation: ra.Generation})
-	v := g.classicValue(view, 7)
-	if v.ProtocolType != "consumer" || *v.Protocol != "range" || v.Generation != g.assignmentEpoch || len(v.Members) != 1 {
+	v := g.classicValue(view, 7, 5)
+	if v.ProtocolType != "consumer" || *v.Protocol != "range" || v.Generation != 5 || len(v.Members) != 1 {
 		t.Fatalf("classic value: %+v", v)
 	}
 	if m := v.Members[0]; m.MemberID != "a" || m.SessionTimeoutMs != 10000 || !slices.Equal(partsOf(t, m.Assignment), []int32{0, 1, 2, 3}) {
@@ -441,7 +441,7 @@ func TestConsumerGroupOfClassicMembersBecomesTheirClassicGroup(t *testing.T) {
 	if rb.Err != nil {
 		t.Fatal(rb.Err)
 	}
-	if v = g.classicValue(view, 7); *v.Protocol != "cooperative-sticky" {
+	if v = g.classicValue(view, 7, 5); *v.Protocol != "cooperative-sticky" {
 		t.Fatalf("protocol with a member supporting only cooperative-sticky: %s", *v.Protocol)
 	}
 }
