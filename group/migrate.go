@@ -137,7 +137,10 @@ func consumerGroupFromClassic(g *classicGroup, deps *consumerDeps, view *TopicsV
 	cg.groupEpoch, cg.assignmentEpoch = g.generation, g.generation
 	for _, id := range sortedKeys(g.members) {
 		cm := g.members[id]
-		sub, _ := decodeSubscription(cm.metadataFor(*g.protocolName))
+		sub, err := decodeSubscription(cm.metadataFor(*g.protocolName))
+		if err != nil {
+			sub = &kmsg.ConsumerMemberMetadata{} // usesConsumerProtocol rules it out
+		}
 		assigned, err := decodeAssignment(cm.assignment, view)
 		if err != nil {
 			assigned = partSet{}
