@@ -259,6 +259,13 @@ func (g *consumerGroup) classicJoin(nowMs int64, view *TopicsView, p JoinParams)
 			}
 			g.replaceMember(g.members[oldID], id)
 			replaced = true
+			// Its epoch starts over (the predecessor may have left
+			// with the static-leave epoch), its partitions kept.
+			r := g.members[id]
+			g.releaseAll(r.revoking)
+			r.revoking = partSet{}
+			r.prevEpoch, r.epoch, r.state = 0, joinEpoch, memberStable
+			r.rebalanceDeadline = noDeadline
 		}
 	}
 	m = g.members[id]

@@ -520,9 +520,10 @@ func TestClassicJoinNeedsAProtocolTheOtherClassicMembersSupport(t *testing.T) {
 	}
 }
 
-// A static consumer-protocol member replaced by a classic instance of the
-// same group.instance.id: the classic one takes its place and is served
-// by the classic protocol from then on.
+// A static consumer-protocol member that left for now, replaced by a
+// classic instance of the same group.instance.id: the classic one takes
+// its place (partitions, target epoch) and is served by the classic
+// protocol from then on.
 func TestClassicInstanceReplacesAStaticConsumerProtocolMember(t *testing.T) {
 	view := migrationView()
 	g := newTestConsumerGroup(10)
@@ -532,6 +533,10 @@ func TestClassicInstanceReplacesAStaticConsumerProtocolMember(t *testing.T) {
 	r := g.heartbeat(0, view, &hb)
 	if r.Err != nil || count(r.Assignment) != 4 {
 		t.Fatalf("consumer join: %+v", r)
+	}
+	// It leaves for now (static leave, epoch -2), keeping its partitions.
+	if lr := g.heartbeat(500, view, &ConsumerHeartbeat{Version: 1, MemberID: "cons", InstanceID: &inst, MemberEpoch: staticLeaveEpoch}); lr.Err != nil {
+		t.Fatal(lr.Err)
 	}
 	p := shortSession(classicJoinParams("classic"))
 	p.InstanceID = &inst
