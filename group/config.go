@@ -59,6 +59,33 @@ type Config struct {
 	ConsumerHeartbeatInterval time.Duration
 	// ConsumerMaxSize is group.consumer.max.size.
 	ConsumerMaxSize int
+	// MigrationPolicy is group.consumer.migration.policy: which online
+	// conversions between a classic group with members and a consumer
+	// group (KIP-848's upgrade and downgrade) are allowed.
+	MigrationPolicy MigrationPolicy
+}
+
+// MigrationPolicy is a value of group.consumer.migration.policy.
+type MigrationPolicy string
+
+// The policies, as Kafka names them; bidirectional is the default.
+const (
+	MigrationBidirectional MigrationPolicy = "bidirectional"
+	MigrationUpgrade       MigrationPolicy = "upgrade"
+	MigrationDowngrade     MigrationPolicy = "downgrade"
+	MigrationDisabled      MigrationPolicy = "disabled"
+)
+
+// upgradeEnabled reports whether a classic group with members may become
+// a consumer group when a consumer-protocol member joins it.
+func (p MigrationPolicy) upgradeEnabled() bool {
+	return p == MigrationBidirectional || p == MigrationUpgrade
+}
+
+// downgradeEnabled reports whether a consumer group left with only
+// classic members may become a classic group again.
+func (p MigrationPolicy) downgradeEnabled() bool {
+	return p == MigrationBidirectional || p == MigrationDowngrade
 }
 
 // DefaultConfig returns Kafka's defaults.
@@ -79,6 +106,7 @@ func DefaultConfig() Config {
 		ConsumerSessionTimeout:        45000 * time.Millisecond,
 		ConsumerHeartbeatInterval:     5000 * time.Millisecond,
 		ConsumerMaxSize:               math.MaxInt32,
+		MigrationPolicy:               MigrationBidirectional,
 	}
 }
 
@@ -113,6 +141,9 @@ func (c Config) Validate() error {
 		return fmt.Errorf("group.consumer.heartbeat.interval.ms (%v) must be positive and below group.consumer.session.timeout.ms (%v)", c.ConsumerHeartbeatInterval, c.ConsumerSessionTimeout)
 	case c.ConsumerMaxSize < 1:
 		return fmt.Errorf("group.consumer.max.size must be at least 1, got %d", c.ConsumerMaxSize)
+	case c.MigrationPolicy != MigrationBidirectional && c.MigrationPolicy != MigrationUpgrade &&
+		c.MigrationPolicy != MigrationDowngrade && c.MigrationPolicy != MigrationDisabled:
+		return fmt.Errorf("group.consumer.migration.policy must be one of bidirectional, upgrade, downgrade, disabled, got %q", c.MigrationPolicy)
 	}
 	return nil
 }

@@ -234,6 +234,13 @@ type consumerMember struct {
 
 	sessionDeadline   int64
 	rebalanceDeadline int64 // noDeadline unless revoking
+
+	// classic is set for a member speaking the classic protocol
+	// (JoinGroup/SyncGroup/Heartbeat) inside the group (migrate.go);
+	// classicDeadline is then when it is removed for not rejoining or
+	// syncing in time, noDeadline if it owes neither.
+	classic         *classicMemberMeta
+	classicDeadline int64
 }
 
 // subscribes reports whether the member subscribes to topic name.
@@ -393,7 +400,7 @@ func (g *consumerGroup) heartbeat(nowMs int64, view *TopicsView, p *ConsumerHear
 		}
 	} else {
 		m = g.members[p.MemberID]
-		if m == nil {
+		if m == nil || m.classic != nil {
 			return hbError(ErrUnknownMemberID, "Member "+p.MemberID+" is not a member of group "+g.id+".")
 		}
 		if p.InstanceID != nil && (m.instanceID == nil || *m.instanceID != *p.InstanceID) {
@@ -492,6 +499,7 @@ func (g *consumerGroup) join(p *ConsumerHeartbeat) (*consumerMember, bool, *Cons
 		g.releaseAll(m.assigned)
 		g.releaseAll(m.revoking)
 		m.assigned, m.revoking = partSet{}, partSet{}
+		m.classic, m.classicDeadline = nil, noDeadline
 		m.prevEpoch, m.epoch, m.state = 0, joinEpoch, memberStable
 		m.rebalanceDeadline = noDeadline
 		return m, false, nil
@@ -505,6 +513,7 @@ func (g *consumerGroup) join(p *ConsumerHeartbeat) (*consumerMember, bool, *Cons
 		assigned:          partSet{},
 		revoking:          partSet{},
 		rebalanceDeadline: noDeadline,
+		classicDeadline:   noDeadline,
 	}
 	if p.InstanceID != nil {
 		inst := *p.InstanceID
@@ -769,7 +778,7 @@ func (g *consumerGroup) updateState() {
 func (g *consumerGroup) nextDeadline() int64 {
 	next := noDeadline
 	for _, m := range g.members {
-		for _, d := range []int64{m.sessionDeadline, m.rebalanceDeadline} {
+		for _, d := range []int64{m.sessionDeadline, m.rebalanceDeadline, m.classicDeadline} {
 			if d != noDeadline && (next == noDeadline || d < next) {
 				next = d
 			}
@@ -778,21 +787,26 @@ func (g *consumerGroup) nextDeadline() int64 {
 	return next
 }
 
-// tick removes the members whose session or revocation expired.
-func (g *consumerGroup) tick(nowMs int64) {
+// tick removes the members whose session or revocation expired (and
+// classic members that did not rejoin or sync in time). It reports
+// whether a consumer-protocol member was among them.
+func (g *consumerGroup) tick(nowMs int64) (consumerLeft bool) {
 	var expired []*consumerMember
+	due := func(d int64) bool { return d != noDeadline && d <= nowMs }
 	for _, m := range g.members {
-		if m.sessionDeadline <= nowMs || m.rebalanceDeadline != noDeadline && m.rebalanceDeadline <= nowMs {
+		if m.sessionDeadline <= nowMs || due(m.rebalanceDeadline) || due(m.classicDeadline) {
 			expired = append(expired, m)
 		}
 	}
 	slices.SortFunc(expired, func(a, b *consumerMember) int { return cmp.Compare(a.id, b.id) })
 	for _, m := range expired {
 		g.removeMember(m)
+		consumerLeft = consumerLeft || m.classic == nil
 	}
 	if len(expired) > 0 {
 		g.updateState()
 	}
+	return consumerLeft
 }
 
 // validateOffsetCommit is Kafka's ConsumerGroup.validateOffsetCommit.
@@ -809,13 +823,23 @@ func (g *consumerGroup) validateOffsetCommit(memberID string, instanceID *string
 	if m == nil {
 		return ErrUnknownMemberID
 	}
-	if !txn && version < 9 {
+	if !txn && m.classic == nil && version < 9 {
 		return ErrUnsupportedVersion
 	}
-	if epoch != m.epoch {
-		return ErrStaleMemberEpoch
+	return m.checkCommitEpoch(epoch)
+}
+
+// checkCommitEpoch is Kafka's validateMemberEpoch: a classic member with
+// the wrong generation gets ILLEGAL_GENERATION, which it knows, others
+// STALE_MEMBER_EPOCH.
+func (m *consumerMember) checkCommitEpoch(epoch int32) error {
+	switch {
+	case epoch == m.epoch:
+		return nil
+	case m.classic != nil:
+		return ErrIllegalGeneration
 	}
-	return nil
+	return ErrStaleMemberEpoch
 }
 
 // validateOffsetFetch is Kafka's ConsumerGroup.validateOffsetFetch.
@@ -832,10 +856,7 @@ func (g *consumerGroup) validateOffsetFetch(memberID *string, epoch int32) error
 	if m == nil {
 		return ErrUnknownMemberID
 	}
-	if epoch != m.epoch {
-		return ErrStaleMemberEpoch
-	}
-	return nil
+	return m.checkCommitEpoch(epoch)
 }
 
 // subscribedTopicNames lists the topics some member subscribes to by name
@@ -870,6 +891,8 @@ type ConsumerMemberDescription struct {
 	TopicRegex     *string
 	Assignment     map[cluster.TopicID][]int32
 	TargetAssigned map[cluster.TopicID][]int32
+	// Classic is set for a member using the classic protocol.
+	Classic bool
 }
 
 // ConsumerGroupDescription is a group as ConsumerGroupDescribe reports it.
@@ -897,6 +920,7 @@ func (g *consumerGroup) describe() ConsumerGroupDescription {
 			MemberID: m.id, InstanceID: m.instanceID, RackID: m.rackID, MemberEpoch: m.epoch,
 			ClientID: m.clientID, ClientHost: m.clientHost, TopicNames: slices.Clone(m.topics),
 			Assignment: m.assigned.byTopic(), TargetAssigned: g.target[id].byTopic(),
+			Classic: m.classic != nil,
 		}
 		if md.TopicNames == nil {
 			md.TopicNames = []string{}

@@ -5,14 +5,17 @@ package group
 // entry keeps its classicGroup, Empty and without protocol, as the holder
 // of its committed offsets; entry.cg holds the membership.
 //
-// Conversions, as Kafka does them without online migration: a
-// ConsumerGroupHeartbeat joining a classic group without members turns
-// it into a consumer group (its offsets stay); a JoinGroup to a consumer
-// group without members turns it back. Otherwise the other protocol's
-// requests fail: ConsumerGroupHeartbeat with GROUP_ID_NOT_FOUND, JoinGroup
-// with INCONSISTENT_GROUP_PROTOCOL; SyncGroup, Heartbeat and LeaveGroup
-// find no such member (UNKNOWN_MEMBER_ID); DescribeGroups (v0-v5) reports
-// a consumer group Dead, as Kafka 4 does below v6.
+// Conversions: a ConsumerGroupHeartbeat joining a classic group without
+// members turns it into a consumer group (its offsets stay); a JoinGroup
+// to a consumer group without members turns it back. With members, the
+// online migration of migrate.go applies: a classic group whose members
+// use the consumer embedded protocol is upgraded when
+// group.consumer.migration.policy allows (GROUP_ID_NOT_FOUND otherwise),
+// classic members join a consumer group as classic members (a JoinGroup
+// whose metadata is no consumer subscription gets
+// INCONSISTENT_GROUP_PROTOCOL), and the group goes back to classic when
+// its last consumer-protocol member leaves. DescribeGroups (v0-v5)
+// reports a consumer group Dead, as Kafka 4 does below v6.
 //
 // Failover: membership is persisted as Kafka's ConsumerGroup* records
 // (records_consumer.go). After each change consumerDiffLocked writes the
@@ -83,22 +86,45 @@ func (c *Coordinator) ConsumerGroupHeartbeat(groupID string, p ConsumerHeartbeat
 	}
 	var recs []record
 	if e.cg == nil {
-		if e.g.isClassicInUse() {
+		switch {
+		case e.g.isClassicInUse() && p.MemberEpoch == joinEpoch && c.canUpgradeLocked(e):
+			// Online upgrade: the classic members carry on inside
+			// the consumer group. The classic group's tombstone and
+			// the consumer group's records go out as one batch.
+			recs = append(recs, c.upgradeLocked(e, view)...)
+		case e.g.isClassicInUse():
 			e.mu.Unlock()
 			return hbError(ErrGroupIDNotFound, "Group "+groupID+" is not a consumer group.")
-		}
-		if p.MemberEpoch != joinEpoch {
+		case p.MemberEpoch != joinEpoch:
 			e.mu.Unlock()
 			return hbError(ErrUnknownMemberID, "Member "+p.MemberID+" is not a member of group "+groupID+".")
+		default:
+			e.toConsumer(c.cdeps)
+			// The classic group's record goes: the log holds one kind
+			// of group under this id, as Kafka's does after a
+			// conversion.
+			recs = append(recs, record{key: groupKey(groupID)})
 		}
-		e.toConsumer(c.cdeps)
-		// The classic group's record goes: the log holds one kind of
-		// group under this id, as Kafka's does after a conversion.
-		recs = append(recs, record{key: groupKey(groupID)})
 	}
 	pre, fast := e.cg.shape(), len(recs) == 0 && len(e.cgUnsure) == 0 && e.cgWritten != nil
+	epoch := e.cg.groupEpoch
 	r := e.cg.heartbeat(c.nowMs(), view, &p)
 	c.rescheduleLocked(e)
+	if p.MemberEpoch == leaveEpoch && r.Err == nil {
+		// The last consumer-protocol member leaving a group of classic
+		// members turns it back into a classic group.
+		if down := c.maybeDowngradeLocked(e, epoch); down != nil {
+			recs = append(recs, down...)
+			c.rescheduleLocked(e)
+			ch := make(chan error, 1)
+			c.enqueueConsumerLocked(e, recs, func(err error) { ch <- err })
+			e.mu.Unlock()
+			if err := <-ch; err != nil {
+				return hbError(convertConsumerWriteError(err), "")
+			}
+			return r
+		}
+	}
 	if fast && e.cg.shape() == pre {
 		// Only this member's records can have changed: the others'
 		// are not encoded again on every heartbeat.
@@ -221,7 +247,11 @@ func (c *Coordinator) enqueueConsumerLocked(e *groupEntry, recs []record, done f
 				e.cgUnsure = map[string]bool{}
 			}
 			for _, r := range recs {
-				e.cgUnsure[string(r.key)] = true
+				// A conversion's classic group record is not the
+				// consumer group's to rewrite.
+				if len(r.key) >= 2 && isConsumerRecordType(int16(r.key[0])<<8|int16(r.key[1])) {
+					e.cgUnsure[string(r.key)] = true
+				}
 			}
 			e.mu.Unlock()
 		}

@@ -27,8 +27,9 @@ func joinHB(id string) ConsumerHeartbeat {
 	return ConsumerHeartbeat{Version: 1, MemberID: id, RebalanceTimeoutMs: 10000, TopicNames: []string{"t"}, Owned: map[cluster.TopicID][]int32{}}
 }
 
-// A group id is either classic or consumer; the other protocol is refused
-// while the group has members, as Kafka does without online migration.
+// A group id is either classic or consumer; while the group has members,
+// the other protocol is refused when the classic members' metadata is no
+// consumer subscription (online migration, migrate_test.go, needs one).
 func TestConsumerGroupRefusesClassicProtocolWhileItHasMembers(t *testing.T) {
 	meta := fake.NewMeta(1, imageWithTopic(1, 0, 2))
 	c := newTestCoordinator(t, meta, fake.NewLog())

@@ -506,8 +506,7 @@ func (c *Coordinator) fire(e *groupEntry) {
 	e.timerAt = noDeadline
 	e.g.tick(c.nowMs())
 	if e.cg != nil {
-		e.cg.tick(c.nowMs())
-		c.persistConsumerLocked(e)
+		c.expireConsumerLocked(e)
 	}
 	c.rescheduleLocked(e)
 }
@@ -566,6 +565,10 @@ func (c *Coordinator) JoinGroup(ctx context.Context, groupID string, p JoinParam
 	}
 	ch := make(chan JoinResult, 1)
 	e.mu.Lock()
+	if e.cg != nil && !e.cg.isEmpty() && e.g.state != StateDead {
+		// A classic member of a consumer group (online migration).
+		return c.joinConsumerGroupUnlock(e, p)
+	}
 	if !e.toClassicLocked() {
 		e.mu.Unlock()
 		return joinError(p.MemberID, ErrInconsistentProtocol)
@@ -615,6 +618,12 @@ func (c *Coordinator) SyncGroup(ctx context.Context, groupID string, p SyncParam
 	}
 	ch := make(chan SyncResult, 1)
 	e.mu.Lock()
+	if e.cg != nil && e.g.state != StateDead {
+		r := e.cg.classicSync(c.nowMs(), c.topicsView(), p)
+		c.rescheduleLocked(e)
+		e.mu.Unlock()
+		return r
+	}
 	e.g.syncGroup(c.nowMs(), p.MemberID, p.InstanceID, p.Generation, p.ProtocolType, p.ProtocolName, p.Assignments, func(r SyncResult) { ch <- r })
 	c.rescheduleLocked(e)
 	e.mu.Unlock()
@@ -645,6 +654,11 @@ func (c *Coordinator) Heartbeat(groupID, memberID string, instanceID *string, ge
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	if e.cg != nil && e.g.state != StateDead {
+		err = e.cg.classicHeartbeat(c.nowMs(), memberID, instanceID, generation)
+		c.rescheduleLocked(e)
+		return err
+	}
 	err = e.g.heartbeat(c.nowMs(), memberID, instanceID, generation)
 	c.rescheduleLocked(e)
 	return err
@@ -671,6 +685,12 @@ func (c *Coordinator) LeaveGroup(groupID string, members []LeaveMember) (error, 
 	defer e.mu.Unlock()
 	if e.g.state == StateDead {
 		return ErrCoordinatorNotAvailable, nil
+	}
+	if e.cg != nil {
+		errs := e.cg.classicLeave(members)
+		c.persistConsumerLocked(e)
+		c.rescheduleLocked(e)
+		return nil, errs
 	}
 	errs := e.g.leaveGroup(c.nowMs(), members)
 	c.rescheduleLocked(e)

@@ -14,6 +14,15 @@
 //     those gone) are written, the heartbeat answered once they are, so a
 //     new coordinator loads members, epochs and assignments and members
 //     carry on without rejoining;
+//   - online migration between the protocols (migrate.go, the pure part;
+//     migrate_coord.go): a consumer-protocol member upgrading a classic
+//     group with members, classic members served inside a consumer group
+//     (JoinGroup/SyncGroup/Heartbeat/LeaveGroup, commits by generation),
+//     and the downgrade when the last consumer-protocol member leaves;
+//     each conversion one append, as group.consumer.migration.policy
+//     allows. It decodes the classic consumer's embedded protocol
+//     (subscription, assignment) with kmsg's ConsumerMemberMetadata and
+//     ConsumerMemberAssignment;
 //   - __consumer_offsets (records.go, records_consumer.go, appender.go):
 //     Kafka's key/value formats, one ordered writer per partition,
 //     acks=all appends, and offsets acknowledged only after their append

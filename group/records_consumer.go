@@ -11,7 +11,9 @@ package group
 //	3 ConsumerGroupMetadata            {group}         → {Epoch int32}
 //	4 ConsumerGroupPartitionMetadata   {group}         → read and ignored (Kafka 3.x)
 //	5 ConsumerGroupMemberMetadata      {group, member} → {InstanceId, RackId, ClientId,
-//	  ClientHost, SubscribedTopicNames, SubscribedTopicRegex, RebalanceTimeoutMs, ServerAssignor}
+//	  ClientHost, SubscribedTopicNames, SubscribedTopicRegex, RebalanceTimeoutMs, ServerAssignor,
+//	  tag 0: ClassicMemberMetadata {SessionTimeoutMs, SupportedProtocols [{Name, Metadata}]},
+//	  set only for a member using the classic protocol (migrate.go)}
 //	6 ConsumerGroupTargetAssignmentMetadata {group}    → {AssignmentEpoch int32}
 //	7 ConsumerGroupTargetAssignmentMember {group, member} → {TopicPartitions}
 //	8 ConsumerGroupCurrentMemberAssignment {group, member} → {MemberEpoch,
@@ -97,7 +99,58 @@ func encodeMemberMetadataValue(m *consumerMember) []byte {
 	b = kbin.AppendCompactNullableString(b, regex)
 	b = kbin.AppendInt32(b, m.rebalanceTimeoutMs)
 	b = kbin.AppendCompactNullableString(b, assignor)
+	if m.classic == nil {
+		return kbin.AppendUvarint(b, 0)
+	}
+	// A nullable struct in a tagged field: its size counts a leading
+	// presence varint (1), as Kafka's generated code writes it.
+	cm := appendClassicMemberMetadata(kbin.AppendUvarint(nil, 1), m.classic)
+	b = kbin.AppendUvarint(b, 1) // one tagged field
+	b = kbin.AppendUvarint(b, 0) // tag 0: ClassicMemberMetadata
+	b = kbin.AppendUvarint(b, uint32(len(cm)))
+	return append(b, cm...)
+}
+
+// appendClassicMemberMetadata writes a ClassicMemberMetadata struct.
+func appendClassicMemberMetadata(b []byte, c *classicMemberMeta) []byte {
+	b = kbin.AppendInt32(b, c.sessionTimeoutMs)
+	b = kbin.AppendCompactArrayLen(b, len(c.protocols))
+	for _, p := range c.protocols {
+		b = kbin.AppendCompactString(b, p.Name)
+		b = kbin.AppendCompactBytes(b, p.Metadata)
+		b = kbin.AppendUvarint(b, 0)
+	}
 	return kbin.AppendUvarint(b, 0)
+}
+
+// readClassicMemberMetadata reads the ClassicMemberMetadata tagged field:
+// a presence varint (1; 0 for null) then the struct. The struct alone, as
+// writers predating nullable structs wrote it, is read too: it starts with
+// the session timeout's high byte, 0 for any timeout below 4.6 hours, so
+// it is told apart from a presence byte of 1 (nil, nil for a null).
+func readClassicMemberMetadata(b []byte) (*classicMemberMeta, error) {
+	switch {
+	case len(b) == 1 && b[0] == 0:
+		return nil, nil
+	case len(b) > 0 && b[0] == 1:
+		b = b[1:]
+	}
+	r := kbin.Reader{Src: b}
+	c := &classicMemberMeta{sessionTimeoutMs: r.Int32()}
+	n := r.CompactArrayLen()
+	if n < 0 || int(n) > len(b) {
+		return nil, fmt.Errorf("%w: classic member metadata protocol count %d", errBadRecord, n)
+	}
+	for i := int32(0); i < n && r.Ok(); i++ {
+		p := Protocol{Name: r.CompactString(), Metadata: slices.Clone(r.CompactBytes())}
+		skipTags(&r)
+		c.protocols = append(c.protocols, p)
+	}
+	skipTags(&r)
+	if err := r.Complete(); err != nil {
+		return nil, fmt.Errorf("%w: classic member metadata: %v", errBadRecord, err)
+	}
+	return c, nil
 }
 
 func encodeTargetMemberValue(s partSet) []byte {
@@ -250,7 +303,18 @@ func decodeMemberMetadataValue(b []byte, m *consumerMember) error {
 	if a := r.CompactNullableString(); a != nil {
 		m.assignor = *a
 	}
-	skipTags(&r) // ClassicMemberMetadata (tag 0) for classic members
+	m.classic = nil
+	for n := r.Uvarint(); n > 0 && r.Ok(); n-- {
+		tag, size := r.Uvarint(), int(r.Uvarint())
+		v := r.Span(size)
+		if tag == 0 && r.Ok() {
+			c, err := readClassicMemberMetadata(v)
+			if err != nil {
+				return err
+			}
+			m.classic = c
+		}
+	}
 	if err := r.Complete(); err != nil {
 		return fmt.Errorf("%w: member metadata value: %v", errBadRecord, err)
 	}
@@ -335,7 +399,7 @@ func loadConsumerGroup(id string, deps *consumerDeps, recs map[string][]byte, vi
 		}
 		switch ck.typ {
 		case recConsumerGroupMemberMetadata:
-			m := &consumerMember{id: ck.member, assigned: partSet{}, revoking: partSet{}, rebalanceDeadline: noDeadline}
+			m := &consumerMember{id: ck.member, assigned: partSet{}, revoking: partSet{}, rebalanceDeadline: noDeadline, classicDeadline: noDeadline}
 			if err := decodeMemberMetadataValue(v, m); err != nil {
 				return nil, false, err
 			}
@@ -366,6 +430,9 @@ func loadConsumerGroup(id string, deps *consumerDeps, recs map[string][]byte, vi
 			g.owners[tp] = id
 		}
 		m.sessionDeadline = nowMs + deps.sessionTimeoutMs
+		if m.classic != nil {
+			m.sessionDeadline = nowMs + int64(m.classic.sessionTimeoutMs)
+		}
 		if m.state == memberUnrevoked {
 			m.rebalanceDeadline = nowMs + int64(m.rebalanceTimeoutMs)
 		}

@@ -6,8 +6,9 @@ package handlers
 // Reconciling, Stable), group epoch, target assignment epoch, the
 // assignor, and each member's epoch, subscription, current and target
 // assignment. A group that does not exist, or is a classic group, answers
-// GROUP_ID_NOT_FOUND. v1 adds the member type: every member here uses the
-// consumer protocol (1).
+// GROUP_ID_NOT_FOUND. v1 adds the member type: 1 for a member using the
+// consumer protocol, 0 for a classic member inside the group (KIP-848's
+// online migration).
 //
 // Authorization (authz.go): DESCRIBE on each group
 // (GROUP_AUTHORIZATION_FAILED).
@@ -88,6 +89,9 @@ func (h *Handlers) consumerGroupDescribe(_ context.Context, req *protocol.Reques
 			rm.Assignment = describedAssignment(m.Assignment, view)
 			rm.TargetAssignment = describedAssignment(m.TargetAssigned, view)
 			rm.MemberType = 1
+			if m.Classic {
+				rm.MemberType = 0
+			}
 			rg.Members = append(rg.Members, rm)
 		}
 		if refused := undescribableTopics(rg.Members, describe); len(refused) > 0 {

@@ -152,7 +152,7 @@ func (cc *consumer848) stop() {
 // gets half once the first revoked them, a leaving member's partitions move
 // to the other, every record is read and committed, a new member resumes
 // from the committed offsets, the group is listed and described as a
-// consumer group, and a classic JoinGroup for it is refused.
+// consumer group, and a classic member may join and leave it.
 func TestConsumerProtocolGroup(t *testing.T) {
 	const topic, group, partitions, total = "g848", "g848-group", 6, 600
 	f := newGroup848(t, topic, partitions, total/2)
@@ -214,8 +214,24 @@ func TestConsumerProtocolGroup(t *testing.T) {
 	jp.Name, jp.Metadata = "range", []byte{0, 0, 0, 0, 0, 0, 0, 0, 0, 0}
 	jreq.Protocols = append(jreq.Protocols, jp)
 	jreq.MemberID = "classic-intruder"
+	// A classic member joins a consumer group as one of its members
+	// (KIP-848's online migration), here subscribing to nothing; the
+	// coordinator assigns, so there is no leader.
+	if jresp, err := jreq.RequestWith(ctx, adm); err != nil || jresp.ErrorCode != 0 || jresp.LeaderID != "" || jresp.ProtocolType == nil || *jresp.ProtocolType != "consumer" {
+		t.Errorf("classic JoinGroup to a consumer group: %v %+v", err, jresp)
+	}
+	lreqLeave := kmsg.NewPtrLeaveGroupRequest()
+	lreqLeave.Group = group
+	lm := kmsg.NewLeaveGroupRequestMember()
+	lm.MemberID = "classic-intruder"
+	lreqLeave.Members = append(lreqLeave.Members, lm)
+	if lresp, err := lreqLeave.RequestWith(ctx, adm); err != nil || lresp.ErrorCode != 0 || len(lresp.Members) != 1 || lresp.Members[0].ErrorCode != 0 {
+		t.Errorf("classic LeaveGroup from a consumer group: %v %+v", err, lresp)
+	}
+	// Metadata that is not a consumer subscription is refused.
+	jreq.Protocols[0].Metadata = []byte{0xff}
 	if jresp, err := jreq.RequestWith(ctx, adm); err != nil || jresp.ErrorCode != kerr.InconsistentGroupProtocol.Code {
-		t.Errorf("classic JoinGroup to a consumer group: %v %v", err, kerr.ErrorForCode(jresp.ErrorCode))
+		t.Errorf("classic JoinGroup with a malformed subscription: %v %v", err, kerr.ErrorForCode(jresp.ErrorCode))
 	}
 
 	// a leaves: b gets everything.

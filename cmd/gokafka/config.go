@@ -155,6 +155,7 @@ var properties = []property{
 	{"group.consumer.session.timeout.ms", "45000", "A member of a consumer-protocol group (KIP-848) that does not heartbeat for this long is removed."},
 	{"group.consumer.heartbeat.interval.ms", "5000", "How often members of a consumer-protocol group are told to heartbeat."},
 	{"group.consumer.max.size", "2147483647", "Most members a consumer-protocol group may have."},
+	{"group.consumer.migration.policy", "bidirectional", "Which online conversions between classic and consumer-protocol groups are allowed: bidirectional, upgrade, downgrade or disabled (KIP-848)."},
 	{"group.share.session.timeout.ms", "45000", "A share-group member that sends no heartbeat for this long leaves its group."},
 	{"group.share.heartbeat.interval.ms", "5000", "How often share-group members are told to heartbeat."},
 	{"group.share.record.lock.duration.ms", "30000", "How long a share consumer holds acquired records before they become available again."},
@@ -638,6 +639,7 @@ func (s *settings) groupConfig() group.Config {
 		ConsumerSessionTimeout:        ms(s.positive("group.consumer.session.timeout.ms")),
 		ConsumerHeartbeatInterval:     ms(s.positive("group.consumer.heartbeat.interval.ms")),
 		ConsumerMaxSize:               int(min(s.positive("group.consumer.max.size"), math.MaxInt32)),
+		MigrationPolicy:               group.MigrationPolicy(strings.ToLower(s.str("group.consumer.migration.policy"))),
 	}
 }
 
