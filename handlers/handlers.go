@@ -21,6 +21,9 @@ type Config struct {
 	// FetchMaxBytes is fetch.max.bytes, the most a Fetch response carries
 	// (0: Kafka's default, 55 MiB).
 	FetchMaxBytes int32
+	// FetchSessionCacheSlots is max.incremental.fetch.session.cache.slots,
+	// the fetch sessions kept (0: Kafka's default, 1000; negative: none).
+	FetchSessionCacheSlots int
 }
 
 // Handlers serves the Kafka APIs.
@@ -49,6 +52,8 @@ type Handlers struct {
 	shareCfg   share.Config
 	// quotas enforces client quotas; nil enforces none (quotas.go).
 	quotas *quota.Quotas
+	// sessions are the fetch sessions (fetch_session.go).
+	sessions *FetchSessionCache
 }
 
 // Controller is what the handlers need of the metadata controller beyond
@@ -93,6 +98,9 @@ func Register(reg *protocol.Registry, cfg Config, meta cluster.Metadata, replica
 	return New(reg, cfg, Deps{Meta: meta, Replicas: replicas})
 }
 
+// FetchSessions returns the broker's fetch-session cache.
+func (h *Handlers) FetchSessions() *FetchSessionCache { return h.sessions }
+
 // New creates the handlers over d and registers every API with reg.
 func New(reg *protocol.Registry, cfg Config, d Deps) *Handlers {
 	h := &Handlers{
@@ -100,6 +108,11 @@ func New(reg *protocol.Registry, cfg Config, d Deps) *Handlers {
 		ctrl: d.Controller, pids: d.ProducerIDs, groups: d.Groups, txn: d.Txn,
 		shareCoord: d.ShareCoord, shareMgr: d.ShareMgr, shareCfg: d.ShareCfg, quotas: d.Quotas,
 	}
+	slots := cfg.FetchSessionCacheSlots
+	if slots == 0 {
+		slots = DefaultFetchSessionCacheSlots
+	}
+	h.sessions = NewFetchSessionCache(slots, nil)
 	// The peer check comes first: a request refused there costs no quota.
 	reg.Wrap(func(fn protocol.HandlerFunc) protocol.HandlerFunc { return h.guard(h.quotaAware(fn)) })
 	for _, r := range []func(*protocol.Registry){
