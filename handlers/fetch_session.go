@@ -135,6 +135,7 @@ type FetchSessionCache struct {
 
 	// Counters, for tests and metrics.
 	created, evicted, incremental atomic.Int64
+	named, answered              atomic.Int64
 }
 
 // NewFetchSessionCache returns a cache of at most slots sessions; now is
@@ -153,8 +154,11 @@ func NewFetchSessionCache(slots int, now func() time.Time) *FetchSessionCache {
 type FetchSessionStats struct {
 	Sessions, Partitions int
 	// Created, Evicted and Incremental count sessions created, sessions
-	// evicted, and incremental fetches answered.
+	// evicted, and incremental fetches answered; Named and Answered the
+	// partitions those fetches named (to add, change or forget) and
+	// their responses carried.
 	Created, Evicted, Incremental int64
+	Named, Answered               int64
 }
 
 // Stats returns the cache's counts.
@@ -164,6 +168,7 @@ func (c *FetchSessionCache) Stats() FetchSessionStats {
 	return FetchSessionStats{
 		Sessions: len(c.sessions), Partitions: c.numPartitions,
 		Created: c.created.Load(), Evicted: c.evicted.Load(), Incremental: c.incremental.Load(),
+		Named: c.named.Load(), Answered: c.answered.Load(),
 	}
 }
 
@@ -214,7 +219,7 @@ func (c *FetchSessionCache) newContext(version int16, r *kmsg.FetchRequest, foll
 		s.mu.Unlock()
 		return nil, kerr.FetchSessionTopicIDError.Code
 	}
-	s.update(r, useIDs)
+	c.named.Add(int64(s.update(r, useIDs)))
 	if len(s.parts) == 0 {
 		s.mu.Unlock()
 		c.removeLocked(s)
@@ -252,9 +257,12 @@ func partKey(e *fetchEntry, useIDs bool) fetchPartKey {
 
 // update applies an incremental request to the session
 // (FetchSession.update): named partitions are added or take their new
-// parameters, then forgotten ones leave. Under s.mu.
-func (s *fetchSession) update(r *kmsg.FetchRequest, useIDs bool) {
-	for _, e := range requestEntries(r, useIDs) {
+// parameters, then forgotten ones leave. It returns how many partitions
+// the request named. Under s.mu.
+func (s *fetchSession) update(r *kmsg.FetchRequest, useIDs bool) int {
+	entries := requestEntries(r, useIDs)
+	named := len(entries)
+	for _, e := range entries {
 		k := partKey(&e, useIDs)
 		if cp := s.parts[k]; cp != nil {
 			cp.p = e.p
@@ -267,6 +275,7 @@ func (s *fetchSession) update(r *kmsg.FetchRequest, useIDs bool) {
 	}
 	removed := false
 	for _, ft := range r.ForgottenTopics {
+		named += len(ft.Partitions)
 		for _, p := range ft.Partitions {
 			k := fetchPartKey{part: p}
 			if useIDs {
@@ -289,6 +298,7 @@ func (s *fetchSession) update(r *kmsg.FetchRequest, useIDs bool) {
 		}
 		s.order = kept
 	}
+	return named
 }
 
 // respond decides which of an incremental fetch's partitions its response
@@ -334,6 +344,7 @@ func (fc *fetchContext) respond(c *FetchSessionCache, answers []fetchAnswer) ([]
 			moved = append(moved, k)
 		}
 	}
+	c.answered.Add(int64(len(moved)))
 	if len(moved) > 0 {
 		movedSet := make(map[fetchPartKey]struct{}, len(moved))
 		for _, k := range moved {
