@@ -135,7 +135,7 @@ type FetchSessionCache struct {
 
 	// Counters, for tests and metrics.
 	created, evicted, incremental atomic.Int64
-	named, answered              atomic.Int64
+	named, answered               atomic.Int64
 }
 
 // NewFetchSessionCache returns a cache of at most slots sessions; now is
