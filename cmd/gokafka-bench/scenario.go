@@ -429,7 +429,7 @@ func (r *runner) idle(ctx context.Context, srv *server, sc scenario) ([]metric, 
 	}
 	res := &result{}
 	res.add("idle CPU per node", "s/min", cpuSum/nodes, false)
-	res.add("idle CPU per node", "% of a core", cpuSum/nodes/60*100, false)
+	res.add("idle CPU per node, share of a core", "%", cpuSum/nodes/60*100, false)
 	res.add("idle CPU, busiest process", "s/min", cpuMax, false)
 	res.add("RSS per node", "MiB", rssSum/nodes, false)
 	res.add("RSS, largest process", "MiB", rssMax, false)
