@@ -60,6 +60,8 @@ var scenarios = []scenario{
 		Title: "idle cost, 3 nodes, no topics"},
 	{Name: "s7-1k", Kind: kindIdle, Nodes: 3, partitions: 1000, rf: 3,
 		Title: "idle cost, 3 nodes, 1,000 partitions RF=3"},
+	{Name: "s7-5k", Kind: kindIdle, Nodes: 3, partitions: 5000, rf: 3,
+		Title: "idle cost, 3 nodes, 5,000 partitions RF=3"},
 	{Name: "s7-10k", Kind: kindIdle, Nodes: 3, partitions: 10000, rf: 3,
 		Title: "idle cost, 3 nodes, 10,000 partitions RF=3"},
 }
@@ -378,6 +380,13 @@ func (r *runner) startup(ctx context.Context, srv *server) ([]metric, error) {
 // resident memory, per node (a one-process peer's cost is shared among
 // its nodes).
 func (r *runner) idle(ctx context.Context, srv *server, sc scenario) ([]metric, error) {
+	// Each replica holds its segment's log, offset index and time index
+	// open; a node short of descriptors fails its log dir and stops.
+	if need := sc.partitions*sc.rf/sc.Nodes*3 + 1000; sc.partitions > 0 {
+		if limit, ok := openFilesLimit(); ok && uint64(need) > limit {
+			return nil, fmt.Errorf("%d partitions RF %d need about %d open files per node; RLIMIT_NOFILE allows %d here", sc.partitions, sc.rf, need, limit)
+		}
+	}
 	if sc.partitions > 0 {
 		tctx, cancel := context.WithTimeout(ctx, 15*time.Minute)
 		err := createIdleTopic(tctx, srv.addrs, "bench-"+sc.Name, sc.partitions, sc.rf)
