@@ -153,6 +153,7 @@ func (p *Partition) notifyLocked(followers, consumers bool) {
 		p.mu.hwMoved = make(chan struct{})
 	}
 	for w := range p.mu.fetchWaiters {
+		w.changed.Store(true)
 		if (w.replica && followers) || (!w.replica && consumers) {
 			w.signal()
 		}
@@ -1050,6 +1051,7 @@ func (m *Manager) Fetch(ctx context.Context, fp FetchParams) []FetchResult {
 			if w == nil {
 				w = &fetchWaiter{ch: make(chan struct{}, 1), replica: fp.FromFollower}
 			}
+			w.changed.Store(false)
 			m.watchAll(w, fp.Partitions)
 		}
 		res, total, respondNow := m.readAll(ctx, fp, first)
@@ -1074,6 +1076,12 @@ func (m *Manager) Fetch(ctx context.Context, fp FetchParams) []FetchResult {
 		}
 		addParked(ctx, m.now().Sub(parkedAt))
 		if !woke {
+			if total == 0 && !w.changed.Load() {
+				// Nothing read and nothing changed since: the read
+				// stands. (An idle follower's fetch over thousands of
+				// partitions would otherwise read them all twice.)
+				return res
+			}
 			res, _, _ = m.readAll(ctx, fp, false)
 			return res
 		}
@@ -1091,6 +1099,9 @@ type fetchWaiter struct {
 	ch      chan struct{} // buffered (1)
 	replica bool
 	watched []*Partition
+	// changed is set by any change to a watched partition, including
+	// those that do not wake it (a follower's on a high watermark move).
+	changed atomic.Bool
 }
 
 func (w *fetchWaiter) signal() {
