@@ -64,12 +64,6 @@ type QuorumConfig struct {
 	// ElectionTimeout is the raft election and heartbeat timeout of a
 	// multi-voter quorum (a quorum of one uses 50 ms).
 	ElectionTimeout time.Duration
-	// FetchTimeout is controller.quorum.fetch.timeout.ms: once the quorum
-	// is up, a follower that hears nothing from the leader for this long
-	// starts an election, and the leader heartbeats at a tenth of it.
-	// Until then ElectionTimeout serves, so that the first election is
-	// not slowed. 0 keeps ElectionTimeout throughout.
-	FetchTimeout time.Duration
 }
 
 // raftLog is the metadata log on hashicorp/raft: commands are raft
@@ -281,22 +275,6 @@ func Open(ctx context.Context, cfg Config, qc QuorumConfig, logger zerolog.Logge
 	if err := c.waitReady(ctx); err != nil {
 		c.Close()
 		return nil, err
-	}
-	if len(qc.Voters) > 0 && qc.FetchTimeout > rc.HeartbeatTimeout {
-		// Kafka's cadence once the quorum stands: an idle leader's
-		// heartbeats every 200-400 ms rather than every 50-100 ms.
-		err := r.ReloadConfig(raft.ReloadableConfig{
-			TrailingLogs:      rc.TrailingLogs,
-			SnapshotInterval:  rc.SnapshotInterval,
-			SnapshotThreshold: rc.SnapshotThreshold,
-			HeartbeatTimeout:  qc.FetchTimeout,
-			// raft requires ElectionTimeout >= HeartbeatTimeout.
-			ElectionTimeout: max(rc.ElectionTimeout, qc.FetchTimeout),
-		})
-		if err != nil {
-			c.Close()
-			return nil, fmt.Errorf("controller.quorum.fetch.timeout.ms: %w", err)
-		}
 	}
 	return c, nil
 }

@@ -48,7 +48,6 @@ var properties = []property{
 	{"inter.broker.listener.name", "", "Listener the brokers reach each other on, the only one serving broker-to-broker requests; empty means the first listener that is not a controller listener."},
 	{"controller.quorum.voters", "", "Metadata quorum voters as id@host:port of their CONTROLLER listeners; empty for a single-node cluster."},
 	{"controller.quorum.election.timeout.ms", "500", "Metadata quorum election and heartbeat timeout (multi-node)."},
-	{"controller.quorum.fetch.timeout.ms", "2000", "Once the metadata quorum is up, a voter that hears nothing from its leader for this long starts an election; the leader heartbeats at a tenth of it."},
 	{"broker.heartbeat.interval.ms", "2000", "How often a broker heartbeats to the active controller."},
 	{"broker.session.timeout.ms", "9000", "A broker not heard from for this long is fenced and its leaderships move."},
 	{"replica.lag.time.max.ms", "30000", "A follower not caught up to the leader's log end for this long leaves the ISR."},
@@ -578,7 +577,6 @@ func (s *settings) quorumConfig(voters []cluster.Voter) cluster.QuorumConfig {
 		HeartbeatInterval: ms(s.positive("broker.heartbeat.interval.ms")),
 		SessionTimeout:    ms(s.positive("broker.session.timeout.ms")),
 		ElectionTimeout:   ms(s.positive("controller.quorum.election.timeout.ms")),
-		FetchTimeout:      ms(s.positive("controller.quorum.fetch.timeout.ms")),
 	}
 }
 
