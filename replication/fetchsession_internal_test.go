@@ -35,7 +35,9 @@ func named(req *kmsg.FetchRequest) []string {
 // session makes the next fetch full again.
 func TestFollowerSessionNamesOnlyChanges(t *testing.T) {
 	tp := func(p int32) partition.TopicPartition { return partition.TopicPartition{Topic: "t", Partition: p} }
-	at := func(off int64) sessionPart { return sessionPart{topicID: [16]byte{1}, leaderEpoch: 3, offset: off, lastEpoch: 3} }
+	at := func(off int64) sessionPart {
+		return sessionPart{topicID: [16]byte{1}, leaderEpoch: 3, offset: off, lastEpoch: 3}
+	}
 	var fs followerSession
 	fetch := func(next map[partition.TopicPartition]sessionPart, resp *kmsg.FetchResponse) (*kmsg.FetchRequest, bool) {
 		req := kmsg.NewPtrFetchRequest()
