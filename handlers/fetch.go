@@ -155,10 +155,10 @@ type fetchSlot struct {
 // planFetch lays out the response and the reads of entries, the
 // partitions of a full fetch (each distinct partition once, in the order
 // first named, with the last parameters given for it; see the top of this
-// file) or of an incremental fetch's session. Every partition gets a response entry with
-// -1 offsets; one whose topic id is unknown is answered UNKNOWN_TOPIC_ID
-// there and read from nowhere, the others are appended to
-// params.Partitions. The slots returned are in response order, one per
+// file) or of an incremental fetch's session. Every partition gets a
+// response entry with -1 offsets; one whose topic id is unknown is
+// answered UNKNOWN_TOPIC_ID there and read from nowhere, the others are
+// appended to params.Partitions. The slots returned are in response order, one per
 // response partition.
 func planFetch(req *protocol.Request, entries []fetchEntry, resp *kmsg.FetchResponse, im *cluster.Image, useIDs bool, params *replication.FetchParams) []fetchSlot {
 	slots := make([]fetchSlot, 0, len(entries))

@@ -11,8 +11,8 @@ import (
 	"github.com/gokafka/gokafka/partition"
 )
 
-// named lists the partitions a request names and forgets, as "t-p" and
-// "-t-p".
+// named lists the partitions a request names, as "t-p@offset", and those
+// it forgets, as "-t-p".
 func named(req *kmsg.FetchRequest) []string {
 	var out []string
 	for _, t := range req.Topics {
