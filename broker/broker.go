@@ -55,6 +55,10 @@ type Config struct {
 	// FetchMaxBytes is fetch.max.bytes, the most one Fetch response
 	// carries.
 	FetchMaxBytes int32
+	// FetchSessionCacheSlots is max.incremental.fetch.session.cache.slots,
+	// the fetch sessions (KIP-227) kept (0: Kafka's default, 1000;
+	// negative: none).
+	FetchSessionCacheSlots int
 
 	// Quorum configures the metadata quorum; its Dir and BindAddr are
 	// derived from LogDirs and the CONTROLLER listener.
@@ -371,7 +375,7 @@ func Start(ctx context.Context, cfg Config, logger zerolog.Logger) (_ *Server, e
 	}
 	s.shareC = share.NewCoordinator(cfg.Share, cfg.NodeID, s.meta, logger.With().Str("component", "share").Logger(), share.WithStore(s.groups))
 	s.shareM = share.NewManager(cfg.Share, s.meta, share.ReplicaSource(s.replicas), logger.With().Str("component", "share").Logger())
-	s.handlers = handlers.New(reg, handlers.Config{NodeID: cfg.NodeID, AutoCreateTopics: cfg.AutoCreateTopics, FetchMaxBytes: cfg.FetchMaxBytes}, handlers.Deps{
+	s.handlers = handlers.New(reg, handlers.Config{NodeID: cfg.NodeID, AutoCreateTopics: cfg.AutoCreateTopics, FetchMaxBytes: cfg.FetchMaxBytes, FetchSessionCacheSlots: cfg.FetchSessionCacheSlots}, handlers.Deps{
 		Meta: s.meta, Replicas: s.replicas, Controller: s.meta, ProducerIDs: pids,
 		Groups: s.groups, Txn: s.txn, ShareCoord: s.shareC, ShareMgr: s.shareM, ShareCfg: cfg.Share,
 		Quotas: s.watchQuotas(cfg.Quota), Authorizer: s.watchACLs(cfg.Authorizer), Observer: observer(cfg.Metrics),

@@ -171,10 +171,13 @@ type Controller struct {
 	mux *controllerMux
 
 	// applied is the image after the last applied command.
-	imgMu   sync.RWMutex
-	img     *Image
-	watchMu sync.Mutex
-	watches []func(prev, next *Image)
+	imgMu sync.RWMutex
+	img   *Image
+	// imgMoved is closed (and replaced) when the next image is
+	// published; see imageAndNext.
+	imgMoved chan struct{}
+	watchMu  sync.Mutex
+	watches  []func(prev, next *Image)
 
 	// proposeMu serialises validate-then-propose so that two creations of
 	// the same topic cannot both pass validation.
@@ -250,6 +253,17 @@ func (c *Controller) Image() *Image {
 	return c.img
 }
 
+// imageAndNext returns the current image and a channel closed when the
+// next one is published.
+func (c *Controller) imageAndNext() (*Image, <-chan struct{}) {
+	c.imgMu.Lock()
+	defer c.imgMu.Unlock()
+	if c.imgMoved == nil {
+		c.imgMoved = make(chan struct{})
+	}
+	return c.img, c.imgMoved
+}
+
 // Watch implements Metadata.
 func (c *Controller) Watch(fn func(prev, next *Image)) {
 	c.watchMu.Lock()
@@ -268,6 +282,10 @@ func (c *Controller) published(next *Image) {
 	c.imgMu.Lock()
 	prev := c.img
 	c.img = next
+	if c.imgMoved != nil {
+		close(c.imgMoved)
+	}
+	c.imgMoved = make(chan struct{})
 	c.imgMu.Unlock()
 	c.watchMu.Lock()
 	watches := slices.Clone(c.watches)

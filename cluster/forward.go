@@ -369,16 +369,18 @@ func alterPartitionErr(code int16) error {
 
 // awaitLocal waits until this node has applied metadata satisfying ok, so
 // that a change forwarded to the controller is visible here when the
-// caller answers its client.
+// caller answers its client. It wakes on each image published, never
+// polling.
 func (c *Controller) awaitLocal(ctx context.Context, ok func(*Image) bool) error {
-	tick := time.NewTicker(5 * time.Millisecond)
-	defer tick.Stop()
-	for !ok(c.Image()) {
+	for {
+		im, next := c.imageAndNext()
+		if ok(im) {
+			return nil
+		}
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-tick.C:
+		case <-next:
 		}
 	}
-	return nil
 }

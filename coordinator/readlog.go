@@ -29,11 +29,18 @@ func ReadPartitionLog(r Replicas, tp TopicPartition, maxBytes int32, cancel <-ch
 			return false
 		}
 	}
+	hwn, _ := r.(hwNotifier)
 	for {
 		select {
 		case <-cancel:
 			return false
 		default:
+		}
+		// Taken before the bounds, so that a move between the two is
+		// not missed.
+		var hwMoved <-chan struct{}
+		if hwn != nil {
+			hwMoved = hwn.HWMoved(tp)
 		}
 		logStart, hw, leo, err := r.Bounds(tp)
 		if err != nil {
@@ -51,7 +58,16 @@ func ReadPartitionLog(r Replicas, tp TopicPartition, maxBytes int32, cancel <-ch
 			return true
 		}
 		if hw <= pos {
-			if !wait() {
+			if hwMoved == nil {
+				if !wait() {
+					return false
+				}
+				continue
+			}
+			// The high watermark's move (or a role change) wakes us.
+			select {
+			case <-hwMoved:
+			case <-cancel:
 				return false
 			}
 			continue
@@ -75,4 +91,11 @@ func ReadPartitionLog(r Replicas, tp TopicPartition, maxBytes int32, cancel <-ch
 		}
 		pos = next
 	}
+}
+
+// hwNotifier is a Replicas that signals high watermark moves, so that a
+// load waiting for the followers to catch up waits for that signal rather
+// than polling. replication.Manager's store and the test fakes are.
+type hwNotifier interface {
+	HWMoved(tp TopicPartition) <-chan struct{}
 }

@@ -56,6 +56,10 @@ func (s replicaStore) Bounds(tp TopicPartition) (int64, int64, int64, error) {
 	return lg.LogStartOffset(), lg.HighWatermark(), lg.LogEndOffset(), nil
 }
 
+// HWMoved returns a channel closed when tp's high watermark next moves
+// (hwNotifier), nil if tp is not hosted here.
+func (s replicaStore) HWMoved(tp TopicPartition) <-chan struct{} { return s.m.HWMoved(tp) }
+
 func (s replicaStore) Read(tp TopicPartition, offset, maxOffset int64, maxBytes int32) ([]byte, error) {
 	p := s.m.Get(tp)
 	if p == nil {

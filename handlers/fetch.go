@@ -13,10 +13,10 @@ package handlers
 // record would stall its consumer. A batch is returned whole even when the
 // fetch offset points into it; clients skip the records below their offset.
 //
-// Fetch sessions (KIP-227) are not kept: a request with session id 0 is a
-// full fetch and is answered with session id 0, which tells the client to
-// keep sending full fetches; a non-zero session id gets
-// FETCH_SESSION_ID_NOT_FOUND. Topics are named by id from v13.
+// Fetch sessions (KIP-227, fetch_session.go): a full fetch may open one,
+// an incremental fetch reads every partition of its session and is
+// answered with only those that have something new. Topics are named by
+// id from v13.
 // read_committed reads up to the last stable offset (the first offset of
 // the earliest transaction not yet decided, else the high watermark) and
 // lists the aborted transactions overlapping the records returned, whose
@@ -72,17 +72,18 @@ func (h *Handlers) fetch(ctx context.Context, req *protocol.Request) (kmsg.Respo
 	r := req.Body.(*kmsg.FetchRequest)
 	resp := r.ResponseKind().(*kmsg.FetchResponse)
 
-	if r.SessionID != 0 {
-		resp.ErrorCode = kerr.FetchSessionIDNotFound.Code
-		return resp, nil
-	}
-	if isMetadataPositionFetch(req, r) {
-		return h.metadataPosition(ctx, r), nil
-	}
 	im := h.meta.Image()
 	useIDs := req.Version >= 13
 
+	if isMetadataPositionFetch(req, r) {
+		return h.metadataPosition(ctx, r), nil
+	}
 	params := h.fetchParams(ctx, req, r)
+	fc, errCode := h.sessions.newContext(req.Version, r, params.FromFollower)
+	if errCode != 0 {
+		resp.ErrorCode = errCode
+		return resp, nil
+	}
 	allowed := h.topicAuthorizer(req, acl.OpRead)
 	if params.FromFollower {
 		follower := h.authorizeCluster(req, acl.OpClusterAction)
@@ -101,9 +102,8 @@ func (h *Handlers) fetch(ctx context.Context, req *protocol.Request) (kmsg.Respo
 			h.obs.Parked("Fetch", -1)
 		}
 	}()
-	slots := planFetch(req, r, resp, im, useIDs, &params, allowed)
+	slots := planFetch(req, fc.entries, resp, im, useIDs, &params, allowed)
 	results := h.replicas.Fetch(ctx, params)
-	spliced := fillFetchResponse(req, resp, slots, results)
 	for i, res := range results {
 		n := int64(len(res.Records))
 		if res.Region != nil {
@@ -113,15 +113,40 @@ func (h *Handlers) fetch(ctx context.Context, req *protocol.Request) (kmsg.Respo
 			h.obs.BytesOut(params.Partitions[i].TP.Topic, n)
 		}
 	}
-	emptyNullRecordSets(resp)
 	if !params.FromFollower {
 		if throttled := h.throttleFetch(ctx, req, results); throttled != nil {
-			if spliced != nil {
-				spliced.Close()
+			replication.CloseRegions(results)
+			if fc.kind == fetchIncremental {
+				throttled.SessionID = fc.session.id
 			}
 			return throttled, nil
 		}
 	}
+	switch fc.kind {
+	case fetchFull:
+		resp.SessionID = h.sessions.createSession(params.FromFollower, useIDs, fc.entries, fetchAnswers(resp, slots, results))
+		if resp.SessionID != 0 {
+			req.Logger().Debug().Int32("session_id", resp.SessionID).Bool("follower", params.FromFollower).
+				Int("partitions", len(fc.entries)).Msg("fetch session created")
+		}
+	case fetchIncremental:
+		keep, ok := fc.respond(h.sessions, fetchAnswers(resp, slots, results))
+		if !ok {
+			// Another fetch of the session was answered meanwhile.
+			replication.CloseRegions(results)
+			resp.Topics = nil
+			resp.ErrorCode = kerr.InvalidFetchSessionEpoch.Code
+			return resp, nil
+		}
+		slots = keepFetchSlots(resp, slots, keep, results)
+		resp.SessionID = fc.session.id
+		if fc.reqEpoch == 1 {
+			req.Logger().Debug().Int32("session_id", resp.SessionID).Bool("follower", params.FromFollower).
+				Int("partitions", len(fc.entries)).Int("answered", len(slots)).Msg("fetch session answered its first incremental fetch")
+		}
+	}
+	spliced := fillFetchResponse(req, resp, slots, results)
+	emptyNullRecordSets(resp)
 	if spliced != nil {
 		return spliced, nil
 	}
@@ -163,21 +188,22 @@ type fetchSlot struct {
 	idx         int // index into params.Partitions, -1 if errored
 }
 
-// planFetch lays out the response and the reads: each distinct partition
-// once, in the order first named, with the last parameters given for it
-// (see the top of this file). Every partition gets a response entry with
-// -1 offsets; one whose topic id is unknown is answered UNKNOWN_TOPIC_ID
-// there and read from nowhere, the others are appended to
-// params.Partitions. The slots returned are in response order, one per
+// planFetch lays out the response and the reads of entries, the
+// partitions of a full fetch (each distinct partition once, in the order
+// first named, with the last parameters given for it; see the top of this
+// file) or of an incremental fetch's session. Every partition gets a
+// response entry with -1 offsets; one whose topic id is unknown is
+// answered UNKNOWN_TOPIC_ID there and read from nowhere, the others are
+// appended to params.Partitions. The slots returned are in response order, one per
 // response partition.
-func planFetch(req *protocol.Request, r *kmsg.FetchRequest, resp *kmsg.FetchResponse, im *cluster.Image, useIDs bool, params *replication.FetchParams, allowed func(topic string) bool) []fetchSlot {
-	parts := dedupFetchPartitions(r, useIDs)
-	slots := make([]fetchSlot, 0, len(parts))
-	for _, fp := range parts {
-		t, p := &r.Topics[fp.topic], &r.Topics[fp.topic].Partitions[fp.part]
-		if n := len(resp.Topics); n == 0 || resp.Topics[n-1].Topic != t.Topic || resp.Topics[n-1].TopicID != t.TopicID {
+func planFetch(req *protocol.Request, entries []fetchEntry, resp *kmsg.FetchResponse, im *cluster.Image, useIDs bool, params *replication.FetchParams, allowed func(topic string) bool) []fetchSlot {
+	slots := make([]fetchSlot, 0, len(entries))
+	for i := range entries {
+		e := &entries[i]
+		p := &e.p
+		if n := len(resp.Topics); n == 0 || resp.Topics[n-1].Topic != e.topic || resp.Topics[n-1].TopicID != e.topicID {
 			rt := kmsg.NewFetchResponseTopic()
-			rt.Topic, rt.TopicID = t.Topic, t.TopicID
+			rt.Topic, rt.TopicID = e.topic, e.topicID
 			resp.Topics = append(resp.Topics, rt)
 		}
 		rt := &resp.Topics[len(resp.Topics)-1]
@@ -188,9 +214,9 @@ func planFetch(req *protocol.Request, r *kmsg.FetchRequest, resp *kmsg.FetchResp
 		rt.Partitions = append(rt.Partitions, rp)
 		at := fetchSlot{len(resp.Topics) - 1, len(rt.Partitions) - 1, -1}
 
-		name := t.Topic
+		name := e.topic
 		if useIDs {
-			ti := im.TopicByID(cluster.TopicID(t.TopicID))
+			ti := im.TopicByID(cluster.TopicID(e.topicID))
 			if ti == nil {
 				rt.Partitions[at.part].ErrorCode = kerr.UnknownTopicID.Code
 				slots = append(slots, at)
@@ -266,6 +292,54 @@ func fillFetchResponse(req *protocol.Request, resp *kmsg.FetchResponse, slots []
 		}
 	}
 	return spliced
+}
+
+// fetchAnswers lists, per slot, what the response says of its partition,
+// for the fetch session to compare with what it said last.
+func fetchAnswers(resp *kmsg.FetchResponse, slots []fetchSlot, results []replication.FetchResult) []fetchAnswer {
+	answers := make([]fetchAnswer, len(slots))
+	for i, s := range slots {
+		a := &answers[i]
+		if s.idx < 0 {
+			rp := &resp.Topics[s.topic].Partitions[s.part]
+			a.errCode, a.hw, a.lso, a.logStart = rp.ErrorCode, rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset
+			continue
+		}
+		res := &results[s.idx]
+		a.errCode = errorCode(res.Err)
+		a.hw, a.lso, a.logStart = res.HighWatermark, res.LastStableOffset, res.LogStartOffset
+		a.hasRecords = len(res.Records) > 0 || (res.Region != nil && res.Region.Len > 0)
+		a.diverging = res.HasDivergingEpoch
+	}
+	return answers
+}
+
+// keepFetchSlots drops from resp the partitions an incremental response
+// leaves out (keep[i] false for slot i), closing their file regions, and
+// returns the slots of those left.
+func keepFetchSlots(resp *kmsg.FetchResponse, slots []fetchSlot, keep []bool, results []replication.FetchResult) []fetchSlot {
+	old := resp.Topics
+	resp.Topics = nil
+	kept := make([]fetchSlot, 0, len(slots))
+	lastTopic := -1
+	for i, s := range slots {
+		if !keep[i] {
+			if s.idx >= 0 {
+				replication.CloseRegions(results[s.idx : s.idx+1])
+			}
+			continue
+		}
+		if s.topic != lastTopic {
+			rt := kmsg.NewFetchResponseTopic()
+			rt.Topic, rt.TopicID = old[s.topic].Topic, old[s.topic].TopicID
+			resp.Topics = append(resp.Topics, rt)
+			lastTopic = s.topic
+		}
+		rt := &resp.Topics[len(resp.Topics)-1]
+		rt.Partitions = append(rt.Partitions, old[s.topic].Partitions[s.part])
+		kept = append(kept, fetchSlot{len(resp.Topics) - 1, len(rt.Partitions) - 1, s.idx})
+	}
+	return kept
 }
 
 // emptyNullRecordSets gives a partition with nothing to return an empty

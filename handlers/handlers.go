@@ -24,6 +24,9 @@ type Config struct {
 	// FetchMaxBytes is fetch.max.bytes, the most a Fetch response carries
 	// (0: Kafka's default, 55 MiB).
 	FetchMaxBytes int32
+	// FetchSessionCacheSlots is max.incremental.fetch.session.cache.slots,
+	// the fetch sessions kept (0: Kafka's default, 1000; negative: none).
+	FetchSessionCacheSlots int
 }
 
 // Handlers serves the Kafka APIs.
@@ -61,6 +64,8 @@ type Handlers struct {
 	peers   peers
 	// obs receives request and traffic counts (observe.go); never nil.
 	obs Observer
+	// sessions are the fetch sessions (fetch_session.go).
+	sessions *FetchSessionCache
 }
 
 // Close releases the connections the handlers opened to other brokers.
@@ -123,6 +128,9 @@ func Register(reg *protocol.Registry, cfg Config, meta cluster.Metadata, replica
 	return New(reg, cfg, Deps{Meta: meta, Replicas: replicas})
 }
 
+// FetchSessions returns the broker's fetch-session cache.
+func (h *Handlers) FetchSessions() *FetchSessionCache { return h.sessions }
+
 // New creates the handlers over d and registers every API with reg.
 func New(reg *protocol.Registry, cfg Config, d Deps) *Handlers {
 	h := &Handlers{
@@ -139,6 +147,11 @@ func New(reg *protocol.Registry, cfg Config, d Deps) *Handlers {
 		// Registered last of the metadata watchers: see propagate.go.
 		h.applied = newApplied(d.Meta)
 	}
+	slots := cfg.FetchSessionCacheSlots
+	if slots == 0 {
+		slots = DefaultFetchSessionCacheSlots
+	}
+	h.sessions = NewFetchSessionCache(slots, nil)
 	// The peer check comes first: a request refused there costs no quota.
 	reg.Wrap(func(fn protocol.HandlerFunc) protocol.HandlerFunc { return h.observe(h.guard(h.quotaAware(fn))) })
 	for _, r := range []func(*protocol.Registry){

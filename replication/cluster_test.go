@@ -64,6 +64,7 @@ type simNode struct {
 	logs *partition.Manager
 	rm   *replication.Manager
 	srv  *protocol.Server
+	h    *handlers.Handlers
 	ln   net.Listener
 	up   bool
 
@@ -242,7 +243,7 @@ func (n *simNode) start() {
 		t.Fatal(err)
 	}
 	reg := protocol.NewRegistry()
-	handlers.Register(reg, handlers.Config{NodeID: n.id}, meta, n.rm)
+	n.h = handlers.Register(reg, handlers.Config{NodeID: n.id}, meta, n.rm)
 	n.srv = protocol.NewServer(protocol.DefaultConfig(), reg, logger)
 	go n.srv.Serve(ln)
 	n.up = true

@@ -25,7 +25,10 @@ import (
 // agreeing, repeat while the leader answers with an epoch we do not hold.
 // Then it fetches at its LEO with Fetch v15 and LastFetchedEpoch; a
 // response carrying DivergingEpoch (KIP-320 style truncation on fetch)
-// truncates again and fetching continues.
+// truncates again and fetching continues. Fetches go in a fetch session
+// (KIP-227, followerSession): after the first, full, one a fetch names
+// only the partitions whose position changed, so a follower with nothing
+// new sends an empty request and gets an empty answer.
 
 const (
 	// Versions sent to other gokafka brokers. Fetch v15 (KIP-903) carries
@@ -151,6 +154,10 @@ type fetcher struct {
 	cancel context.CancelFunc
 	wake   chan struct{}
 	done   chan struct{}
+
+	// sess is the fetch session with the leader (KIP-227); only the run
+	// goroutine uses it.
+	sess followerSession
 
 	// mu guards parts and the fetchStates in it. It is held neither
 	// across a network call nor while a log is written (appends,
@@ -495,14 +502,15 @@ func (f *fetcher) fetch(states []*fetchState) {
 	req.MaxWaitMillis = int32(cfg.ReplicaFetchWaitMax.Milliseconds())
 	req.MinBytes = cfg.ReplicaFetchMinBytes
 	req.MaxBytes = cfg.ReplicaFetchResponseMaxBytes
-	req.SessionID = 0
-	req.SessionEpoch = -1
 	type sentPart struct {
 		s      *fetchState
 		offset int64
 	}
+	// next is every partition this fetch reads, which becomes the
+	// session's; an incremental request names only those whose
+	// parameters changed since the session last had them.
+	next := make(map[partition.TopicPartition]sessionPart, len(states))
 	sent := map[partition.TopicPartition]sentPart{}
-	topics := map[string]int{}
 	// Which partitions the follower throttle applies to is read before
 	// the fetcher's lock is taken, so that lock never waits for a
 	// partition's (throttle.go).
@@ -526,41 +534,35 @@ func (f *fetcher) fetch(states []*fetchState) {
 			continue
 		}
 		lg := s.p.log
-		ti, ok := topics[s.p.TP.Topic]
-		if !ok {
-			top := im.Topics[s.p.TP.Topic]
-			if top == nil {
-				// Deleted; the reconcile of that change removes it
-				// here. Until then it waits like a refused fetch.
-				f.backoffLocked(s)
-				continue
-			}
-			t := kmsg.NewFetchRequestTopic()
-			t.Topic, t.TopicID = s.p.TP.Topic, top.ID
-			names[top.ID] = top.Name
-			req.Topics = append(req.Topics, t)
-			ti = len(req.Topics) - 1
-			topics[s.p.TP.Topic] = ti
+		top := im.Topics[s.p.TP.Topic]
+		if top == nil {
+			// Deleted; the reconcile of that change removes it
+			// here. Until then it waits like a refused fetch.
+			f.backoffLocked(s)
+			continue
 		}
-		rp := kmsg.NewFetchRequestTopicPartition()
-		rp.Partition = s.p.TP.Partition
-		rp.CurrentLeaderEpoch = s.epoch
-		rp.FetchOffset = lg.LogEndOffset()
-		rp.LastFetchedEpoch = lg.LatestEpoch()
-		rp.LogStartOffset = lg.LogStartOffset()
-		rp.PartitionMaxBytes = cfg.ReplicaFetchMaxBytes
-		req.Topics[ti].Partitions = append(req.Topics[ti].Partitions, rp)
-		sent[s.p.TP] = sentPart{s, rp.FetchOffset}
+		sp := sessionPart{
+			topicID:     top.ID,
+			leaderEpoch: s.epoch,
+			offset:      lg.LogEndOffset(),
+			lastEpoch:   lg.LatestEpoch(),
+			logStart:    lg.LogStartOffset(),
+		}
+		names[top.ID] = top.Name
+		next[s.p.TP] = sp
+		sent[s.p.TP] = sentPart{s, sp.offset}
 	}
 	f.mu.Unlock()
 	if len(sent) == 0 {
 		return
 	}
+	f.sess.build(req, next, cfg.ReplicaFetchMaxBytes)
 
 	ctx, cancel := context.WithTimeout(f.ctx, cfg.ReplicaSocketTimeout+cfg.ReplicaFetchWaitMax)
 	kresp, err := f.client.Request(ctx, req)
 	cancel()
 	if err != nil {
+		f.sess.failed()
 		if f.ctx.Err() == nil {
 			f.logger.Warn().Err(err).Msg("fetch from leader failed")
 		}
@@ -574,6 +576,12 @@ func (f *fetcher) fetch(states []*fetchState) {
 		return
 	}
 	resp := kresp.(*kmsg.FetchResponse)
+	if !f.sess.answered(resp, next) {
+		// The leader lost or replaced the session (a restart, an
+		// eviction): the next fetch is full and opens another.
+		f.logger.Info().Int32("session_id", req.SessionID).Str("error", errName(resp.ErrorCode)).Msg("fetch session refused; fetching in full")
+		return
+	}
 	if resp.ErrorCode != 0 {
 		f.logger.Warn().Str("error", errName(resp.ErrorCode)).Msg("leader refused fetch")
 		f.mu.Lock()
@@ -637,6 +645,122 @@ func (f *fetcher) fetch(states []*fetchState) {
 	for _, s := range outOfRange {
 		f.handleOutOfRange(s)
 	}
+}
+
+// followerSession is the follower's side of a fetch session (Kafka's
+// FetchSessionHandler): the session id and the epoch of the next fetch
+// (0: a full one), and the partitions as the leader's session holds them.
+type followerSession struct {
+	id    int32
+	epoch int32
+	parts map[partition.TopicPartition]sessionPart
+}
+
+// sessionPart is what a session holds of a partition: its fetch
+// parameters.
+type sessionPart struct {
+	topicID     [16]byte
+	leaderEpoch int32
+	offset      int64
+	lastEpoch   int32
+	logStart    int64
+}
+
+// build fills req's session fields and partitions for a fetch of next: all
+// of them in a full fetch; in an incremental one those new to the session
+// or changed, and the session's others as forgotten.
+func (fs *followerSession) build(req *kmsg.FetchRequest, next map[partition.TopicPartition]sessionPart, maxBytes int32) {
+	req.SessionID, req.SessionEpoch = fs.id, fs.epoch
+	full := fs.epoch == 0
+	topics := map[[16]byte]int{}
+	add := func(tp partition.TopicPartition, sp sessionPart) {
+		ti, ok := topics[sp.topicID]
+		if !ok {
+			t := kmsg.NewFetchRequestTopic()
+			t.Topic, t.TopicID = tp.Topic, sp.topicID
+			req.Topics = append(req.Topics, t)
+			ti = len(req.Topics) - 1
+			topics[sp.topicID] = ti
+		}
+		rp := kmsg.NewFetchRequestTopicPartition()
+		rp.Partition = tp.Partition
+		rp.CurrentLeaderEpoch = sp.leaderEpoch
+		rp.FetchOffset = sp.offset
+		rp.LastFetchedEpoch = sp.lastEpoch
+		rp.LogStartOffset = sp.logStart
+		rp.PartitionMaxBytes = maxBytes
+		req.Topics[ti].Partitions = append(req.Topics[ti].Partitions, rp)
+	}
+	forgotten := map[[16]byte]int{}
+	forget := func(tp partition.TopicPartition, sp sessionPart) {
+		fi, ok := forgotten[sp.topicID]
+		if !ok {
+			ft := kmsg.NewFetchRequestForgottenTopic()
+			ft.Topic, ft.TopicID = tp.Topic, sp.topicID
+			req.ForgottenTopics = append(req.ForgottenTopics, ft)
+			fi = len(req.ForgottenTopics) - 1
+			forgotten[sp.topicID] = fi
+		}
+		req.ForgottenTopics[fi].Partitions = append(req.ForgottenTopics[fi].Partitions, tp.Partition)
+	}
+	for tp, sp := range next {
+		old, had := fs.parts[tp]
+		if !full && had && old.topicID != sp.topicID {
+			forget(tp, old) // the topic was recreated under a new id
+		}
+		if full || !had || old != sp {
+			add(tp, sp)
+		}
+	}
+	if !full {
+		for tp, old := range fs.parts {
+			if _, ok := next[tp]; !ok {
+				forget(tp, old)
+			}
+		}
+	}
+}
+
+// answered moves the session on after a response to a fetch of next;
+// false when the leader refused the session, and the next fetch is full.
+func (fs *followerSession) answered(resp *kmsg.FetchResponse, next map[partition.TopicPartition]sessionPart) bool {
+	switch resp.ErrorCode {
+	case kerr.FetchSessionIDNotFound.Code:
+		fs.id, fs.epoch, fs.parts = 0, 0, nil
+		return false
+	case kerr.InvalidFetchSessionEpoch.Code, kerr.FetchSessionTopicIDError.Code:
+		fs.failed()
+		return false
+	case 0:
+	default:
+		fs.failed()
+		return true
+	}
+	switch {
+	case fs.epoch != 0:
+		fs.epoch = nextEpoch(fs.epoch)
+	case resp.SessionID != 0:
+		fs.id, fs.epoch = resp.SessionID, 1
+	default:
+		// No session (the leader's cache is full): full fetches.
+		fs.id, fs.epoch = 0, 0
+	}
+	fs.parts = next
+	return true
+}
+
+// failed makes the next fetch a full one, closing the session (a failed
+// request leaves the session's state at the leader unknown).
+func (fs *followerSession) failed() {
+	fs.epoch, fs.parts = 0, nil
+}
+
+// nextEpoch is the session epoch after e (it wraps to 1).
+func nextEpoch(e int32) int32 {
+	if e == 1<<31-1 {
+		return 1
+	}
+	return e + 1
 }
 
 // applyOutcome is what applying a partition's fetch data asks of its

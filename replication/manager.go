@@ -92,11 +92,12 @@ type Partition struct {
 		proposalSeq    uint64
 		proposalEpochs []int64
 		// hwMoved is closed (and replaced) whenever the high watermark,
-		// the log start offset or the role changes, waking consumer
-		// fetches; leoMoved additionally on every append, waking
-		// follower fetches.
-		hwMoved  chan struct{}
-		leoMoved chan struct{}
+		// the log start offset or the role changes (HWMoved, for share
+		// fetches).
+		hwMoved chan struct{}
+		// fetchWaiters are the parked fetches reading this partition,
+		// signalled on the changes notifyLocked names.
+		fetchWaiters map[*fetchWaiter]struct{}
 	}
 }
 
@@ -128,13 +129,20 @@ func (p *Partition) ISR() []int32 {
 	return slices.Clone(p.mu.isr)
 }
 
-func (p *Partition) waitChan(replica bool) <-chan struct{} {
+// watch makes w signalled by this partition's changes until unwatch.
+func (p *Partition) watch(w *fetchWaiter) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if replica {
-		return p.mu.leoMoved
+	if p.mu.fetchWaiters == nil {
+		p.mu.fetchWaiters = make(map[*fetchWaiter]struct{})
 	}
-	return p.mu.hwMoved
+	p.mu.fetchWaiters[w] = struct{}{}
+}
+
+func (p *Partition) unwatch(w *fetchWaiter) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(p.mu.fetchWaiters, w)
 }
 
 // notifyLocked wakes parked fetches: consumers' when their view changed
@@ -147,13 +155,15 @@ func (p *Partition) waitChan(replica bool) <-chan struct{} {
 // more for the HW those records moved). They learn the HW with the next
 // records or when their fetch's max wait ends.
 func (p *Partition) notifyLocked(followers, consumers bool) {
-	if followers {
-		close(p.mu.leoMoved)
-		p.mu.leoMoved = make(chan struct{})
-	}
 	if consumers {
 		close(p.mu.hwMoved)
 		p.mu.hwMoved = make(chan struct{})
+	}
+	for w := range p.mu.fetchWaiters {
+		w.changed.Store(true)
+		if (w.replica && followers) || (!w.replica && consumers) {
+			w.signal()
+		}
 	}
 }
 
@@ -683,7 +693,6 @@ func (m *Manager) ensure(tp partition.TopicPartition, pi *cluster.PartitionInfo,
 		p.prod.expiry = m.cfg.ProducerIDExpiration
 		p.prod.spawn = m.spawnProducerLoad
 		p.mu.hwMoved = make(chan struct{})
-		p.mu.leoMoved = make(chan struct{})
 		p.mu.leaderEpoch = -1
 		p.mu.leader = -1
 		p.mu.waiters = make(map[uint64]chan error)
@@ -1044,24 +1053,31 @@ type FetchResult struct {
 // ends, then reads again.
 func (m *Manager) Fetch(ctx context.Context, fp FetchParams) []FetchResult {
 	var timer *time.Timer
+	var w *fetchWaiter
 	defer func() {
 		if timer != nil {
 			timer.Stop()
 		}
+		if w != nil {
+			w.unwatchAll()
+		}
 	}()
 	first := true
 	for {
-		// Take the wake-up channels before reading so that a change
-		// between the read and the wait is not missed.
-		waits := make([]<-chan struct{}, 0, len(fp.Partitions))
-		for _, part := range fp.Partitions {
-			if p := m.Get(part.TP); p != nil {
-				waits = append(waits, p.waitChan(fp.FromFollower))
+		// Watch the partitions before reading them so that a change
+		// between the read and the wait is not missed. One waiter
+		// serves them all: a parked fetch costs no goroutine per
+		// partition.
+		if fp.MaxWait > 0 {
+			if w == nil {
+				w = &fetchWaiter{ch: make(chan struct{}, 1), replica: fp.FromFollower}
 			}
+			w.changed.Store(false)
+			m.watchAll(w, fp.Partitions)
 		}
 		res, total, respondNow := m.readAll(ctx, fp, first)
 		first = false
-		if total >= int64(fp.MinBytes) || respondNow || fp.MaxWait <= 0 || len(waits) == 0 {
+		if total >= int64(fp.MinBytes) || respondNow || fp.MaxWait <= 0 || len(w.watched) == 0 {
 			return res
 		}
 		CloseRegions(res) // read again after the wait
@@ -1072,12 +1088,69 @@ func (m *Manager) Fetch(ctx context.Context, fp FetchParams) []FetchResult {
 			fp.OnPark()
 		}
 		parkedAt := m.now()
-		woke := WaitAny(ctx, timer.C, waits)
+		woke := false
+		select {
+		case <-w.ch:
+			woke = true
+		case <-timer.C:
+		case <-ctx.Done():
+		}
 		addParked(ctx, m.now().Sub(parkedAt))
 		if !woke {
+			if total == 0 && !w.changed.Load() {
+				// Nothing read and nothing changed since: the read
+				// stands. (An idle follower's fetch over thousands of
+				// partitions would otherwise read them all twice.)
+				return res
+			}
 			res, _, _ = m.readAll(ctx, fp, false)
 			return res
 		}
+		// The partitions may have been replaced (a role change): watch
+		// them afresh.
+		w.unwatchAll()
+	}
+}
+
+// fetchWaiter is one parked Fetch. Each partition it reads holds it while
+// it waits and signals it (notifyLocked): on a high watermark move for a
+// consumer, on an append for a follower, on a role or log start change for
+// both.
+type fetchWaiter struct {
+	ch      chan struct{} // buffered (1)
+	replica bool
+	watched []*Partition
+	// changed is set by any change to a watched partition, including
+	// those that do not wake it (a follower's on a high watermark move).
+	changed atomic.Bool
+}
+
+func (w *fetchWaiter) signal() {
+	select {
+	case w.ch <- struct{}{}:
+	default:
+	}
+}
+
+// watchAll registers w with the hosted partitions among parts.
+func (m *Manager) watchAll(w *fetchWaiter, parts []FetchPartition) {
+	for _, part := range parts {
+		if p := m.Get(part.TP); p != nil {
+			p.watch(w)
+			w.watched = append(w.watched, p)
+		}
+	}
+}
+
+// unwatchAll deregisters w and drops any signal it holds.
+func (w *fetchWaiter) unwatchAll() {
+	for _, p := range w.watched {
+		p.unwatch(w)
+	}
+	w.watched = w.watched[:0]
+	select {
+	case <-w.ch:
+	default:
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -717,6 +718,46 @@ func TestProduceAcksAllWaitsForTheISR(t *testing.T) {
 		_, err := rm.Produce(context.Background(), tp("t", 0), testkit.SimpleBatch(1, 1000, 1), -1, time.Second)
 		if !errors.Is(err, replication.ErrRequestTimedOut) {
 			t.Fatalf("got %v, want ErrRequestTimedOut with the HW still at 0", err)
+		}
+	})
+}
+
+// A fetch parked over many partitions waits on one shared notification,
+// not on a goroutine per partition, and any of them wakes it.
+func TestParkedFetchOverManyPartitionsStartsNoGoroutinePerPartition(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const n = 100
+		im := imageWith(1, 0, 1)
+		top := im.Topics["t"]
+		for p := int32(1); p < n; p++ {
+			pi := top.Partitions[0]
+			pi.Partition = p
+			top.Partitions = append(top.Partitions, pi)
+		}
+		_, rm := newFakeStack(t, im)
+		synctest.Wait()
+		idle := runtime.NumGoroutine()
+		done := make(chan []replication.FetchResult, 1)
+		go func() {
+			fp := replication.FetchParams{MinBytes: 1, MaxBytes: 1 << 20, MaxWait: time.Hour}
+			for p := int32(0); p < n; p++ {
+				fp.Partitions = append(fp.Partitions, replication.FetchPartition{TP: tp("t", p), MaxBytes: 1 << 20, CurrentLeaderEpoch: -1})
+			}
+			done <- rm.Fetch(context.Background(), fp)
+		}()
+		synctest.Wait()
+		if parked := runtime.NumGoroutine() - idle; parked > 1 {
+			t.Fatalf("a fetch parked over %d partitions runs %d goroutines, want 1", n, parked)
+		}
+		mustProduce(t, rm, tp("t", 77), testkit.SimpleBatch(1, 1000, 5))
+		synctest.Wait()
+		select {
+		case res := <-done:
+			if hs := headers(t, res[77].Records); len(hs) != 1 {
+				t.Fatalf("partition 77 returned %+v", hs)
+			}
+		default:
+			t.Fatal("produce to partition 77 did not wake the fetch")
 		}
 	})
 }

@@ -2,6 +2,7 @@ package replication
 
 import (
 	"context"
+	"reflect"
 	"time"
 
 	"github.com/gokafka/gokafka/partition"
@@ -15,44 +16,39 @@ func (m *Manager) HWMoved(tp partition.TopicPartition) <-chan struct{} {
 	if p == nil {
 		return nil
 	}
-	return p.waitChan(false)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.mu.hwMoved
 }
 
 // WaitAny waits until one of waits is closed (true), or until deadline fires
-// or ctx is done (false). A nil deadline never fires. With a single channel it
-// selects on it directly; with more, waits[0] is still selected on directly
-// and one goroutine per other channel reports the first close, all of them
-// ending before WaitAny returns.
+// or ctx is done (false). A nil deadline never fires. It starts no
+// goroutine: with more than one channel it selects on all of them at once
+// (reflect.Select).
 func WaitAny(ctx context.Context, deadline <-chan time.Time, waits []<-chan struct{}) bool {
-	var first <-chan struct{} // nil when waits is empty: never ready
-	if len(waits) > 0 {
-		first = waits[0]
-	}
-	var woken chan struct{} // nil unless there are channels beyond the first
-	if len(waits) > 1 {
-		woken = make(chan struct{}, 1)
-		stop := make(chan struct{})
-		defer close(stop)
-		for _, w := range waits[1:] {
-			go func(w <-chan struct{}) {
-				select {
-				case <-w:
-					select {
-					case woken <- struct{}{}:
-					default:
-					}
-				case <-stop:
-				}
-			}(w)
+	switch len(waits) {
+	case 0:
+		select {
+		case <-deadline:
+		case <-ctx.Done():
 		}
+		return false
+	case 1:
+		select {
+		case <-waits[0]:
+			return true
+		case <-deadline:
+		case <-ctx.Done():
+		}
+		return false
 	}
-	select {
-	case <-first:
-		return true
-	case <-woken:
-		return true
-	case <-deadline:
-	case <-ctx.Done():
+	cases := make([]reflect.SelectCase, 0, len(waits)+2)
+	cases = append(cases,
+		reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ctx.Done())},
+		reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(deadline)})
+	for _, w := range waits {
+		cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(w)})
 	}
-	return false
+	chosen, _, _ := reflect.Select(cases)
+	return chosen >= 2
 }

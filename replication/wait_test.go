@@ -2,6 +2,7 @@ package replication_test
 
 import (
 	"context"
+	"runtime"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -45,5 +46,28 @@ func TestWaitAny(t *testing.T) {
 			t.Fatal("no channels: want false at the deadline")
 		}
 		// synctest.Test fails if a goroutine started by WaitAny outlives it.
+	})
+}
+
+// WaitAny over many channels starts no goroutine per channel.
+func TestWaitAnyStartsNoGoroutinePerChannel(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		chans := make([]chan struct{}, 50)
+		waits := make([]<-chan struct{}, len(chans))
+		for i := range chans {
+			chans[i] = make(chan struct{})
+			waits[i] = chans[i]
+		}
+		idle := runtime.NumGoroutine()
+		woke := make(chan bool, 1)
+		go func() { woke <- replication.WaitAny(context.Background(), nil, waits) }()
+		synctest.Wait()
+		if n := runtime.NumGoroutine() - idle; n > 1 {
+			t.Fatalf("waiting on %d channels runs %d goroutines, want 1", len(waits), n)
+		}
+		close(chans[31])
+		if !<-woke {
+			t.Fatal("closing one channel did not end the wait")
+		}
 	})
 }

@@ -59,7 +59,8 @@ func TestFlagValidation(t *testing.T) {
 
 func TestScenarioSelection(t *testing.T) {
 	for spec, want := range map[string]string{
-		"all":       "s1 s2 s3 s4 s5-rf3 s5-1n s6-1n s6-3n",
+		"all":       "s1 s2 s3 s4 s5-rf3 s5-1n s6-1n s6-3n s7-0 s7-1k s7-5k s7-10k",
+		"s7":        "s7-0 s7-1k s7-5k s7-10k",
 		"s5":        "s5-rf3 s5-1n",
 		"s6-3n,s1":  "s6-3n s1",
 		"s1,s1, s2": "s1 s2",

@@ -40,6 +40,8 @@ type options struct {
 	rounds       int
 	consumeBytes int64
 	rssAfter     time.Duration
+	idleSettle   time.Duration
+	idleWindow   time.Duration
 	kfakePersist bool
 	dropCaches   bool
 	keepLogs     bool
@@ -82,12 +84,14 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.Int64Var(&o.load.maxBytes, "max-bytes", 0, "consume: stop after this many value bytes (0: at the end offsets taken at the start)")
 	fs.Int64Var(&o.load.maxRecords, "max-records", 0, "consume: stop after this many records (0: at the end offsets taken at the start)")
 
-	fs.StringVar(&o.scenario, "scenario", "", "run scenarios on servers started here: s1…s6, s5-rf3 style names, a comma list, or all")
+	fs.StringVar(&o.scenario, "scenario", "", "run scenarios on servers started here: s1…s7, s5-rf3 style names, a comma list, or all")
 	fs.StringVar(&o.gokafkaBin, "gokafka-bin", "", "gokafka binary the scenarios start")
 	fs.StringVar(&o.peer, "peer", sysKfake, "system compared with gokafka: kfake, or none")
 	fs.IntVar(&o.rounds, "rounds", 3, "rounds per system and scenario")
 	consumeBytes := fs.String("consume-bytes", "1GiB", "s4: bytes written beforehand and read back (suffixes KiB, MiB, GiB, KB, MB, GB)")
 	fs.DurationVar(&o.rssAfter, "rss-after", 3*time.Second, "s6: read the servers' RSS this long after their start")
+	fs.DurationVar(&o.idleSettle, "idle-settle", 10*time.Second, "s7: wait this long after the topic is ready before measuring")
+	fs.DurationVar(&o.idleWindow, "idle-window", 30*time.Second, "s7: measure the idle servers' CPU over this long")
 	fs.BoolVar(&o.kfakePersist, "kfake-persist", true, "give kfake a data directory so it writes its segments to disk as gokafka does")
 	fs.BoolVar(&o.dropCaches, "drop-caches", false, "before each round, sync and drop the kernel's page cache (needs root): with the cache full of other files every write first reclaims a page, which on small VMs costs several times the copy itself and varies with what ran before")
 	fs.BoolVar(&o.keepLogs, "keep-logs", false, "keep the servers' temp dirs (data and logs) instead of removing them")
@@ -223,6 +227,9 @@ func (o *options) validate() error {
 	}
 	if o.recordSizeSet && o.load.recordSize < 8 {
 		return fmt.Errorf("-record-size %d: the scenarios need at least 8 bytes", o.load.recordSize)
+	}
+	if o.idleSettle < 0 || o.idleWindow <= 0 {
+		return fmt.Errorf("-idle-settle %v, -idle-window %v: want a non-negative settle and a positive window", o.idleSettle, o.idleWindow)
 	}
 	if o.rssAfter < 0 {
 		return fmt.Errorf("-rss-after %v: must not be negative", o.rssAfter)

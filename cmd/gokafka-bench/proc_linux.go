@@ -20,3 +20,13 @@ func dropPageCache() error {
 	syscall.Sync()
 	return os.WriteFile("/proc/sys/vm/drop_caches", []byte("1"), 0)
 }
+
+// openFilesLimit is the hard RLIMIT_NOFILE, which a Go server raises its
+// own soft limit to.
+func openFilesLimit() (uint64, bool) {
+	var rl syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl); err != nil {
+		return 0, false
+	}
+	return rl.Max, true
+}

@@ -19,6 +19,7 @@ const (
 	kindConsume = "consume"
 	kindE2E     = "e2e"
 	kindStartup = "startup"
+	kindIdle    = "idle"
 )
 
 // scenario is one fixed comparison. Fields left zero take the command-line
@@ -55,6 +56,14 @@ var scenarios = []scenario{
 		Title: "start-up and idle memory, 1 node"},
 	{Name: "s6-3n", Kind: kindStartup, Nodes: 3,
 		Title: "start-up and idle memory, 3 nodes"},
+	{Name: "s7-0", Kind: kindIdle, Nodes: 3, partitions: 0, rf: 3,
+		Title: "idle cost, 3 nodes, no topics"},
+	{Name: "s7-1k", Kind: kindIdle, Nodes: 3, partitions: 1000, rf: 3,
+		Title: "idle cost, 3 nodes, 1,000 partitions RF=3"},
+	{Name: "s7-5k", Kind: kindIdle, Nodes: 3, partitions: 5000, rf: 3,
+		Title: "idle cost, 3 nodes, 5,000 partitions RF=3"},
+	{Name: "s7-10k", Kind: kindIdle, Nodes: 3, partitions: 10000, rf: 3,
+		Title: "idle cost, 3 nodes, 10,000 partitions RF=3"},
 }
 
 // selectScenarios resolves a -scenario value: all, or a comma-separated
@@ -76,7 +85,7 @@ func selectScenarios(spec string) ([]scenario, error) {
 			}
 		}
 		if !found {
-			return nil, fmt.Errorf("unknown scenario %q (want s1…s6, a full name such as s5-rf3, or all)", want)
+			return nil, fmt.Errorf("unknown scenario %q (want s1…s7, a full name such as s5-rf3, or all)", want)
 		}
 	}
 	return out, nil
@@ -157,6 +166,8 @@ func (r *runner) scenarioLoad(sc scenario, brokers []string) *loadConfig {
 func (r *runner) settings(sc scenario) string {
 	c := r.scenarioLoad(sc, nil)
 	switch sc.Kind {
+	case kindIdle:
+		return fmt.Sprintf("%d partitions RF %d in one topic, then %v to settle, then CPU (utime+stime of /proc/PID/stat) over %v with no client connected, as CPU seconds per minute per node; RSS (VmRSS) per node at its end", sc.partitions, sc.rf, r.opts.idleSettle, r.opts.idleWindow)
 	case kindStartup:
 		return fmt.Sprintf("accept polled every 1 ms; first produce: kadm CreateTopic (1 partition, RF %d) then one acks=all record; idle RSS %v after process start", sc.Nodes, r.opts.rssAfter)
 	case kindConsume:
@@ -242,6 +253,9 @@ func (r *runner) round(ctx context.Context, sc scenario, system string) (metrics
 	}
 	if err := srv.waitReady(60 * time.Second); err != nil {
 		return nil, err
+	}
+	if sc.Kind == kindIdle {
+		return r.idle(ctx, srv, sc)
 	}
 	c := r.scenarioLoad(sc, srv.addrs)
 	tctx, cancel := context.WithTimeout(ctx, 60*time.Second)
@@ -360,6 +374,101 @@ func (r *runner) startup(ctx context.Context, srv *server) ([]metric, error) {
 	res.add(fmt.Sprintf("RSS at %v", r.opts.rssAfter), "MiB", float64(rss)/(1<<20), false)
 	res.add(fmt.Sprintf("CPU used by %v", r.opts.rssAfter), "s", cpu.Seconds(), false)
 	return res.Metrics, nil
+}
+
+// idle measures what a server costs doing nothing: with sc.partitions
+// created and settled, the CPU its processes use over idleWindow and their
+// resident memory, per node (a one-process peer's cost is shared among
+// its nodes).
+func (r *runner) idle(ctx context.Context, srv *server, sc scenario) ([]metric, error) {
+	// Each replica holds its segment's log, offset index and time index
+	// open; a node short of descriptors fails its log dir and stops.
+	if need := sc.partitions*sc.rf/sc.Nodes*3 + 1000; sc.partitions > 0 {
+		if limit, ok := openFilesLimit(); ok && uint64(need) > limit {
+			return nil, fmt.Errorf("%d partitions RF %d need about %d open files per node; RLIMIT_NOFILE allows %d here", sc.partitions, sc.rf, need, limit)
+		}
+	}
+	if sc.partitions > 0 {
+		tctx, cancel := context.WithTimeout(ctx, 15*time.Minute)
+		err := createIdleTopic(tctx, srv.addrs, "bench-"+sc.Name, sc.partitions, sc.rf)
+		cancel()
+		if err != nil {
+			return nil, err
+		}
+	}
+	sleep := func(d time.Duration) error {
+		select {
+		case <-time.After(d):
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	if err := sleep(r.opts.idleSettle); err != nil {
+		return nil, err
+	}
+	cpu0, err := srv.cpuEach()
+	if err != nil {
+		return nil, err
+	}
+	t0 := time.Now()
+	if err := sleep(r.opts.idleWindow); err != nil {
+		return nil, err
+	}
+	cpu1, err := srv.cpuEach()
+	if err != nil {
+		return nil, err
+	}
+	minutes := time.Since(t0).Minutes()
+	if err := srv.checkAlive(); err != nil {
+		return nil, err
+	}
+	rss, err := srv.rssEach()
+	if err != nil {
+		return nil, err
+	}
+	nodes := float64(sc.Nodes)
+	var cpuSum, cpuMax, rssSum, rssMax float64
+	for i := range cpu0 {
+		c := (cpu1[i] - cpu0[i]).Seconds() / minutes
+		cpuSum += c
+		cpuMax = max(cpuMax, c)
+		m := float64(rss[i]) / (1 << 20)
+		rssSum += m
+		rssMax = max(rssMax, m)
+	}
+	res := &result{}
+	res.add("idle CPU per node", "s/min", cpuSum/nodes, false)
+	res.add("idle CPU per node, share of a core", "%", cpuSum/nodes/60*100, false)
+	res.add("idle CPU, busiest process", "s/min", cpuMax, false)
+	res.add("RSS per node", "MiB", rssSum/nodes, false)
+	res.add("RSS, largest process", "MiB", rssMax, false)
+	return res.Metrics, nil
+}
+
+// createIdleTopic creates topic and waits until every partition has a
+// leader and its full ISR, giving the creation as long as ctx allows.
+func createIdleTopic(ctx context.Context, brokers []string, topic string, partitions, rf int) error {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.RetryTimeout(10*time.Minute))
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	adm.SetTimeoutMillis(600000)
+	if _, err := adm.CreateTopic(ctx, int32(partitions), int16(rf), nil, topic); err != nil && ctx.Err() != nil {
+		return fmt.Errorf("creating topic %s: %v", topic, err)
+	}
+	for {
+		err := topicReady(ctx, cl, topic, partitions, rf)
+		if err == nil {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return fmt.Errorf("topic %s not ready: %v", topic, err)
+		}
+		time.Sleep(time.Second)
+	}
 }
 
 // summarize takes, for each metric, the median and spread of every

@@ -324,6 +324,32 @@ func (s *server) cpu() (time.Duration, error) {
 	return sum, nil
 }
 
+// cpuEach is the CPU time used so far by each of the server's processes.
+func (s *server) cpuEach() ([]time.Duration, error) {
+	var out []time.Duration
+	for _, p := range s.procs {
+		c, err := processCPU(p.pid())
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+// rssEach is the resident memory of each of the server's processes.
+func (s *server) rssEach() ([]int64, error) {
+	var out []int64
+	for _, p := range s.procs {
+		r, err := processRSS(p.pid())
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
 // rss is the resident memory of all of the server's processes.
 func (s *server) rss() (int64, error) {
 	var sum int64

@@ -108,6 +108,7 @@ var properties = []property{
 	{"queued.max.requests", "500", "Requests read and being served across the broker; further connections wait (a parked fetch or acks=all produce does not count)."},
 	{"queued.max.request.bytes", "-1", "Bytes of request frames held across the broker; -1 for no limit."},
 	{"fetch.max.bytes", "57671680", "Most bytes one Fetch response carries, whatever the request asks (at least one batch)."},
+	{"max.incremental.fetch.session.cache.slots", "1000", "Fetch sessions (KIP-227) kept for incremental fetches; 0 keeps none."},
 	{"log.segment.bytes", "1073741824", "Roll a segment at this size (topic: segment.bytes)."},
 	{"log.roll.ms", "", "Roll a segment this long after its first record (topic: segment.ms); empty uses log.roll.hours."},
 	{"log.roll.hours", "168", "Segment roll time in hours when log.roll.ms is not set."},
@@ -426,6 +427,24 @@ func (s *settings) percentage(name string) int64 {
 	return n
 }
 
+// nonNegative is a setting of 0 or more.
+func (s *settings) nonNegative(name string) int64 {
+	n := s.i64(name)
+	if n < 0 {
+		s.errs = append(s.errs, fmt.Sprintf("%s must not be negative, got %d", name, n))
+	}
+	return n
+}
+
+// fetchSessionSlots maps max.incremental.fetch.session.cache.slots to
+// broker.Config's, where 0 is Kafka's default and a negative count none.
+func fetchSessionSlots(n int64) int {
+	if n <= 0 {
+		return -1
+	}
+	return int(min(n, math.MaxInt32))
+}
+
 func ms(n int64) time.Duration { return time.Duration(n) * time.Millisecond }
 
 // brokerConfig turns settings into the broker's typed config, collecting
@@ -457,6 +476,7 @@ func (s *settings) brokerConfig() (broker.Config, error) {
 		AutoCreateTopics:         s.boolean("auto.create.topics.enable"),
 		DeleteTopicEnable:        s.boolean("delete.topic.enable"),
 		FetchMaxBytes:            int32(min(s.positive("fetch.max.bytes"), math.MaxInt32)),
+		FetchSessionCacheSlots:   fetchSessionSlots(s.nonNegative("max.incremental.fetch.session.cache.slots")),
 		Protocol:                 s.protocolConfig(),
 		Logs:                     s.logsConfig(),
 		Txn:                      s.txnConfig(),

@@ -67,15 +67,21 @@ func dockerfile(t *testing.T) (env map[string]string, uid, gid uint32) {
 	return env, uid, gid
 }
 
-func freeTCPPort(t *testing.T) string {
+// freeTCPPorts returns n distinct free ports: each is held open until
+// all are picked, so two calls cannot hand out the same one.
+func freeTCPPorts(t *testing.T, n int) []string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	var ports []string
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		_, port, _ := net.SplitHostPort(l.Addr().String())
+		ports = append(ports, port)
 	}
-	defer l.Close()
-	_, port, _ := net.SplitHostPort(l.Addr().String())
-	return port
+	return ports
 }
 
 func TestImageRunsInAnEmptyRoot(t *testing.T) {
@@ -117,7 +123,8 @@ func TestImageRunsInAnEmptyRoot(t *testing.T) {
 
 	// The image's ports, moved to free ones; the root shares this
 	// process's network, as -p publishes the container's.
-	kafkaPort, httpPort := freeTCPPort(t), freeTCPPort(t)
+	ports := freeTCPPorts(t, 2)
+	kafkaPort, httpPort := ports[0], ports[1]
 	var environ []string
 	for k, v := range env {
 		v = strings.ReplaceAll(v, ":9092", ":"+kafkaPort)

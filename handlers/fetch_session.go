@@ -1,0 +1,489 @@
+package handlers
+
+// Fetch sessions (KIP-227), as Kafka's FetchSession.scala keeps them.
+//
+// A Fetch with SessionEpoch 0 (INITIAL) is full: it names every partition,
+// closes the session it names, if any, and may open a new one whose id the
+// response carries (0 when the cache has no room for it, and then the
+// client goes on with full fetches). SessionEpoch -1 (FINAL) is a full
+// fetch that closes the session it names and opens none; before v7 every
+// fetch is of that kind. A fetch with an epoch > 0 is incremental: it
+// names only the partitions added to the session or whose fetch
+// parameters changed, and ForgottenTopics those leaving it; the broker
+// reads every partition of the session and answers only those with
+// something new (records, a moved high watermark, last stable offset or
+// log start offset, an error, a diverging epoch). Each answered
+// incremental fetch moves the session's epoch on by one; a fetch naming an
+// unknown session gets FETCH_SESSION_ID_NOT_FOUND, the wrong epoch
+// INVALID_FETCH_SESSION_EPOCH, and a request whose version disagrees with
+// the session about topic ids (v13+) FETCH_SESSION_TOPIC_ID_ERROR.
+// Sessions belong to no connection: a client may continue one on a new
+// connection.
+//
+// The cache holds at most max.incremental.fetch.session.cache.slots
+// sessions (Kafka's default 1000). When it is full, a new session takes
+// the slot of the least recently used one if that was unused for 120 s
+// (Kafka's MIN_INCREMENTAL_FETCH_SESSION_EVICTION_MS); otherwise it may
+// evict the least valuable evictable session, ordered by (follower,
+// partition count, id), only if it is itself at least as valuable. A
+// session becomes evictable by anyone once it is 120 s old, and by a
+// follower's new session at once unless it is itself a follower's, so
+// followers' sessions, the cheapest way to replicate, are preferred and a
+// new client cannot push out an established larger one. Evictability and
+// size are taken when a session is created or used, as Kafka does.
+
+import (
+	"math"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+const (
+	// DefaultFetchSessionCacheSlots is Kafka's
+	// max.incremental.fetch.session.cache.slots.
+	DefaultFetchSessionCacheSlots = 1000
+	// fetchSessionEvictAfter is Kafka's
+	// MIN_INCREMENTAL_FETCH_SESSION_EVICTION_MS.
+	fetchSessionEvictAfter = 120 * time.Second
+
+	sessionEpochInitial = 0
+	sessionEpochFinal   = -1
+)
+
+// nextSessionEpoch is JFetchMetadata.nextEpoch.
+func nextSessionEpoch(e int32) int32 {
+	switch {
+	case e < 0:
+		return sessionEpochFinal
+	case e == math.MaxInt32:
+		return 1
+	}
+	return e + 1
+}
+
+// fetchPartKey names a partition in a session: by topic id from v13, by
+// name before.
+type fetchPartKey struct {
+	name string
+	id   [16]byte
+	part int32
+}
+
+// fetchEntry is one partition to read: its topic as the request named it
+// and its last fetch parameters.
+type fetchEntry struct {
+	topic   string
+	topicID [16]byte
+	p       kmsg.FetchRequestTopicPartition
+}
+
+// fetchAnswer is what a response said of a partition, which the session
+// compares with what it said last.
+type fetchAnswer struct {
+	errCode               int16
+	hw, lso, logStart     int64
+	hasRecords, diverging bool
+}
+
+// cachedPart is a session's partition: its fetch parameters and what the
+// last response that carried it said.
+type cachedPart struct {
+	fetchEntry
+	hw, lso, logStart int64
+}
+
+// fetchSession is one cached session.
+type fetchSession struct {
+	id         int32
+	privileged bool // a follower's
+	usesIDs    bool
+	created    time.Time
+
+	// mu guards the fields below; taken after the cache's mu when both
+	// are held.
+	mu       sync.Mutex
+	epoch    int32
+	lastUsed time.Time
+	parts    map[fetchPartKey]*cachedPart
+	// order is the order partitions are read and answered in; one that
+	// is answered moves to the end, so that a response that fills up
+	// does not always favour the same partitions.
+	order []fetchPartKey
+
+	// Taken by touch (under the cache's mu): the size the cache counts
+	// and whether the session may be evicted by followers' or anyone's
+	// new sessions.
+	cachedSize          int
+	evictPriv, evictAll bool
+}
+
+// FetchSessionCache holds the broker's fetch sessions.
+type FetchSessionCache struct {
+	max        int
+	evictAfter time.Duration
+	now        func() time.Time
+
+	mu       sync.Mutex
+	sessions map[int32]*fetchSession
+	// numPartitions is the partitions of all sessions, as last counted.
+	numPartitions int
+
+	// Counters, for tests and metrics.
+	created, evicted, incremental atomic.Int64
+	named, answered               atomic.Int64
+}
+
+// NewFetchSessionCache returns a cache of at most slots sessions; now is
+// its clock (nil: time.Now).
+func NewFetchSessionCache(slots int, now func() time.Time) *FetchSessionCache {
+	if now == nil {
+		now = time.Now
+	}
+	return &FetchSessionCache{
+		max: max(slots, 0), evictAfter: fetchSessionEvictAfter, now: now,
+		sessions: make(map[int32]*fetchSession),
+	}
+}
+
+// FetchSessionStats is a snapshot of the cache.
+type FetchSessionStats struct {
+	Sessions, Partitions int
+	// Created, Evicted and Incremental count sessions created, sessions
+	// evicted, and incremental fetches answered; Named and Answered the
+	// partitions those fetches named (to add, change or forget) and
+	// their responses carried.
+	Created, Evicted, Incremental int64
+	Named, Answered               int64
+}
+
+// Stats returns the cache's counts.
+func (c *FetchSessionCache) Stats() FetchSessionStats {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return FetchSessionStats{
+		Sessions: len(c.sessions), Partitions: c.numPartitions,
+		Created: c.created.Load(), Evicted: c.evicted.Load(), Incremental: c.incremental.Load(),
+		Named: c.named.Load(), Answered: c.answered.Load(),
+	}
+}
+
+type fetchContextKind int
+
+const (
+	fetchSessionless fetchContextKind = iota
+	fetchFull
+	fetchIncremental
+)
+
+// fetchContext is how one Fetch relates to the session cache.
+type fetchContext struct {
+	kind     fetchContextKind
+	session  *fetchSession // incremental only
+	reqEpoch int32
+	// entries are the partitions to read, in response order.
+	entries []fetchEntry
+}
+
+// newContext classifies a request (FetchManager.newContext) and returns
+// the partitions to read, or the top-level error to answer with.
+func (c *FetchSessionCache) newContext(version int16, r *kmsg.FetchRequest, follower bool) (*fetchContext, int16) {
+	useIDs := version >= 13
+	if version < 7 || r.SessionEpoch == sessionEpochInitial || r.SessionEpoch == sessionEpochFinal {
+		if version >= 7 && r.SessionID != 0 {
+			c.remove(r.SessionID)
+		}
+		fc := &fetchContext{kind: fetchFull, entries: requestEntries(r, useIDs)}
+		if version < 7 || r.SessionEpoch == sessionEpochFinal {
+			fc.kind = fetchSessionless
+		}
+		return fc, 0
+	}
+	now := c.now()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s := c.sessions[r.SessionID]
+	if s == nil {
+		return nil, kerr.FetchSessionIDNotFound.Code
+	}
+	s.mu.Lock()
+	switch {
+	case s.epoch != r.SessionEpoch:
+		s.mu.Unlock()
+		return nil, kerr.InvalidFetchSessionEpoch.Code
+	case s.usesIDs != useIDs:
+		s.mu.Unlock()
+		return nil, kerr.FetchSessionTopicIDError.Code
+	}
+	c.named.Add(int64(s.update(r, useIDs)))
+	if len(s.parts) == 0 {
+		s.mu.Unlock()
+		c.removeLocked(s)
+		return &fetchContext{kind: fetchSessionless, entries: requestEntries(r, useIDs)}, 0
+	}
+	c.touchLocked(s, now)
+	s.epoch = nextSessionEpoch(r.SessionEpoch)
+	fc := &fetchContext{kind: fetchIncremental, session: s, reqEpoch: r.SessionEpoch, entries: make([]fetchEntry, 0, len(s.order))}
+	for _, k := range s.order {
+		fc.entries = append(fc.entries, s.parts[k].fetchEntry)
+	}
+	s.mu.Unlock()
+	return fc, 0
+}
+
+// requestEntries lists the request's partitions once each, in the order
+// they were first named, with the parameters they were last named with
+// (see fetch.go).
+func requestEntries(r *kmsg.FetchRequest, useIDs bool) []fetchEntry {
+	parts := dedupFetchPartitions(r, useIDs)
+	entries := make([]fetchEntry, 0, len(parts))
+	for _, fp := range parts {
+		t := &r.Topics[fp.topic]
+		entries = append(entries, fetchEntry{topic: t.Topic, topicID: t.TopicID, p: t.Partitions[fp.part]})
+	}
+	return entries
+}
+
+func partKey(e *fetchEntry, useIDs bool) fetchPartKey {
+	if useIDs {
+		return fetchPartKey{id: e.topicID, part: e.p.Partition}
+	}
+	return fetchPartKey{name: e.topic, part: e.p.Partition}
+}
+
+// update applies an incremental request to the session
+// (FetchSession.update): named partitions are added or take their new
+// parameters, then forgotten ones leave. It returns how many partitions
+// the request named. Under s.mu.
+func (s *fetchSession) update(r *kmsg.FetchRequest, useIDs bool) int {
+	entries := requestEntries(r, useIDs)
+	named := len(entries)
+	for _, e := range entries {
+		k := partKey(&e, useIDs)
+		if cp := s.parts[k]; cp != nil {
+			cp.p = e.p
+			continue
+		}
+		// New to the session: nothing answered yet, so the next
+		// response carries it.
+		s.parts[k] = &cachedPart{fetchEntry: e, hw: -1, lso: -1, logStart: -1}
+		s.order = append(s.order, k)
+	}
+	removed := false
+	for _, ft := range r.ForgottenTopics {
+		named += len(ft.Partitions)
+		for _, p := range ft.Partitions {
+			k := fetchPartKey{part: p}
+			if useIDs {
+				k.id = ft.TopicID
+			} else {
+				k.name = ft.Topic
+			}
+			if _, ok := s.parts[k]; ok {
+				delete(s.parts, k)
+				removed = true
+			}
+		}
+	}
+	if removed {
+		kept := s.order[:0]
+		for _, k := range s.order {
+			if _, ok := s.parts[k]; ok {
+				kept = append(kept, k)
+			}
+		}
+		s.order = kept
+	}
+	return named
+}
+
+// respond decides which of an incremental fetch's partitions its response
+// carries (IncrementalFetchContext.updateAndGenerateResponseData): those
+// with something new since the session last answered them. answers are in
+// the order of the context's entries. It records what is answered and
+// moves those partitions to the end of the session's order. false, when
+// another fetch of the session was answered meanwhile, means
+// INVALID_FETCH_SESSION_EPOCH.
+func (fc *fetchContext) respond(c *FetchSessionCache, answers []fetchAnswer) ([]bool, bool) {
+	s := fc.session
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.epoch != nextSessionEpoch(fc.reqEpoch) {
+		return nil, false
+	}
+	c.incremental.Add(1)
+	keep := make([]bool, len(fc.entries))
+	var moved []fetchPartKey
+	for i := range fc.entries {
+		k := partKey(&fc.entries[i], s.usesIDs)
+		cp := s.parts[k]
+		if cp == nil {
+			continue // forgotten by a later request
+		}
+		a := &answers[i]
+		must := a.hasRecords || a.diverging
+		if a.hw != cp.hw {
+			must, cp.hw = true, a.hw
+		}
+		if a.logStart != cp.logStart {
+			must, cp.logStart = true, a.logStart
+		}
+		if a.lso != cp.lso {
+			must, cp.lso = true, a.lso
+		}
+		if a.errCode != 0 {
+			// Always answered, and again next time until it clears.
+			must, cp.hw = true, -1
+		}
+		if must {
+			keep[i] = true
+			moved = append(moved, k)
+		}
+	}
+	c.answered.Add(int64(len(moved)))
+	if len(moved) > 0 {
+		movedSet := make(map[fetchPartKey]struct{}, len(moved))
+		for _, k := range moved {
+			movedSet[k] = struct{}{}
+		}
+		order := make([]fetchPartKey, 0, len(s.order))
+		for _, k := range s.order {
+			if _, ok := movedSet[k]; !ok {
+				order = append(order, k)
+			}
+		}
+		for _, k := range moved {
+			if _, ok := s.parts[k]; ok {
+				order = append(order, k)
+			}
+		}
+		s.order = order
+	}
+	return keep, true
+}
+
+// createSession opens a session for a full fetch that was answered with
+// answers (FullFetchContext.updateAndGenerateResponseData), returning its
+// id, or 0 when the cache has no room for it.
+func (c *FetchSessionCache) createSession(follower, useIDs bool, entries []fetchEntry, answers []fetchAnswer) int32 {
+	now := c.now()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.sessions) >= c.max && !c.tryEvictLocked(follower, len(entries), now) {
+		return 0
+	}
+	id := c.newIDLocked()
+	s := &fetchSession{
+		id: id, privileged: follower, usesIDs: useIDs, created: now,
+		epoch: nextSessionEpoch(sessionEpochInitial),
+		parts: make(map[fetchPartKey]*cachedPart, len(entries)),
+		order: make([]fetchPartKey, 0, len(entries)),
+	}
+	for i := range entries {
+		e := &entries[i]
+		k := partKey(e, useIDs)
+		if _, dup := s.parts[k]; dup {
+			continue
+		}
+		a := &answers[i]
+		s.parts[k] = &cachedPart{fetchEntry: *e, hw: a.hw, lso: a.lso, logStart: a.logStart}
+		s.order = append(s.order, k)
+	}
+	s.cachedSize = -1
+	c.sessions[id] = s
+	s.mu.Lock()
+	c.touchLocked(s, now)
+	s.mu.Unlock()
+	c.created.Add(1)
+	return id
+}
+
+func (c *FetchSessionCache) newIDLocked() int32 {
+	for {
+		id := rand.Int32N(math.MaxInt32-1) + 1
+		if _, used := c.sessions[id]; !used {
+			return id
+		}
+	}
+}
+
+// touchLocked records a use of s at now (FetchSessionCache.touch): its
+// last use, its size as the cache counts it, and whether it may be
+// evicted. Under c.mu and s.mu.
+func (c *FetchSessionCache) touchLocked(s *fetchSession, now time.Time) {
+	s.lastUsed = now
+	if s.cachedSize > 0 {
+		c.numPartitions -= s.cachedSize
+	}
+	s.cachedSize = len(s.parts)
+	c.numPartitions += s.cachedSize
+	old := now.Sub(s.created) > c.evictAfter
+	s.evictPriv = !s.privileged || old
+	s.evictAll = old
+}
+
+// evictKeyLess orders sessions by value (EvictableKey): a follower's above
+// a consumer's, then more partitions above fewer, then by id.
+func evictKeyLess(privA bool, sizeA int, idA int32, privB bool, sizeB int, idB int32) bool {
+	if privA != privB {
+		return !privA
+	}
+	if sizeA != sizeB {
+		return sizeA < sizeB
+	}
+	return idA < idB
+}
+
+// tryEvictLocked makes room for a new session of size partitions
+// (FetchSessionCache.tryEvict): the least recently used session goes if it
+// has been unused for evictAfter; otherwise the least valuable session
+// the newcomer may evict goes if it is worth no more than the newcomer.
+func (c *FetchSessionCache) tryEvictLocked(follower bool, size int, now time.Time) bool {
+	var lru, cheapest *fetchSession
+	for _, s := range c.sessions {
+		if lru == nil || s.lastUsed.Before(lru.lastUsed) || (s.lastUsed.Equal(lru.lastUsed) && s.id < lru.id) {
+			lru = s
+		}
+		if (follower && s.evictPriv) || (!follower && s.evictAll) {
+			if cheapest == nil || evictKeyLess(s.privileged, s.cachedSize, s.id, cheapest.privileged, cheapest.cachedSize, cheapest.id) {
+				cheapest = s
+			}
+		}
+	}
+	switch {
+	case lru == nil:
+		return false
+	case now.Sub(lru.lastUsed) > c.evictAfter:
+		c.removeLocked(lru)
+	case cheapest == nil:
+		return false
+	case evictKeyLess(follower, size, 0, cheapest.privileged, cheapest.cachedSize, cheapest.id):
+		return false
+	default:
+		c.removeLocked(cheapest)
+	}
+	c.evicted.Add(1)
+	return true
+}
+
+func (c *FetchSessionCache) remove(id int32) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if s := c.sessions[id]; s != nil {
+		c.removeLocked(s)
+	}
+}
+
+func (c *FetchSessionCache) removeLocked(s *fetchSession) {
+	if c.sessions[s.id] != s {
+		return
+	}
+	delete(c.sessions, s.id)
+	if s.cachedSize > 0 {
+		c.numPartitions -= s.cachedSize
+	}
+}

@@ -1,0 +1,289 @@
+package handlers
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/gokafka/gokafka/protocol"
+)
+
+// sessionFetch sends a Fetch of the given session id and epoch, naming
+// parts and forgetting forget (partitions of "t"), and returns the
+// response.
+func sessionFetch(t *testing.T, h *Handlers, version int16, id, epoch int32, parts []kmsg.FetchRequestTopicPartition, forget ...int32) *kmsg.FetchResponse {
+	t.Helper()
+	req := fetchReq(version, 1<<20, parts...)
+	r := req.Body.(*kmsg.FetchRequest)
+	r.SessionID, r.SessionEpoch = id, epoch
+	if len(parts) == 0 {
+		r.Topics = nil
+	}
+	if len(forget) > 0 {
+		ft := kmsg.NewFetchRequestForgottenTopic()
+		ft.Topic, ft.TopicID, ft.Partitions = "t", [16]byte{7}, forget
+		r.ForgottenTopics = append(r.ForgottenTopics, ft)
+	}
+	out, err := h.fetch(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out.(*kmsg.FetchResponse)
+}
+
+// answered lists the partitions a response carries, with "+" for those
+// carrying records.
+func answered(resp *kmsg.FetchResponse) string {
+	var got []string
+	for _, tp := range resp.Topics {
+		for _, p := range tp.Partitions {
+			s := fmt.Sprint(p.Partition)
+			if len(p.RecordBatches) > 0 {
+				s += "+"
+			}
+			got = append(got, s)
+		}
+	}
+	slices.Sort(got)
+	return fmt.Sprint(got)
+}
+
+// A full fetch (epoch 0) opens a session; an incremental fetch reads all
+// of the session's partitions and answers only those with news; a
+// partition added by an incremental fetch is answered once; a forgotten
+// one is no longer read.
+func TestFetchSessionIncrementalAnswersOnlyChangedPartitions(t *testing.T) {
+	for _, v := range []int16{12, 13} {
+		t.Run(fmt.Sprint("v", v), func(t *testing.T) {
+			h := limitsStack(t, Config{NodeID: 1}, 4, 1)
+			fill(t, h, 0, 1, 10)
+			full := sessionFetch(t, h, v, 0, 0, []kmsg.FetchRequestTopicPartition{
+				fetchPartition(0, 0, 1<<20), fetchPartition(1, 0, 1<<20), fetchPartition(2, 0, 1<<20),
+			})
+			if full.ErrorCode != 0 || full.SessionID == 0 {
+				t.Fatalf("full fetch: error %d session %d, want a new session", full.ErrorCode, full.SessionID)
+			}
+			if got := answered(full); got != "[0+ 1 2]" {
+				t.Fatalf("full fetch answered %s", got)
+			}
+			id := full.SessionID
+
+			// Partition 0 moves on past its record: nothing is new.
+			inc := sessionFetch(t, h, v, id, 1, []kmsg.FetchRequestTopicPartition{fetchPartition(0, 1, 1<<20)})
+			if inc.ErrorCode != 0 || inc.SessionID != id || answered(inc) != "[]" {
+				t.Fatalf("idle incremental: error %d session %d answered %s, want nothing in session %d", inc.ErrorCode, inc.SessionID, answered(inc), id)
+			}
+			// Records on partition 1, which the request does not name.
+			fill(t, h, 1, 1, 10)
+			inc = sessionFetch(t, h, v, id, 2, nil)
+			if got := answered(inc); got != "[1+]" {
+				t.Fatalf("after a produce to 1: answered %s, want [1+]", got)
+			}
+			// Partition 3 joins, partition 1 is forgotten; new records on
+			// 1 are no longer read.
+			fill(t, h, 1, 1, 10)
+			inc = sessionFetch(t, h, v, id, 3, []kmsg.FetchRequestTopicPartition{fetchPartition(3, 0, 1<<20)}, 1)
+			if got := answered(inc); got != "[3]" {
+				t.Fatalf("adding 3, forgetting 1: answered %s, want [3]", got)
+			}
+			inc = sessionFetch(t, h, v, id, 4, nil)
+			if got := answered(inc); got != "[]" {
+				t.Fatalf("after forgetting 1: answered %s, want []", got)
+			}
+			if st := h.FetchSessions().Stats(); st.Sessions != 1 || st.Partitions != 3 || st.Incremental != 4 {
+				t.Fatalf("stats %+v, want 1 session of 3 partitions after 4 incremental fetches", st)
+			}
+			// Forgetting every partition closes the session.
+			inc = sessionFetch(t, h, v, id, 5, nil, 0, 2, 3)
+			if inc.ErrorCode != 0 || inc.SessionID != 0 {
+				t.Fatalf("emptied session: error %d session %d, want a sessionless answer", inc.ErrorCode, inc.SessionID)
+			}
+			if st := h.FetchSessions().Stats(); st.Sessions != 0 {
+				t.Fatalf("emptied session still cached: %+v", st)
+			}
+		})
+	}
+}
+
+// The errors Kafka answers a session fetch with: an unknown session id, an
+// epoch other than the session's, a version that disagrees with the
+// session on topic ids; and a fetch with epoch -1 closes its session.
+func TestFetchSessionErrors(t *testing.T) {
+	h := limitsStack(t, Config{NodeID: 1}, 2, 1)
+	parts := []kmsg.FetchRequestTopicPartition{fetchPartition(0, 0, 1<<20)}
+	id := sessionFetch(t, h, 12, 0, 0, parts).SessionID
+	if id == 0 {
+		t.Fatal("no session opened")
+	}
+	check := func(what string, resp *kmsg.FetchResponse, want *kerr.Error) {
+		t.Helper()
+		if resp.ErrorCode != want.Code || len(resp.Topics) != 0 || resp.SessionID != 0 {
+			t.Fatalf("%s: error %v, %d topics, session %d; want %v alone", what, kerr.ErrorForCode(resp.ErrorCode), len(resp.Topics), resp.SessionID, want)
+		}
+	}
+	check("unknown session", sessionFetch(t, h, 12, id+1, 1, nil), kerr.FetchSessionIDNotFound)
+	check("epoch ahead", sessionFetch(t, h, 12, id, 2, nil), kerr.InvalidFetchSessionEpoch)
+	check("v13 fetch in a v12 session", sessionFetch(t, h, 13, id, 1, nil), kerr.FetchSessionTopicIDError)
+	if resp := sessionFetch(t, h, 12, id, 1, nil); resp.ErrorCode != 0 || resp.SessionID != id {
+		t.Fatalf("epoch 1: error %d session %d", resp.ErrorCode, resp.SessionID)
+	}
+	check("epoch replayed", sessionFetch(t, h, 12, id, 1, nil), kerr.InvalidFetchSessionEpoch)
+	// FINAL closes the session and answers as a full sessionless fetch.
+	if resp := sessionFetch(t, h, 12, id, -1, parts); resp.ErrorCode != 0 || resp.SessionID != 0 || answered(resp) != "[0]" {
+		t.Fatalf("final fetch: error %d session %d answered %s", resp.ErrorCode, resp.SessionID, answered(resp))
+	}
+	check("closed session", sessionFetch(t, h, 12, id, 2, nil), kerr.FetchSessionIDNotFound)
+	// A full fetch naming a session closes it and opens another.
+	id2 := sessionFetch(t, h, 12, 0, 0, parts).SessionID
+	id3 := sessionFetch(t, h, 12, id2, 0, parts).SessionID
+	if id3 == 0 || id3 == id2 {
+		t.Fatalf("full fetch in session %d answered session %d, want a new one", id2, id3)
+	}
+	check("replaced session", sessionFetch(t, h, 12, id2, 1, nil), kerr.FetchSessionIDNotFound)
+	if st := h.FetchSessions().Stats(); st.Sessions != 1 {
+		t.Fatalf("%d sessions cached, want 1", st.Sessions)
+	}
+}
+
+// A session continues on any connection: sessions are the broker's, not a
+// connection's.
+func TestFetchSessionIsNotBoundToAConnection(t *testing.T) {
+	h := limitsStack(t, Config{NodeID: 1}, 1, 1)
+	req := fetchReq(12, 1<<20, fetchPartition(0, 0, 1<<20))
+	r := req.Body.(*kmsg.FetchRequest)
+	r.SessionEpoch = 0
+	req.Conn = &protocol.ConnInfo{}
+	out, _ := h.fetch(context.Background(), req)
+	id := out.(*kmsg.FetchResponse).SessionID
+	req2 := fetchReq(12, 1<<20)
+	r2 := req2.Body.(*kmsg.FetchRequest)
+	r2.Topics, r2.SessionID, r2.SessionEpoch = nil, id, 1
+	req2.Conn = &protocol.ConnInfo{}
+	out, _ = h.fetch(context.Background(), req2)
+	if resp := out.(*kmsg.FetchResponse); resp.ErrorCode != 0 || resp.SessionID != id {
+		t.Fatalf("session %d on another connection: error %d session %d", id, resp.ErrorCode, resp.SessionID)
+	}
+}
+
+// max.incremental.fetch.session.cache.slots bounds the sessions; with no
+// slots no session is opened and clients fetch in full.
+func TestFetchSessionCacheSlotsBoundSessions(t *testing.T) {
+	h := limitsStack(t, Config{NodeID: 1, FetchSessionCacheSlots: 2}, 1, 1)
+	parts := []kmsg.FetchRequestTopicPartition{fetchPartition(0, 0, 1<<20)}
+	for range 5 {
+		sessionFetch(t, h, 12, 0, 0, parts)
+	}
+	if st := h.FetchSessions().Stats(); st.Sessions != 2 || st.Created != 2 {
+		t.Fatalf("stats %+v, want 2 sessions created", st)
+	}
+	h = limitsStack(t, Config{NodeID: 1, FetchSessionCacheSlots: -1}, 1, 1)
+	if resp := sessionFetch(t, h, 12, 0, 0, parts); resp.SessionID != 0 || answered(resp) != "[0]" {
+		t.Fatalf("no slots: session %d answered %s, want a sessionless full answer", resp.SessionID, answered(resp))
+	}
+}
+
+// fakeClock is a settable clock for the session cache.
+type fakeClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *fakeClock) now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *fakeClock) set(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = time.Unix(1e9, 0).Add(d)
+}
+
+// openTestSession opens a session of n partitions of "t" by v12 names.
+func openTestSession(c *FetchSessionCache, follower bool, n int) int32 {
+	entries := make([]fetchEntry, n)
+	for i := range entries {
+		entries[i] = fetchEntry{topic: "t", p: fetchPartition(int32(i), 0, 1)}
+	}
+	return c.createSession(follower, false, entries, make([]fetchAnswer, n))
+}
+
+// touchTestSession sends an incremental fetch naming nothing in session id.
+func touchTestSession(t *testing.T, c *FetchSessionCache, id int32) {
+	t.Helper()
+	c.mu.Lock()
+	epoch := c.sessions[id].epoch
+	c.mu.Unlock()
+	r := kmsg.NewPtrFetchRequest()
+	r.SessionID, r.SessionEpoch = id, epoch
+	fc, code := c.newContext(12, r, false)
+	if code != 0 {
+		t.Fatalf("touching session %d: %v", id, kerr.ErrorForCode(code))
+	}
+	if _, ok := fc.respond(c, make([]fetchAnswer, len(fc.entries))); !ok {
+		t.Fatalf("touching session %d: epoch moved", id)
+	}
+}
+
+func cached(c *FetchSessionCache, ids ...int32) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var have []string
+	for _, id := range ids {
+		_, ok := c.sessions[id]
+		have = append(have, fmt.Sprint(ok))
+	}
+	return fmt.Sprint(have)
+}
+
+// Eviction as Kafka's FetchSessionCache does it: a full cache takes a new
+// session only by evicting a stale one (unused for 120 s) or a less
+// valuable evictable one, where followers' sessions are worth more than
+// consumers' and larger more than smaller, and a session is evictable by
+// a follower's new session unless it is a follower's, by anyone's once it
+// is 120 s old.
+func TestFetchSessionCacheEviction(t *testing.T) {
+	clk := &fakeClock{}
+	clk.set(0)
+	c := NewFetchSessionCache(2, clk.now)
+	a := openTestSession(c, false, 5)
+	b := openTestSession(c, false, 10)
+	clk.set(10 * time.Second)
+	if id := openTestSession(c, false, 20); id != 0 {
+		t.Fatal("a consumer's session evicted a young consumer session")
+	}
+	f := openTestSession(c, true, 1)
+	if f == 0 || cached(c, a, b, f) != "[false true true]" {
+		t.Fatalf("follower's session %d: cached a, b, f = %s, want the smaller consumer session a evicted", f, cached(c, a, b, f))
+	}
+	clk.set(20 * time.Second)
+	if id := openTestSession(c, false, 100); id != 0 {
+		t.Fatal("a consumer's session evicted sessions younger than 120 s")
+	}
+	// Used at 130 s, both are now old enough for anyone to evict, and
+	// recently used.
+	clk.set(130 * time.Second)
+	touchTestSession(t, c, b)
+	touchTestSession(t, c, f)
+	clk.set(131 * time.Second)
+	if id := openTestSession(c, false, 5); id != 0 {
+		t.Fatal("a consumer session of 5 evicted one of 10")
+	}
+	i := openTestSession(c, false, 50)
+	if i == 0 || cached(c, b, f, i) != "[false true true]" {
+		t.Fatalf("consumer session of 50: cached b, f, i = %s, want the consumer session b (cheaper than the follower's) evicted", cached(c, b, f, i))
+	}
+	// Unused for more than 120 s, the least recently used goes first,
+	// whatever its value.
+	clk.set(300 * time.Second)
+	touchTestSession(t, c, i)
+	j := openTestSession(c, false, 1)
+	if j == 0 || cached(c, f, i, j) != "[false true true]" {
+		t.Fatalf("after 170 s unused: cached f, i, j = %s, want the stale follower session f evicted", cached(c, f, i, j))
+	}
+	if st := c.Stats(); st.Evicted != 3 || st.Sessions != 2 || st.Partitions != 51 {
+		t.Fatalf("stats %+v, want 3 evicted, 2 sessions of 51 partitions", st)
+	}
+}
