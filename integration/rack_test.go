@@ -1,0 +1,93 @@
+package integration
+
+// Consumers fetching from the closest replica (KIP-392): a three-node
+// cluster in racks a, b and c with replica.selector.class set, and a
+// franz-go consumer with client.rack b.
+
+import (
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// fetchedFrom counts, per broker, the records a client's fetches returned.
+type fetchedFrom struct {
+	mu     sync.Mutex
+	counts map[int32]int
+}
+
+func (f *fetchedFrom) OnFetchBatchRead(meta kgo.BrokerMetadata, _ string, _ int32, m kgo.FetchBatchMetrics) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.counts == nil {
+		f.counts = map[int32]int{}
+	}
+	f.counts[meta.NodeID] += m.NumRecords
+}
+
+// take returns the counts so far and starts counting afresh.
+func (f *fetchedFrom) take() map[int32]int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	c := f.counts
+	f.counts = nil
+	return c
+}
+
+func TestRack_ConsumerReadsFromInSyncReplicaInItsRackThenLeaderWhenItLeavesTheISR(t *testing.T) {
+	racks := map[int]string{1: "a", 2: "b", 3: "c"}
+	c := startClusterWith(t, clusterOpts{
+		Env:     map[string]string{"GOKAFKA_REPLICA_SELECTOR_CLASS": "org.apache.kafka.common.replica.RackAwareReplicaSelector"},
+		NodeEnv: func(id int) map[string]string { return map[string]string{"GOKAFKA_BROKER_RACK": racks[id]} },
+	})
+	const topic = "rack-reads"
+	c.createTopicAssigned(t, topic, [][]int32{{1, 2, 3}}) // led by 1, in rack a
+
+	prod := c.client(t, kgo.DefaultProduceTopic(topic), kgo.RequiredAcks(kgo.AllISRAcks()))
+	produce := func(prefix string, n int) {
+		t.Helper()
+		for i := range n {
+			r := &kgo.Record{Value: fmt.Appendf(nil, "%s-%d", prefix, i)}
+			if err := prod.ProduceSync(testCtx(t, 30*time.Second), r).FirstErr(); err != nil {
+				t.Fatalf("produce %s-%d: %v", prefix, i, err)
+			}
+		}
+	}
+	check := func(got []rec, prefix string, n int) {
+		t.Helper()
+		for i, r := range got[:n] {
+			if want := fmt.Sprintf("%s-%d", prefix, i); string(r.Value) != want {
+				t.Fatalf("record %d is %q, want %q", i, r.Value, want)
+			}
+		}
+	}
+	const n = 50
+	produce("before", n)
+
+	var from fetchedFrom
+	cons := c.client(t,
+		kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.Rack("b"), kgo.WithHooks(&from),
+		// After this long on a replica, the consumer asks the leader
+		// again which replica to read (Kafka's consumers do so at their
+		// metadata refresh).
+		kgo.RecheckPreferredReplicaInterval(time.Second),
+	)
+	check(pollN(t, cons, n, 60*time.Second), "before", n)
+	if got := from.take(); got[2] != n || len(got) != 1 {
+		t.Fatalf("records fetched per broker %v, want all %d from broker 2 (rack b)", got, n)
+	}
+
+	// Broker 2 leaves: its replica drops out of the ISR, and the consumer,
+	// back at the leader, is served there; rack b has no other replica.
+	c.node(2).Stop()
+	c.waitPartition(t, topic, 0, "replica 2 out of the ISR", func(s partState) bool { return s.Leader == 1 && !s.inISR(2) })
+	produce("after", n)
+	check(pollN(t, cons, n, 90*time.Second), "after", n)
+	if got := from.take(); got[1] != n || len(got) != 1 {
+		t.Fatalf("records fetched per broker %v, want all %d from the leader, broker 1", got, n)
+	}
+}
