@@ -565,8 +565,9 @@ func TestCluster_NotEnoughReplicasAfterAppend(t *testing.T) {
 	}
 }
 
-// A follower never serves consumers; the leader refuses a replica fetch
-// from a broker outside the replica set.
+// A follower does not serve a consumer fetch without client metadata
+// (before Fetch v11; later ones, KIP-392, in preferred_test.go); the leader
+// refuses a replica fetch from a broker outside the replica set.
 func TestCluster_FollowerRefusesConsumers(t *testing.T) {
 	c := newSimCluster(t, testReplConfig(10*time.Second), 1, 2, 3)
 	c.createTopic("t", []int32{1, 2}, nil)
