@@ -91,3 +91,47 @@ func TestRack_ConsumerReadsFromInSyncReplicaInItsRackThenLeaderWhenItLeavesTheIS
 		t.Fatalf("records fetched per broker %v, want all %d from the leader, broker 1", got, n)
 	}
 }
+
+// With brokers 1 and 2 in rack a and 3 in rack b, every partition of a
+// topic created with replication factor 2 (CreateTopics, then
+// CreatePartitions) has a replica in each rack; the rack-unaware
+// assignment would pair 1 and 2 for some of them.
+func TestRack_NewPartitionsSpreadReplicasOverRacks(t *testing.T) {
+	racks := map[int]string{1: "a", 2: "a", 3: "b"}
+	c := startClusterWith(t, clusterOpts{
+		NodeEnv: func(id int) map[string]string { return map[string]string{"GOKAFKA_BROKER_RACK": racks[id]} },
+	})
+	const topic = "rack-placed"
+	adm := c.admin(t)
+	if _, err := adm.CreateTopic(testCtx(t, 30*time.Second), 12, 2, nil, topic); err != nil {
+		t.Fatalf("CreateTopic: %v", err)
+	}
+	if _, err := adm.CreatePartitions(testCtx(t, 30*time.Second), 12, topic); err != nil {
+		t.Fatalf("CreatePartitions: %v", err)
+	}
+	eventually(t, 30*time.Second, func() error {
+		resp, err := c.metadataFrom(1, topic)
+		if err != nil {
+			return err
+		}
+		rackOf := map[int32]string{}
+		for _, b := range resp.Brokers {
+			if b.Rack != nil {
+				rackOf[b.NodeID] = *b.Rack
+			}
+		}
+		if len(rackOf) != 3 {
+			return fmt.Errorf("brokers' racks %v, want 3 brokers with a rack", rackOf)
+		}
+		parts := resp.Topics[0].Partitions
+		if len(parts) != 24 {
+			return fmt.Errorf("%d partitions, want 24", len(parts))
+		}
+		for _, p := range parts {
+			if len(p.Replicas) != 2 || rackOf[p.Replicas[0]] == rackOf[p.Replicas[1]] {
+				t.Fatalf("partition %d has replicas %v in racks %s, %s", p.Partition, p.Replicas, rackOf[p.Replicas[0]], rackOf[p.Replicas[1]])
+			}
+		}
+		return nil
+	})
+}
