@@ -152,3 +152,22 @@ func TestCreateTopicsAndPartitionsPlaceReplicasByRack(t *testing.T) {
 		}
 	}
 }
+
+// Brokers without a rack count as one rack of their own, as Kafka's KRaft
+// placer counts them, and with no rack at all the assignment is the
+// rack-unaware one.
+func TestPlaceReplicasCountsBrokersWithoutRackAsOneRack(t *testing.T) {
+	a := "a"
+	im := &Image{Brokers: map[int32]BrokerInfo{1: {NodeID: 1, Rack: &a}, 2: {NodeID: 2, Rack: &a}, 3: {NodeID: 3}, 4: {NodeID: 4}}}
+	for round := 0; round < 20; round++ {
+		for p, r := range placeReplicas(im, []int32{1, 2, 3, 4}, 8, 2, 0) {
+			if (r[0] <= 2) == (r[1] <= 2) {
+				t.Fatalf("partition %d: replicas %v both in rack a or both without a rack", p, r)
+			}
+		}
+	}
+	none := &Image{Brokers: map[int32]BrokerInfo{1: {NodeID: 1}, 2: {NodeID: 2}, 3: {NodeID: 3}}}
+	if got := placeReplicas(none, []int32{1, 2, 3}, 3, 3, 0); len(got) != 3 || len(got[0]) != 3 {
+		t.Fatalf("no racks: %v", got)
+	}
+}
