@@ -96,10 +96,10 @@ type Config struct {
 	// wrote nothing to a partition for this long is forgotten there.
 	ProducerIDExpiration time.Duration
 	// ReplicaSelectorClass is replica.selector.class: empty (Kafka's
-	// default, none) lets consumers read from leaders only, as far as the
-	// leader decides; RackAwareReplicaSelector makes a leader send a
-	// consumer that names its rack (client.rack) to an in-sync replica in
-	// that rack (KIP-392, preferred.go).
+	// default, none) means a leader never sends a consumer elsewhere;
+	// RackAwareReplicaSelector makes a leader send a consumer that names
+	// its rack (client.rack) to an in-sync replica in that rack (KIP-392,
+	// preferred.go).
 	ReplicaSelectorClass string
 	// PeerRoutes reroute the followers' connections to their leaders
 	// (tests only; see protocol.PeerRoutes).

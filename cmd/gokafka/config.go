@@ -83,7 +83,7 @@ var properties = []property{
 	{"replica.fetch.response.max.bytes", "10485760", "Bytes a follower fetches per request."},
 	{"replica.fetch.backoff.ms", "1000", "Pause after a failed follower fetch."},
 	{"replica.socket.timeout.ms", "30000", "Timeout of a follower's requests to the leader."},
-	{"replica.selector.class", "", "Empty: consumers read from partition leaders; org.apache.kafka.common.replica.RackAwareReplicaSelector: a leader sends a consumer with client.rack to an in-sync replica in its rack (KIP-392)."},
+	{"replica.selector.class", "", "Empty: leaders serve consumers themselves; org.apache.kafka.common.replica.RackAwareReplicaSelector: a leader sends a consumer with client.rack to an in-sync replica in its rack (KIP-392)."},
 	{"producer.id.expiration.ms", "86400000", "A producer idle on a partition for this long is forgotten there (its next batch starts afresh)."},
 	{"advertised.listeners", "", "Addresses given to clients; empty means the listeners."},
 	{"broker.rack", "", "Rack of this broker; empty for none."},
