@@ -1,16 +1,20 @@
 package integration
 
-// Consumers fetching from the closest replica (KIP-392): a three-node
-// cluster in racks a, b and c with replica.selector.class set, and a
-// franz-go consumer with client.rack b.
+// Racks: rack-aware replica placement, and consumers fetching from the
+// closest replica (KIP-392) on a three-node cluster in racks a, b and c
+// with replica.selector.class set, with franz-go and librdkafka consumers
+// in rack b.
 
 import (
 	"fmt"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/gokafka/gokafka/integration/confluentgo"
 )
 
 // fetchedFrom counts, per broker, the records a client's fetches returned.
@@ -39,9 +43,13 @@ func (f *fetchedFrom) take() map[int32]int {
 
 func TestRack_ConsumerReadsFromInSyncReplicaInItsRackThenLeaderWhenItLeavesTheISR(t *testing.T) {
 	racks := map[int]string{1: "a", 2: "b", 3: "c"}
+	httpAddr := map[int32]string{}
 	c := startClusterWith(t, clusterOpts{
-		Env:     map[string]string{"GOKAFKA_REPLICA_SELECTOR_CLASS": "org.apache.kafka.common.replica.RackAwareReplicaSelector"},
-		NodeEnv: func(id int) map[string]string { return map[string]string{"GOKAFKA_BROKER_RACK": racks[id]} },
+		Env: map[string]string{"GOKAFKA_REPLICA_SELECTOR_CLASS": "org.apache.kafka.common.replica.RackAwareReplicaSelector"},
+		NodeEnv: func(id int) map[string]string {
+			httpAddr[int32(id)] = "127.0.0.1:" + strconv.Itoa(freePort(t))
+			return map[string]string{"GOKAFKA_BROKER_RACK": racks[id], "GOKAFKA_HTTP_LISTENER": httpAddr[int32(id)]}
+		},
 	})
 	const topic = "rack-reads"
 	c.createTopicAssigned(t, topic, [][]int32{{1, 2, 3}}) // led by 1, in rack a
@@ -66,6 +74,33 @@ func TestRack_ConsumerReadsFromInSyncReplicaInItsRackThenLeaderWhenItLeavesTheIS
 	}
 	const n = 50
 	produce("before", n)
+
+	// librdkafka (client.rack=b) is sent to broker 2 as well: broker 2,
+	// a follower no other replica fetches from, sends the topic's bytes
+	// to consumers only.
+	bytesOut := func(id int32) float64 {
+		t.Helper()
+		fams, err := scrapeMetrics(httpAddr[id])
+		if err != nil {
+			t.Fatalf("scraping node %d: %v", id, err)
+		}
+		return metricValue(fams, "kafka_server_brokertopicmetrics_bytesout_total", map[string]string{"topic": topic})
+	}
+	if v := bytesOut(2); v != 0 {
+		t.Fatalf("broker 2 sent %v bytes of %s before any consumer", v, topic)
+	}
+	rd, err := confluentgo.Consume(testCtx(t, 60*time.Second), c.node(1).Addr(), topic, confluentgo.ConsumeOpts{Partitions: []int32{0}, Count: n, Rack: "b"})
+	if err != nil {
+		t.Fatalf("librdkafka consumer in rack b: %v", err)
+	}
+	for i, r := range rd {
+		if want := fmt.Sprintf("before-%d", i); string(r.Value) != want {
+			t.Fatalf("librdkafka record %d is %q, want %q", i, r.Value, want)
+		}
+	}
+	if v := bytesOut(2); v <= 0 {
+		t.Fatal("broker 2 (rack b) sent nothing to the librdkafka consumer in rack b")
+	}
 
 	var from fetchedFrom
 	cons := c.client(t,
