@@ -426,7 +426,7 @@ func (c *Controller) planTopic(im *Image, spec TopicSpec, pending map[string]boo
 		if int(rf) > len(live) {
 			return nil, fmt.Errorf("%w: unable to replicate the partition %d time(s): the number of brokers is only %d", ErrInvalidReplicationFactor, rf, len(live))
 		}
-		assignment = assignReplicas(live, int(n), int(rf), 0, -1)
+		assignment = placeReplicas(im, live, int(n), int(rf), 0)
 	}
 	t := &TopicInfo{Name: spec.Name, ID: newTopicID(), Configs: configs}
 	for p, replicas := range assignment {
@@ -565,7 +565,7 @@ func (c *Controller) CreatePartitions(ctx context.Context, name string, total in
 		if rf > len(live) {
 			return fmt.Errorf("%w: unable to replicate the partition %d time(s): the number of brokers is only %d", ErrInvalidReplicationFactor, rf, len(live))
 		}
-		assignment = assignReplicas(live, add, rf, int(cur), -1)
+		assignment = placeReplicas(im, live, add, rf, int(cur))
 	}
 	if validateOnly {
 		return nil

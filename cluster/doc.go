@@ -34,6 +34,7 @@
 //	share.go        share-group checkpoints and group config overrides, stored
 //	cleanshutdown.go  the broker epoch of a clean shutdown (KIP-966)
 //	reassign.go     partition reassignment (KIP-455), ElectLeaders (KIP-460), auto leader rebalance
+//	placement.go    where new partitions' replicas go: rack-aware by broker.rack (Kafka's assignment)
 //
 // # How a change flows
 //

@@ -22,6 +22,11 @@ package handlers
 // lists the aborted transactions overlapping the records returned, whose
 // records the consumer drops (KIP-98).
 //
+// From v11 a consumer's fetch names its rack (client.rack): a follower
+// serves it up to its own high watermark, and a leader with
+// replica.selector.class may answer PreferredReadReplica instead of
+// records (KIP-392; replication/preferred.go).
+//
 // A replica id >= 0 (ReplicaID up to v14, ReplicaState.ID from v15, KIP-903)
 // marks a follower: it reads up to the leader's log end rather than the
 // high watermark, its fetch offset moves the ISR and the high watermark,
@@ -177,6 +182,9 @@ func (h *Handlers) fetchParams(ctx context.Context, req *protocol.Request, r *km
 		params.ReadCommitted = false
 	} else {
 		params.MaxBytes = h.quotaFetchMaxBytes(ctx, req, params.MaxBytes)
+		// From v11 a consumer's fetch carries its rack (KIP-392): a
+		// follower may serve it and a leader may name a closer replica.
+		params.ClientMetadata, params.ClientRack = req.Version >= 11, r.Rack
 	}
 	return params
 }
@@ -286,6 +294,9 @@ func fillFetchResponse(req *protocol.Request, resp *kmsg.FetchResponse, slots []
 			at := kmsg.NewFetchResponseTopicPartitionAbortedTransaction()
 			at.ProducerID, at.FirstOffset = a.ProducerID, a.FirstOffset
 			rp.AbortedTransactions = append(rp.AbortedTransactions, at)
+		}
+		if res.HasPreferredReadReplica && req.Version >= 11 {
+			rp.PreferredReadReplica = res.PreferredReadReplica
 		}
 		if res.HasDivergingEpoch && req.Version >= 12 {
 			rp.DivergingEpoch.Epoch, rp.DivergingEpoch.EndOffset = res.DivergingEpoch, res.DivergingEndOffset

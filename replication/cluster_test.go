@@ -50,6 +50,8 @@ type simCluster struct {
 
 	cfg   replication.Config
 	nodes map[int32]*simNode
+	// racks holds each broker's broker.rack, if it has one.
+	racks map[int32]string
 	// altersMu guards alters, the AlterPartition requests received, in
 	// order.
 	altersMu sync.Mutex
@@ -100,7 +102,13 @@ func (m simMeta) AlterPartition(ctx context.Context, req cluster.AlterPartitionR
 // over an in-memory log.
 func newSimCluster(t *testing.T, cfg replication.Config, ids ...int32) *simCluster {
 	t.Helper()
-	c := &simCluster{t: t, cfg: cfg, nodes: map[int32]*simNode{}}
+	return newSimClusterInRacks(t, cfg, nil, ids...)
+}
+
+// newSimClusterInRacks is newSimCluster with brokers registered in racks.
+func newSimClusterInRacks(t *testing.T, cfg replication.Config, racks map[int32]string, ids ...int32) *simCluster {
+	t.Helper()
+	c := &simCluster{t: t, cfg: cfg, nodes: map[int32]*simNode{}, racks: racks}
 	now := func() time.Time { return time.Now().Add(time.Duration(c.sessionsAhead.Load())) }
 	ctrl, mlog, err := cluster.OpenInMemory(context.Background(), cluster.Config{
 		NodeID: ids[0], ClusterID: "sim", NumPartitions: 1, DefaultReplicationFactor: 1, Now: now,
@@ -264,6 +272,9 @@ func (n *simNode) register(port int32) {
 	inc := make([]byte, 16)
 	rand.Read(inc)
 	info := cluster.BrokerInfo{NodeID: n.id, Host: "127.0.0.1", Port: port, Incarnation: hex.EncodeToString(inc), PreviousEpoch: n.cleanEpoch}
+	if r, ok := n.c.racks[n.id]; ok {
+		info.Rack = &r
+	}
 	if err := n.c.ctrl.RegisterBroker(context.Background(), info); err != nil {
 		t.Fatalf("register broker %d: %v", n.id, err)
 	}
@@ -555,8 +566,9 @@ func TestCluster_NotEnoughReplicasAfterAppend(t *testing.T) {
 	}
 }
 
-// A follower never serves consumers; the leader refuses a replica fetch
-// from a broker outside the replica set.
+// A follower does not serve a consumer fetch without client metadata
+// (before Fetch v11; later ones, KIP-392, in preferred_test.go); the leader
+// refuses a replica fetch from a broker outside the replica set.
 func TestCluster_FollowerRefusesConsumers(t *testing.T) {
 	c := newSimCluster(t, testReplConfig(10*time.Second), 1, 2, 3)
 	c.createTopic("t", []int32{1, 2}, nil)

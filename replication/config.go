@@ -95,6 +95,12 @@ type Config struct {
 	// ProducerIDExpiration is producer.id.expiration.ms: a producer that
 	// wrote nothing to a partition for this long is forgotten there.
 	ProducerIDExpiration time.Duration
+	// ReplicaSelectorClass is replica.selector.class: empty (Kafka's
+	// default, none) means a leader never sends a consumer elsewhere;
+	// RackAwareReplicaSelector makes a leader send a consumer that names
+	// its rack (client.rack) to an in-sync replica in that rack (KIP-392,
+	// preferred.go).
+	ReplicaSelectorClass string
 	// PeerRoutes reroute the followers' connections to their leaders
 	// (tests only; see protocol.PeerRoutes).
 	PeerRoutes protocol.PeerRoutes
@@ -135,6 +141,8 @@ func (c Config) Validate() error {
 		return errors.New("replica.fetch.min.bytes must not be negative and replica.fetch.max.bytes, replica.fetch.response.max.bytes must be positive")
 	case c.ReplicaFetchBackoff < 0:
 		return errors.New("replica.fetch.backoff.ms must not be negative")
+	case c.ReplicaSelectorClass != "" && c.ReplicaSelectorClass != RackAwareReplicaSelector:
+		return fmt.Errorf("replica.selector.class: class %s cannot be found (gokafka has %s)", c.ReplicaSelectorClass, RackAwareReplicaSelector)
 	}
 	return nil
 }

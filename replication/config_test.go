@@ -39,3 +39,18 @@ func TestLogConfigCarriesCompactionSettings(t *testing.T) {
 		t.Fatal("a delete-policy topic is compacted")
 	}
 }
+
+func TestReplicaSelectorClassAcceptsNoneOrTheRackAwareSelector(t *testing.T) {
+	for _, class := range []string{"", replication.RackAwareReplicaSelector} {
+		cfg := replication.DefaultConfig()
+		cfg.ReplicaSelectorClass = class
+		if err := cfg.Validate(); err != nil {
+			t.Fatalf("replica.selector.class %q: %v", class, err)
+		}
+	}
+	cfg := replication.DefaultConfig()
+	cfg.ReplicaSelectorClass = "com.example.NearestSelector"
+	if err := cfg.Validate(); err == nil {
+		t.Fatal("an unknown replica.selector.class was accepted")
+	}
+}

@@ -48,6 +48,12 @@
 // (leader.replication.throttled.rate) for the catching-up replicas the
 // topic's *.replication.throttled.replicas name.
 //
+// preferred.go: consumers reading from the closest replica (KIP-392). A
+// consumer fetch with client metadata (v11+) may be served by a follower,
+// up to its own high watermark; with replica.selector.class a leader
+// answers a consumer in another rack with the in-sync replica in its rack
+// to read from instead.
+//
 // # Producer state
 //
 // producers.go keeps each partition's idempotent-producer state current

@@ -1020,6 +1020,12 @@ type FetchParams struct {
 	// ReplicaEpoch is the follower's broker epoch (Fetch v15+
 	// ReplicaState), -1 if it sent none.
 	ReplicaEpoch int64
+	// ClientMetadata marks a consumer's fetch that carries client
+	// metadata (Fetch v11+): a follower may serve it, and a leader may
+	// point it at a PreferredReadReplica in ClientRack (client.rack, ""
+	// for none); see preferred.go.
+	ClientMetadata bool
+	ClientRack     string
 	// ZeroCopy lets results carry file Regions instead of Records, for a
 	// connection that can send them with sendfile.
 	ZeroCopy bool
@@ -1045,6 +1051,11 @@ type FetchResult struct {
 	// AbortedTransactions (read_committed only) are the aborted
 	// transactions overlapping the records returned.
 	AbortedTransactions []idempotent.TxnRange
+	// PreferredReadReplica, set when HasPreferredReadReplica, is the
+	// replica the consumer should fetch from instead (KIP-392); the
+	// result then carries no records.
+	PreferredReadReplica    int32
+	HasPreferredReadReplica bool
 }
 
 // Fetch reads the partitions as a consumer or, with FromFollower, for a
@@ -1185,7 +1196,7 @@ func (m *Manager) readAll(ctx context.Context, fp FetchParams, record bool) ([]F
 		r := &res[i]
 		r.HighWatermark, r.LastStableOffset, r.LogStartOffset = -1, -1, -1
 		r.DivergingEpoch, r.DivergingEndOffset = -1, -1
-		p, err := m.leader(part.TP, part.CurrentLeaderEpoch)
+		p, err := m.readable(part.TP, part.CurrentLeaderEpoch, !fp.ClientMetadata || fp.FromFollower)
 		if err == nil && fp.FromFollower {
 			err = p.checkReplica(fp.ReplicaID, part.CurrentLeaderEpoch)
 		}
@@ -1193,6 +1204,17 @@ func (m *Manager) readAll(ctx context.Context, fp FetchParams, record bool) ([]F
 			r.Err = err
 			respondNow = true
 			continue
+		}
+		if fp.ClientMetadata && !fp.FromFollower {
+			if id := m.preferredReadReplica(p, fp.ClientRack, part.Offset); id >= 0 {
+				// Kafka skips the read and answers where to read instead,
+				// with this leader's offsets, at once.
+				hw := p.log.HighWatermark()
+				r.HighWatermark, r.LastStableOffset, r.LogStartOffset = hw, min(p.lastStableIfLoaded(), hw), p.log.LogStartOffset()
+				r.PreferredReadReplica, r.HasPreferredReadReplica = id, true
+				respondNow = true
+				continue
+			}
 		}
 		// The LEO before the read: appends racing with it must not keep a
 		// follower that read everything from counting as caught up.

@@ -83,6 +83,7 @@ var properties = []property{
 	{"replica.fetch.response.max.bytes", "10485760", "Bytes a follower fetches per request."},
 	{"replica.fetch.backoff.ms", "1000", "Pause after a failed follower fetch."},
 	{"replica.socket.timeout.ms", "30000", "Timeout of a follower's requests to the leader."},
+	{"replica.selector.class", "", "Empty: leaders serve consumers themselves; org.apache.kafka.common.replica.RackAwareReplicaSelector: a leader sends a consumer with client.rack to an in-sync replica in its rack (KIP-392)."},
 	{"producer.id.expiration.ms", "86400000", "A producer idle on a partition for this long is forgotten there (its next batch starts afresh)."},
 	{"advertised.listeners", "", "Addresses given to clients; empty means the listeners."},
 	{"broker.rack", "", "Rack of this broker; empty for none."},
@@ -629,6 +630,7 @@ func (s *settings) replicationConfig() replication.Config {
 		ReplicaFetchResponseMaxBytes: int32(min(s.positive("replica.fetch.response.max.bytes"), math.MaxInt32)),
 		ReplicaFetchBackoff:          ms(s.positive("replica.fetch.backoff.ms")),
 		ReplicaSocketTimeout:         ms(s.positive("replica.socket.timeout.ms")),
+		ReplicaSelectorClass:         strings.TrimSpace(s.str("replica.selector.class")),
 		ProducerIDExpiration:         ms(s.positive("producer.id.expiration.ms")),
 	}
 }

@@ -136,6 +136,8 @@ type ConsumeOpts struct {
 	Commit     bool          // commit synchronously before closing
 	// ReadCommitted sets isolation.level=read_committed.
 	ReadCommitted bool
+	// Rack, when set, is client.rack (KIP-392).
+	Rack string
 }
 
 // Consume reads until o.Count records arrived (plus o.Linger) or ctx ends,
@@ -150,7 +152,7 @@ func Consume(ctx context.Context, bootstrap, topic string, o ConsumeOpts) ([]Rec
 	if o.ReadCommitted {
 		isolation = "read_committed"
 	}
-	c, err := kafka.NewConsumer(&kafka.ConfigMap{
+	cfg := kafka.ConfigMap{
 		"bootstrap.servers":  bootstrap,
 		"group.id":           group,
 		"auto.offset.reset":  "earliest",
@@ -159,7 +161,11 @@ func Consume(ctx context.Context, bootstrap, topic string, o ConsumeOpts) ([]Rec
 		"session.timeout.ms": 10000,
 		"fetch.wait.max.ms":  200,
 		"log_level":          3,
-	})
+	}
+	if o.Rack != "" {
+		cfg["client.rack"] = o.Rack
+	}
+	c, err := kafka.NewConsumer(&cfg)
 	if err != nil {
 		return nil, err
 	}
