@@ -338,7 +338,7 @@ func (c *Controller) checkSessions() {
 		return
 	}
 	defer c.proposeMu.Unlock()
-	for _, id := range c.sessions.Expired(c.Image(), c.now()) {
+	for _, id := range c.sessions.Expired(c.Image(), c.now(), c.caughtUpTerm) {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		if err := c.fenceLocked(ctx, c.Image(), id, "session expired"); err != nil {
 			c.logger.Warn().Err(err).Int32("broker", id).Msg("fencing failed")

@@ -13,8 +13,11 @@ import (
 type sessions struct {
 	timeout  time.Duration
 	lastSeen map[int32]time.Time
-	// leading is false until the first check of a leadership.
-	leading bool
+	// term is the raft term of the leadership the sessions belong to; 0
+	// until the first check of a leadership. A leadership lost and
+	// regained between two checks is a new term, and starts afresh too:
+	// the heartbeats meanwhile went to another controller.
+	term uint64
 }
 
 func newSessions(timeout time.Duration) *sessions {
@@ -33,17 +36,18 @@ func (s *sessions) Alive(id int32, now time.Time) bool {
 
 // Resign forgets the leadership: the next Expired starts every session
 // afresh.
-func (s *sessions) Resign() { s.leading = false }
+func (s *sessions) Resign() { s.term = 0 }
 
 // Expired returns, in id order, the unfenced brokers of im not heard from
-// for longer than the session timeout at now. A broker it has not seen
-// before starts its session now.
-func (s *sessions) Expired(im *Image, now time.Time) []int32 {
-	if !s.leading {
+// for longer than the session timeout at now, in the leadership of raft
+// term term. A broker it has not seen before starts its session now, and
+// so does every broker in a term it has not checked before.
+func (s *sessions) Expired(im *Image, now time.Time, term uint64) []int32 {
+	if s.term != term {
 		for id := range im.Brokers {
 			s.lastSeen[id] = now
 		}
-		s.leading = true
+		s.term = term
 	}
 	var out []int32
 	for _, id := range im.BrokerIDs() {

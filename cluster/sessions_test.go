@@ -24,17 +24,17 @@ func TestSessionExpiresAfterTheTimeout(t *testing.T) {
 	t0 := time.Unix(1000, 0)
 	s := newSessions(9 * time.Second)
 	im := sessionImage(map[int32]bool{3: true}, 1, 2, 3)
-	if got := s.Expired(im, t0); len(got) != 0 {
+	if got := s.Expired(im, t0, 1); len(got) != 0 {
 		t.Fatalf("expired at the start of the leadership: %v", got)
 	}
 	s.Seen(1, t0.Add(5*time.Second))
-	if got := s.Expired(im, t0.Add(9*time.Second)); len(got) != 0 {
+	if got := s.Expired(im, t0.Add(9*time.Second), 1); len(got) != 0 {
 		t.Fatalf("expired at exactly the timeout: %v", got)
 	}
-	if got := s.Expired(im, t0.Add(10*time.Second)); !slices.Equal(got, []int32{2}) {
+	if got := s.Expired(im, t0.Add(10*time.Second), 1); !slices.Equal(got, []int32{2}) {
 		t.Fatalf("expired %v at t0+10s, want [2] (1 heartbeated at t0+5s, 3 is fenced)", got)
 	}
-	if got := s.Expired(im, t0.Add(15*time.Second)); !slices.Equal(got, []int32{1, 2}) {
+	if got := s.Expired(im, t0.Add(15*time.Second), 1); !slices.Equal(got, []int32{1, 2}) {
 		t.Fatalf("expired %v at t0+15s, want [1 2]", got)
 	}
 }
@@ -63,17 +63,34 @@ func TestSessionsStartAfreshOnANewLeadership(t *testing.T) {
 	t0 := time.Unix(1000, 0)
 	s := newSessions(9 * time.Second)
 	im := sessionImage(nil, 1, 2)
-	s.Expired(im, t0)
+	s.Expired(im, t0, 1)
 	s.Resign()
-	if got := s.Expired(im, t0.Add(time.Minute)); len(got) != 0 {
+	if got := s.Expired(im, t0.Add(time.Minute), 1); len(got) != 0 {
 		t.Fatalf("expired on taking over: %v", got)
 	}
 	im = sessionImage(nil, 1, 2, 4)
-	if got := s.Expired(im, t0.Add(time.Minute+5*time.Second)); len(got) != 0 {
+	if got := s.Expired(im, t0.Add(time.Minute+5*time.Second), 1); len(got) != 0 {
 		t.Fatalf("expired %v five seconds into the new leadership", got)
 	}
-	if got := s.Expired(im, t0.Add(time.Minute+10*time.Second)); !slices.Equal(got, []int32{1, 2}) {
+	if got := s.Expired(im, t0.Add(time.Minute+10*time.Second), 1); !slices.Equal(got, []int32{1, 2}) {
 		t.Fatalf("expired %v, want [1 2] (4 started its session five seconds later)", got)
+	}
+}
+
+// A node that loses the leadership and wins it back before its next
+// check (no Resign in between) leads in a new term, in which the
+// brokers heartbeated to another controller: every session starts
+// afresh rather than expiring by the heartbeats of the old term.
+func TestSessionsStartAfreshWhenTheLeadershipComesBackInANewTerm(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	s := newSessions(9 * time.Second)
+	im := sessionImage(nil, 1, 2)
+	s.Expired(im, t0, 4)
+	if got := s.Expired(im, t0.Add(time.Minute), 6); len(got) != 0 {
+		t.Fatalf("expired %v on leading again in a later term", got)
+	}
+	if got := s.Expired(im, t0.Add(time.Minute+10*time.Second), 6); !slices.Equal(got, []int32{1, 2}) {
+		t.Fatalf("expired %v ten seconds into the new term, want [1 2]", got)
 	}
 }
 
