@@ -56,6 +56,10 @@ type QuorumConfig struct {
 	// BindAddr is this node's CONTROLLER listener (host:port); unused for
 	// a quorum of one.
 	BindAddr string
+	// Observer makes this node a non-voting member of the quorum (a
+	// broker-only node, process.roles=broker): it is not one of Voters,
+	// joins through them (membership.go) and receives the log at BindAddr.
+	Observer bool
 	// Dir holds the raft log, stable store and snapshots.
 	Dir string
 	// HeartbeatInterval is broker.heartbeat.interval.ms, SessionTimeout
@@ -221,7 +225,10 @@ func Open(ctx context.Context, cfg Config, qc QuorumConfig, logger zerolog.Logge
 			servers = append(servers, raft.Server{ID: raft.ServerID(strconv.Itoa(int(v.ID))), Address: raft.ServerAddress(v.Addr)})
 			found = found || v.ID == cfg.NodeID
 		}
-		if !found {
+		switch {
+		case qc.Observer && found:
+			return nil, fmt.Errorf("node.id %d is in controller.quorum.voters but process.roles has no controller role", cfg.NodeID)
+		case !qc.Observer && !found:
 			return nil, fmt.Errorf("node.id %d is not in controller.quorum.voters", cfg.NodeID)
 		}
 		// The CONTROLLER listener also takes Kafka-protocol requests for
@@ -258,7 +265,7 @@ func Open(ctx context.Context, cfg Config, qc QuorumConfig, logger zerolog.Logge
 		closeTransport(trans)
 		return nil, err
 	}
-	if !existing {
+	if !existing && !qc.Observer {
 		// Every voter bootstraps with the same configuration; raft
 		// treats that as one bootstrap.
 		if err := raft.BootstrapCluster(rc, store, store, snaps, trans, raft.Configuration{Servers: servers}); err != nil {
@@ -289,6 +296,14 @@ func Open(ctx context.Context, cfg Config, qc QuorumConfig, logger zerolog.Logge
 	go l.watchLeader(obsCh, obs)
 	go c.leaderLoop()
 
+	if qc.Observer {
+		// The active controller adds this node to the quorum, after
+		// which the log arrives (membership.go).
+		if err := c.joinAsObserver(ctx); err != nil {
+			c.Close()
+			return nil, err
+		}
+	}
 	if err := c.waitReady(ctx); err != nil {
 		c.Close()
 		return nil, err

@@ -84,6 +84,8 @@ type Controller interface {
 	AlterUserScramCredentials(ctx context.Context, deletions []cluster.ScramChange, upserts []cluster.ScramUpsert) map[string]error
 	AlterPartitionReassignments(ctx context.Context, reqs []cluster.Reassignment) []error
 	ElectLeaders(ctx context.Context, typ cluster.ElectionType, parts map[string][]int32) ([]cluster.ElectionResult, error)
+	JoinObserver(ctx context.Context, id int32, addr string) error
+	UnregisterBroker(ctx context.Context, id int32) error
 }
 
 var _ Controller = (*cluster.Controller)(nil)
@@ -175,6 +177,7 @@ func New(reg *protocol.Registry, cfg Config, d Deps) *Handlers {
 		h.registerScramCredentials,
 		h.registerReassignments,
 		h.registerElectLeaders,
+		h.registerQuorum,
 	} {
 		r(reg)
 	}

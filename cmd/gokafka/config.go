@@ -55,7 +55,7 @@ func init() {
 
 var properties = []property{
 	{"node.id", "1", "This node's id, as broker and as metadata quorum voter."},
-	{"process.roles", "broker,controller", "Roles of this node; gokafka nodes are always broker,controller."},
+	{"process.roles", "broker,controller", "Roles of this node: broker, controller or broker,controller; a broker-only node follows the metadata quorum without voting, a controller-only node hosts no partitions."},
 	{"listeners", "PLAINTEXT://127.0.0.1:9092", "Comma-separated listener URLs the broker binds; add CONTROLLER://host:port when controller.quorum.voters is set."},
 	{"listener.security.protocol.map", "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL", "Listener name to security protocol (PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL) as NAME:PROTOCOL pairs; a controller listener missing from it is PLAINTEXT, as in Kafka's KRaft mode."},
 	{"controller.listener.names", "CONTROLLER", "Listener names that carry the metadata quorum's traffic."},
@@ -683,13 +683,30 @@ func (s *settings) authorizerConfig() *acl.Config {
 // validate checks the roles, the settings only topics and the
 // coordinators read, and the coordinators' own constraints.
 func (s *settings) validate(cfg *broker.Config) {
+	var isBroker, isController bool
 	for _, r := range s.list("process.roles") {
-		if r != "broker" && r != "controller" {
+		switch r {
+		case "broker":
+			isBroker = true
+		case "controller":
+			isController = true
+		default:
 			s.errs = append(s.errs, fmt.Sprintf("process.roles: unknown role %q", r))
 		}
 	}
-	if roles := s.str("process.roles"); roles != "broker,controller" && roles != "controller,broker" {
-		s.errs = append(s.errs, "process.roles: only combined broker,controller nodes are supported")
+	if !isBroker && !isController {
+		s.errs = append(s.errs, "process.roles: name broker, controller or both")
+	}
+	cfg.Roles = broker.Roles{BrokerOnly: isBroker && !isController, ControllerOnly: isController && !isBroker}
+	if (cfg.Roles.BrokerOnly || cfg.Roles.ControllerOnly) && len(cfg.Quorum.Voters) == 0 {
+		s.errs = append(s.errs, "process.roles: a broker-only or controller-only node needs controller.quorum.voters")
+	}
+	inVoters := slices.ContainsFunc(cfg.Quorum.Voters, func(v cluster.Voter) bool { return v.ID == cfg.NodeID })
+	switch {
+	case cfg.Roles.BrokerOnly && inVoters:
+		s.errs = append(s.errs, fmt.Sprintf("process.roles=broker: node.id %d must not be in controller.quorum.voters", cfg.NodeID))
+	case isController && len(cfg.Quorum.Voters) > 0 && !inVoters:
+		s.errs = append(s.errs, fmt.Sprintf("process.roles has controller: node.id %d must be in controller.quorum.voters", cfg.NodeID))
 	}
 	s.positive("message.max.bytes")
 	s.positive("log.segment.bytes")
