@@ -1,0 +1,260 @@
+package integration
+
+// Node roles and cluster membership: a broker-only node
+// (process.roles=broker) added to a running cluster, a cluster whose
+// controller is controller-only, and a decommissioned broker removed with
+// UnregisterBroker.
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// roleNodeEnv is the settings of node id with the given process.roles in
+// a cluster whose voters are voters: a broker listener unless the node is
+// controller-only, and a CONTROLLER listener (a broker-only node receives
+// the metadata log on it).
+func roleNodeEnv(id int, roles, voters string, port, ctrl int, env map[string]string) map[string]string {
+	settings := maps.Clone(clusterDefaults)
+	maps.Copy(settings, env)
+	settings["GOKAFKA_NODE_ID"] = strconv.Itoa(id)
+	settings["GOKAFKA_PROCESS_ROLES"] = roles
+	settings["GOKAFKA_CONTROLLER_QUORUM_VOTERS"] = voters
+	if roles == "controller" {
+		settings["GOKAFKA_LISTENERS"] = fmt.Sprintf("CONTROLLER://127.0.0.1:%d", ctrl)
+	} else {
+		settings["GOKAFKA_LISTENERS"] = fmt.Sprintf("PLAINTEXT://127.0.0.1:%d,CONTROLLER://127.0.0.1:%d", port, ctrl)
+	}
+	return settings
+}
+
+// addBrokerOnly starts a broker-only node with the next node id in the
+// running cluster and waits until every broker lists it as live.
+func (c *cluster) addBrokerOnly(t *testing.T) int32 {
+	t.Helper()
+	id := int32(len(c.nodes) + 1)
+	port, ctrl := freePort(t), freePort(t)
+	b := newBroker(t, brokerOpts{Port: port, Env: roleNodeEnv(int(id), "broker", c.voters, port, ctrl, nil)})
+	c.nodes = append(c.nodes, b)
+	b.start()
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(b.Addr()), kgo.ClientID("gokafka-integration-probe")}, c.clientOpts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	c.probes = append(c.probes, cl)
+	c.waitLiveBrokers(t, c.brokerIDs())
+	return id
+}
+
+// brokerIDs lists the nodes that are brokers.
+func (c *cluster) brokerIDs() []int32 {
+	var out []int32
+	for i := range c.nodes {
+		if id := int32(i + 1); !c.controllerOnly[id] {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// waitLiveBrokers waits until every running broker lists exactly want as
+// its live brokers.
+func (c *cluster) waitLiveBrokers(t *testing.T, want []int32) {
+	t.Helper()
+	eventually(t, 60*time.Second, func() error {
+		for _, id := range c.reachable() {
+			got, err := c.liveBrokers(id)
+			if err != nil {
+				return err
+			}
+			if !slices.Equal(got, want) {
+				return fmt.Errorf("node %d lists brokers %v, want %v", id, got, want)
+			}
+		}
+		return nil
+	})
+}
+
+// startRolesCluster starts one node per entry of roles (node ids from 1),
+// every node with the controller role a voter, and waits until every
+// broker lists every broker as live.
+func startRolesCluster(t *testing.T, roles []string) *cluster {
+	t.Helper()
+	n := len(roles)
+	ports, ctrl := make([]int, n), make([]int, n)
+	var voters []string
+	c := &cluster{t: t, paused: map[int32]bool{}, controllerOnly: map[int32]bool{}}
+	for i := range n {
+		ports[i], ctrl[i] = freePort(t), freePort(t)
+		if strings.Contains(roles[i], "controller") {
+			voters = append(voters, fmt.Sprintf("%d@127.0.0.1:%d", i+1, ctrl[i]))
+		}
+		if roles[i] == "controller" {
+			// Ready, for the harness, is the CONTROLLER listener
+			// accepting.
+			ports[i] = ctrl[i]
+			c.controllerOnly[int32(i+1)] = true
+		}
+	}
+	c.voters = strings.Join(voters, ",")
+	for i := range n {
+		c.nodes = append(c.nodes, newBroker(t, brokerOpts{Port: ports[i], Env: roleNodeEnv(i+1, roles[i], c.voters, ports[i], ctrl[i], nil)}))
+	}
+	for _, b := range c.nodes {
+		b.launch()
+	}
+	for _, b := range c.nodes {
+		b.waitReady()
+	}
+	for _, b := range c.nodes {
+		cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr()), kgo.ClientID("gokafka-integration-probe"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(cl.Close)
+		c.probes = append(c.probes, cl)
+	}
+	c.waitLiveBrokers(t, c.brokerIDs())
+	return c
+}
+
+// TestClusterBrokerOnlyNodeJoinsARunningClusterAndTakesPartitions adds a
+// broker-only node to a running three-node cluster: it joins the metadata
+// quorum without voting, registers, and takes partitions by reassignment,
+// leading one of them; every acknowledged record is read back. Stopping
+// it leaves the quorum as it was: the voters still elect and serve.
+func TestClusterBrokerOnlyNodeJoinsARunningClusterAndTakesPartitions(t *testing.T) {
+	c := startCluster(t, nil)
+	const topic, parts = "to-broker-only", 2
+	c.createTopicAssigned(t, topic, [][]int32{{1, 2, 3}, {2, 3, 1}})
+	prod := startSeqProducer(t, seqProducerClient(t, c), topic, parts, 5)
+	prod.waitMoreAcks(t, 300, "before node 4 joins")
+
+	id := c.addBrokerOnly(t)
+	if id != 4 {
+		t.Fatalf("new node id %d", id)
+	}
+	adm := c.admin(t)
+	targets := map[int32][]int32{0: {4, 2, 3}, 1: {2, 3, 4}}
+	reassign(t, adm, topic, targets)
+	c.waitReassigned(t, adm, topic, targets)
+	c.waitPartition(t, topic, 0, "node 4 leading partition 0 with a full ISR", func(s partState) bool {
+		return s.Leader == 4 && slices.Equal(s.ISR, []int32{2, 3, 4})
+	})
+	c.waitPartition(t, topic, 1, "node 4 in partition 1's ISR", func(s partState) bool {
+		return slices.Equal(s.ISR, []int32{2, 3, 4})
+	})
+	c.waitNoPartitionDir(t, 1, topic, 0)
+	prod.waitMoreAcks(t, 300, "after the move to node 4")
+	prod.stop(t)
+	got := seqRecords(t, c.consumeAll(t, topic, parts), parts)
+	checkAckedPresent(t, prod, got)
+
+	// Node 4 is no voter: the active controller is one of 1-3, and with
+	// node 4 gone the three voters still make changes.
+	ctrlID, err := c.controller(4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ctrlID < 1 || ctrlID > 3 {
+		t.Fatalf("node 4 reports controller %d, want a voter", ctrlID)
+	}
+	c.node(4).Stop()
+	c.createTopic(t, "after-node-4", 1, nil)
+}
+
+// TestClusterWithAControllerOnlyNode runs a controller-only node as the
+// only voter with three broker-only nodes: the brokers register through
+// it, clients are told a broker as controller, topics are created
+// (forwarded to the controller), written and read, and the controller
+// hosts no partition.
+func TestClusterWithAControllerOnlyNode(t *testing.T) {
+	c := startRolesCluster(t, []string{"controller", "broker", "broker", "broker"})
+	for _, id := range []int32{2, 3, 4} {
+		resp, err := c.metadataFrom(id, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.ControllerID < 2 {
+			t.Fatalf("node %d tells clients controller %d, want a broker (2-4)", id, resp.ControllerID)
+		}
+	}
+	const topic, parts = "controller-only", 3
+	adm := c.admin(t)
+	if _, err := adm.CreateTopic(testCtx(t, 30*time.Second), parts, 3, nil, topic); err != nil {
+		t.Fatal(err)
+	}
+	for p := range int32(parts) {
+		c.waitPartition(t, topic, p, "a leader and a full ISR on the brokers", func(s partState) bool {
+			return s.Leader >= 2 && slices.Equal(s.ISR, []int32{2, 3, 4})
+		})
+	}
+	prod := startSeqProducer(t, seqProducerClient(t, c), topic, parts, 5)
+	prod.waitMoreAcks(t, 300, "on the brokers")
+	prod.stop(t)
+	got := seqRecords(t, c.consumeAll(t, topic, parts), parts)
+	checkAckedPresent(t, prod, got)
+
+	// The controller-only node serves the controller APIs on its
+	// CONTROLLER listener and no client APIs there.
+	ctrl := kgoClient(t, kgo.SeedBrokers(c.node(1).Addr()))
+	if _, err := kmsg.NewPtrDescribeClusterRequest().RequestWith(testCtx(t, 10*time.Second), ctrl); err != nil {
+		t.Fatalf("DescribeCluster on the controller-only node: %v", err)
+	}
+	if _, err := kmsg.NewPtrMetadataRequest().RequestWith(testCtx(t, 5*time.Second), ctrl); err == nil {
+		t.Fatal("the controller-only node answered Metadata on its CONTROLLER listener")
+	}
+	for p := range int32(parts) {
+		if _, err := os.Stat(c.node(1).PartitionDir(topic, p)); !errors.Is(err, os.ErrNotExist) {
+			t.Fatalf("the controller-only node holds %s[%d] (%v)", topic, p, err)
+		}
+	}
+}
+
+// TestClusterUnregisterADecommissionedBroker moves every replica off node
+// 4, stops it and unregisters it: no node lists it any more, and
+// unregistering it again answers BROKER_ID_NOT_REGISTERED.
+func TestClusterUnregisterADecommissionedBroker(t *testing.T) {
+	c := startClusterN(t, 3, nil)
+	id := c.addBrokerOnly(t)
+	const topic = "decommission"
+	c.createTopicAssigned(t, topic, [][]int32{{id, 1, 2}})
+	adm := c.admin(t)
+	targets := map[int32][]int32{0: {1, 2, 3}}
+	reassign(t, adm, topic, targets)
+	c.waitReassigned(t, adm, topic, targets)
+	c.waitNoPartitionDir(t, id, topic, 0)
+	c.node(id).Stop()
+
+	cl := c.client(t)
+	unregister := func() int16 {
+		req := kmsg.NewPtrUnregisterBrokerRequest()
+		req.BrokerID = id
+		resp, err := req.RequestWith(testCtx(t, 15*time.Second), cl)
+		if err != nil {
+			t.Fatalf("UnregisterBroker: %v", err)
+		}
+		return resp.ErrorCode
+	}
+	if code := unregister(); code != 0 {
+		t.Fatalf("UnregisterBroker %d: %v", id, kerr.ErrorForCode(code))
+	}
+	c.waitLiveBrokers(t, []int32{1, 2, 3})
+	if code := unregister(); code != kerr.BrokerIDNotRegistered.Code {
+		t.Fatalf("unregistering %d again: %v, want BROKER_ID_NOT_REGISTERED", id, kerr.ErrorForCode(code))
+	}
+	// The cluster goes on with the three that are left.
+	c.createTopic(t, "after-decommission", 3, nil)
+}
