@@ -397,7 +397,7 @@ func Start(ctx context.Context, cfg Config, logger zerolog.Logger) (_ *Server, e
 	}
 	s.shareC = share.NewCoordinator(cfg.Share, cfg.NodeID, s.meta, logger.With().Str("component", "share").Logger(), share.WithStore(s.groups))
 	s.shareM = share.NewManager(cfg.Share, s.meta, share.ReplicaSource(s.replicas), logger.With().Str("component", "share").Logger())
-	s.handlers = handlers.New(reg, handlers.Config{NodeID: cfg.NodeID, AutoCreateTopics: cfg.AutoCreateTopics, FetchMaxBytes: cfg.FetchMaxBytes}, handlers.Deps{
+	s.handlers = handlers.New(reg, handlers.Config{NodeID: cfg.NodeID, AutoCreateTopics: cfg.AutoCreateTopics, FetchMaxBytes: cfg.FetchMaxBytes, ControllerListenerName: ctrlName}, handlers.Deps{
 		Meta: s.meta, Replicas: s.replicas, Controller: s.meta, ProducerIDs: pids,
 		Groups: s.groups, Txn: s.txn, ShareCoord: s.shareC, ShareMgr: s.shareM, ShareCfg: cfg.Share,
 		Quotas: s.watchQuotas(cfg.Quota), Authorizer: s.watchACLs(cfg.Authorizer), Observer: observer(cfg.Metrics),
@@ -485,7 +485,7 @@ func startController(ctx context.Context, cfg Config, qc cluster.QuorumConfig, c
 		return nil, fmt.Errorf("open metadata: %w", err)
 	}
 	s.reg = protocol.NewRegistry()
-	s.handlers = handlers.New(s.reg, handlers.Config{NodeID: cfg.NodeID}, handlers.Deps{
+	s.handlers = handlers.New(s.reg, handlers.Config{NodeID: cfg.NodeID, ControllerListenerName: ctrlName}, handlers.Deps{
 		Meta: s.meta, Controller: s.meta,
 		Quotas: s.watchQuotas(cfg.Quota), Authorizer: s.watchACLs(cfg.Authorizer), Observer: observer(cfg.Metrics),
 	})

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -36,9 +37,9 @@ import (
 // ObserverListenerName names the listener of an observer's join request.
 const ObserverListenerName = "gokafka-quorum-observer"
 
-// ErrNotQuorumMember is the error of a raft membership change this Log
+// errNoNetworkQuorum is the error of a raft membership change this Log
 // cannot make (a one-node or in-memory quorum).
-var ErrNotQuorumMember = errors.New("the metadata quorum has no network membership")
+var errNoNetworkQuorum = errors.New("the metadata quorum has no network membership")
 
 // raftOf returns the hashicorp/raft under the Log, nil for a MemLog.
 func (c *Controller) raftOf() *raft.Raft {
@@ -50,15 +51,15 @@ func (c *Controller) raftOf() *raft.Raft {
 
 // JoinObserver, on the active controller, makes node id at quorum address
 // addr a non-voting member of the metadata quorum, so that the log is
-// replicated to it. Joining again at the same address changes nothing; a
-// voter cannot join as an observer.
+// replicated to it. A node that is already a member, voter or observer at
+// that address, stays as it is.
 func (c *Controller) JoinObserver(ctx context.Context, id int32, addr string) error {
 	if !c.IsLeader() {
 		return ErrNotController
 	}
 	r := c.raftOf()
 	if r == nil || c.mux == nil {
-		return ErrNotQuorumMember
+		return fmt.Errorf("%w: %v", kerr.UnsupportedVersion, errNoNetworkQuorum)
 	}
 	if _, _, err := net.SplitHostPort(addr); err != nil {
 		return fmt.Errorf("%w: observer address %q: %v", kerr.InvalidRequest, addr, err)
@@ -72,10 +73,9 @@ func (c *Controller) JoinObserver(ctx context.Context, id int32, addr string) er
 		if s.ID != sid {
 			continue
 		}
-		if s.Suffrage == raft.Voter {
-			return fmt.Errorf("%w: node %d is a voter of the metadata quorum", kerr.InvalidRequest, id)
-		}
-		if string(s.Address) == addr {
+		if s.Suffrage == raft.Voter || string(s.Address) == addr {
+			// Already a member: a voter (added by AddRaftVoter)
+			// restarting, or an observer joining again.
 			return nil
 		}
 	}
@@ -209,4 +209,198 @@ func (c *Controller) removeObserver(r *raft.Raft, id int32) {
 			return
 		}
 	}
+}
+
+// QuorumReplica is one member of the metadata quorum as DescribeQuorum
+// reports it. LogEndOffset is the metadata offset the member last told
+// the active controller it had applied (a broker's heartbeat carries it;
+// hashicorp/raft does not expose its followers' progress), the leader's
+// own last index for the leader, -1 when unknown; LastFetch is when that
+// was (Unix ms), -1 when unknown.
+type QuorumReplica struct {
+	ID           int32
+	Addr         string
+	LogEndOffset int64
+	LastFetch    int64
+}
+
+// QuorumDescription is the active controller's view of the metadata
+// quorum (DescribeQuorum, key 55): the raft term stands for Kafka's
+// leader epoch and the raft commit index for the high watermark.
+type QuorumDescription struct {
+	LeaderID      int32
+	LeaderEpoch   int32
+	HighWatermark int64
+	Voters        []QuorumReplica
+	Observers     []QuorumReplica
+}
+
+// replicaOffsets holds each node's last reported metadata offset.
+type replicaOffsets struct {
+	mu sync.Mutex
+	m  map[int32]QuorumReplica
+}
+
+// NoteMetadataOffset records the metadata offset broker id reported in a
+// heartbeat, for DescribeQuorum.
+func (c *Controller) NoteMetadataOffset(id int32, offset int64) {
+	c.offsets.mu.Lock()
+	defer c.offsets.mu.Unlock()
+	if c.offsets.m == nil {
+		c.offsets.m = map[int32]QuorumReplica{}
+	}
+	c.offsets.m[id] = QuorumReplica{ID: id, LogEndOffset: offset, LastFetch: c.now().UnixMilli()}
+}
+
+// DescribeQuorum describes the metadata quorum; only the active
+// controller can (ErrNotController elsewhere).
+func (c *Controller) DescribeQuorum() (QuorumDescription, error) {
+	r := c.raftOf()
+	if !c.IsLeader() {
+		return QuorumDescription{}, ErrNotController
+	}
+	d := QuorumDescription{LeaderID: c.cfg.NodeID, LeaderEpoch: int32(c.log.Term()), HighWatermark: int64(c.log.AppliedIndex())}
+	if ci, ok := c.log.(interface{ CommitIndex() uint64 }); ok {
+		d.HighWatermark = int64(ci.CommitIndex())
+	}
+	self := QuorumReplica{ID: c.cfg.NodeID, Addr: c.qc.BindAddr, LogEndOffset: int64(c.log.LastIndex()), LastFetch: c.now().UnixMilli()}
+	if r == nil {
+		d.Voters = []QuorumReplica{self}
+		return d, nil
+	}
+	cf := r.GetConfiguration()
+	if err := cf.Error(); err != nil {
+		return QuorumDescription{}, err
+	}
+	c.offsets.mu.Lock()
+	defer c.offsets.mu.Unlock()
+	for _, s := range cf.Configuration().Servers {
+		id, err := strconv.ParseInt(string(s.ID), 10, 32)
+		if err != nil {
+			continue
+		}
+		q := QuorumReplica{ID: int32(id), Addr: string(s.Address), LogEndOffset: -1, LastFetch: -1}
+		if q.ID == self.ID {
+			q = self
+		} else if seen, ok := c.offsets.m[q.ID]; ok {
+			q.LogEndOffset, q.LastFetch = seen.LogEndOffset, seen.LastFetch
+		}
+		if s.Suffrage == raft.Voter {
+			d.Voters = append(d.Voters, q)
+		} else {
+			d.Observers = append(d.Observers, q)
+		}
+	}
+	return d, nil
+}
+
+// AddRaftVoter (KIP-853), on the active controller, makes node id at
+// quorum address addr a voter. A node that already votes at that address
+// answers DUPLICATE_VOTER, as Kafka does; the node should be running (as
+// an observer, a node not in controller.quorum.voters whose roles include
+// controller) so that it can catch up, or the change times out.
+func (c *Controller) AddRaftVoter(ctx context.Context, id int32, addr string) error {
+	if !c.IsLeader() {
+		return ErrNotController
+	}
+	r := c.raftOf()
+	if r == nil || c.mux == nil {
+		return fmt.Errorf("%w: %v", kerr.UnsupportedVersion, errNoNetworkQuorum)
+	}
+	if _, _, err := net.SplitHostPort(addr); err != nil {
+		return fmt.Errorf("%w: voter address %q: %v", kerr.InvalidRequest, addr, err)
+	}
+	sid := raft.ServerID(strconv.Itoa(int(id)))
+	cf := r.GetConfiguration()
+	if err := cf.Error(); err != nil {
+		return err
+	}
+	for _, s := range cf.Configuration().Servers {
+		if s.ID == sid && s.Suffrage == raft.Voter {
+			return fmt.Errorf("%w: node %d already votes", kerr.DuplicateVoter, id)
+		}
+	}
+	err := r.AddVoter(sid, raft.ServerAddress(addr), 0, raftTimeout(ctx)).Error()
+	if err != nil {
+		return raftChangeErr(err)
+	}
+	c.logger.Info().Int32("node", id).Str("addr", addr).Msg("voter added to the metadata quorum")
+	return nil
+}
+
+// RemoveRaftVoter (KIP-853), on the active controller, takes voter id out
+// of the quorum. A node that is also a registered broker stays an
+// observer, so that it still receives the metadata it needs; any other
+// leaves the quorum. Removing a node that does not vote answers
+// VOTER_NOT_FOUND, as Kafka does; the last voter cannot be removed.
+func (c *Controller) RemoveRaftVoter(ctx context.Context, id int32) error {
+	if !c.IsLeader() {
+		return ErrNotController
+	}
+	r := c.raftOf()
+	if r == nil || c.mux == nil {
+		return fmt.Errorf("%w: %v", kerr.UnsupportedVersion, errNoNetworkQuorum)
+	}
+	sid := raft.ServerID(strconv.Itoa(int(id)))
+	cf := r.GetConfiguration()
+	if err := cf.Error(); err != nil {
+		return err
+	}
+	voters, found := 0, false
+	for _, s := range cf.Configuration().Servers {
+		if s.Suffrage == raft.Voter {
+			voters++
+			found = found || s.ID == sid
+		}
+	}
+	switch {
+	case !found:
+		return fmt.Errorf("%w: node %d does not vote", kerr.VoterNotFound, id)
+	case voters == 1:
+		return fmt.Errorf("%w: node %d is the only voter", kerr.InvalidRequest, id)
+	}
+	var f raft.IndexFuture
+	if _, broker := c.Image().Brokers[id]; broker {
+		f = r.DemoteVoter(sid, 0, raftTimeout(ctx))
+	} else {
+		f = r.RemoveServer(sid, 0, raftTimeout(ctx))
+	}
+	if err := f.Error(); err != nil {
+		return raftChangeErr(err)
+	}
+	c.logger.Info().Int32("node", id).Msg("voter removed from the metadata quorum")
+	return nil
+}
+
+// raftTimeout bounds a raft membership change by ctx's deadline, 10 s at
+// most.
+func raftTimeout(ctx context.Context) time.Duration {
+	timeout := 10 * time.Second
+	if d, ok := ctx.Deadline(); ok {
+		timeout = min(timeout, time.Until(d))
+	}
+	return timeout
+}
+
+func raftChangeErr(err error) error {
+	switch {
+	case errors.Is(err, raft.ErrNotLeader), errors.Is(err, raft.ErrLeadershipLost):
+		return ErrNotController
+	case errors.Is(err, raft.ErrEnqueueTimeout):
+		return fmt.Errorf("%w: %v", kerr.RequestTimedOut, err)
+	}
+	return err
+}
+
+// Forward sends req to the active controller, retrying while there is
+// none or it answers NOT_CONTROLLER (notController reads that from a
+// response), for the admin requests handlers pass through unchanged
+// (DescribeQuorum, AddRaftVoter, RemoveRaftVoter). On the active
+// controller it returns ErrNotController: the caller answers itself.
+func (c *Controller) Forward(ctx context.Context, req kmsg.Request, notController func(kmsg.Response) bool) (kmsg.Response, error) {
+	resp, err := c.forward(ctx, req, notController)
+	if errors.Is(err, errLocalLeader) {
+		return nil, ErrNotController
+	}
+	return resp, err
 }

@@ -59,6 +59,8 @@ type QuorumConfig struct {
 	// Observer makes this node a non-voting member of the quorum (a
 	// broker-only node, process.roles=broker): it is not one of Voters,
 	// joins through them (membership.go) and receives the log at BindAddr.
+	// A node with the controller role that is not one of Voters starts as
+	// an observer too, until AddRaftVoter makes it a voter.
 	Observer bool
 	// Dir holds the raft log, stable store and snapshots.
 	Dir string
@@ -225,12 +227,14 @@ func Open(ctx context.Context, cfg Config, qc QuorumConfig, logger zerolog.Logge
 			servers = append(servers, raft.Server{ID: raft.ServerID(strconv.Itoa(int(v.ID))), Address: raft.ServerAddress(v.Addr)})
 			found = found || v.ID == cfg.NodeID
 		}
-		switch {
-		case qc.Observer && found:
+		if qc.Observer && found {
 			return nil, fmt.Errorf("node.id %d is in controller.quorum.voters but process.roles has no controller role", cfg.NodeID)
-		case !qc.Observer && !found:
-			return nil, fmt.Errorf("node.id %d is not in controller.quorum.voters", cfg.NodeID)
 		}
+		// A controller not among the voters starts as an observer, as a
+		// new KRaft controller does (KIP-853), until AddRaftVoter
+		// promotes it.
+		qc.Observer = !found
+		c.qc.Observer = qc.Observer
 		// The CONTROLLER listener also takes Kafka-protocol requests for
 		// the controller (mux.go).
 		m, err := newControllerMux(qc.BindAddr, qc.TLS, logger.With().Str("component", "controller-listener").Logger())
@@ -524,7 +528,7 @@ func (c *Controller) Kill() error {
 // raft down and closes the transport and the store.
 func (l *raftLog) Close() error {
 	var errs []error
-	if l.IsLeader() && l.voters > 1 && !l.ctrl.killed.Load() {
+	if l.IsLeader() && l.currentVoters() > 1 && !l.ctrl.killed.Load() {
 		// Hand leadership over first: a leader that just stops may have
 		// committed entries no follower knows are committed yet, and
 		// with one voter left of three nobody could elect itself to
@@ -547,6 +551,22 @@ func (l *raftLog) Close() error {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
+}
+
+// currentVoters is the number of voters in the quorum's latest
+// configuration, which AddRaftVoter and RemoveRaftVoter change.
+func (l *raftLog) currentVoters() int {
+	cf := l.r.GetConfiguration()
+	if cf.Error() != nil {
+		return l.voters
+	}
+	n := 0
+	for _, s := range cf.Configuration().Servers {
+		if s.Suffrage == raft.Voter {
+			n++
+		}
+	}
+	return n
 }
 
 // zerologWriter routes hclog output into zerolog.

@@ -86,6 +86,7 @@ func (h *Handlers) brokerRegistration(ctx context.Context, c Controller, req *pr
 func (h *Handlers) brokerHeartbeat(ctx context.Context, c Controller, req *protocol.Request) (kmsg.Response, error) {
 	r := req.Body.(*kmsg.BrokerHeartbeatRequest)
 	resp := r.ResponseKind().(*kmsg.BrokerHeartbeatResponse)
+	c.NoteMetadataOffset(r.BrokerID, r.CurrentMetadataOffset)
 	fenced, shutdown, err := c.BrokerHeartbeat(ctx, r.BrokerID, r.WantShutdown, r.OfflineLogDirs)
 	resp.ErrorCode = errorCode(err)
 	resp.IsFenced, resp.ShouldShutdown, resp.IsCaughtUp = fenced, shutdown, err == nil

@@ -3,6 +3,7 @@ package handlers
 import (
 	"context"
 
+	"github.com/twmb/franz-go/pkg/kmsg"
 	kgosasl "github.com/twmb/franz-go/pkg/sasl"
 
 	"github.com/gokafka/gokafka/acl"
@@ -24,6 +25,10 @@ type Config struct {
 	// FetchMaxBytes is fetch.max.bytes, the most a Fetch response carries
 	// (0: Kafka's default, 55 MiB).
 	FetchMaxBytes int32
+	// ControllerListenerName is the controller listener's name, as
+	// DescribeQuorum and AddRaftVoter name quorum addresses; empty is
+	// CONTROLLER.
+	ControllerListenerName string
 }
 
 // Handlers serves the Kafka APIs.
@@ -86,6 +91,11 @@ type Controller interface {
 	ElectLeaders(ctx context.Context, typ cluster.ElectionType, parts map[string][]int32) ([]cluster.ElectionResult, error)
 	JoinObserver(ctx context.Context, id int32, addr string) error
 	UnregisterBroker(ctx context.Context, id int32) error
+	NoteMetadataOffset(id int32, offset int64)
+	DescribeQuorum() (cluster.QuorumDescription, error)
+	AddRaftVoter(ctx context.Context, id int32, addr string) error
+	RemoveRaftVoter(ctx context.Context, id int32) error
+	Forward(ctx context.Context, req kmsg.Request, notController func(kmsg.Response) bool) (kmsg.Response, error)
 }
 
 var _ Controller = (*cluster.Controller)(nil)

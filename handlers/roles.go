@@ -77,7 +77,7 @@ func ControllerAPI(key int16) bool {
 		kmsg.AlterClientQuotas, kmsg.DescribeClientQuotas, kmsg.CreateACLs, kmsg.DeleteACLs, kmsg.DescribeACLs,
 		kmsg.AlterUserSCRAMCredentials, kmsg.DescribeUserSCRAMCredentials,
 		kmsg.AlterPartitionAssignments, kmsg.ListPartitionReassignments, kmsg.ElectLeaders,
-		kmsg.UnregisterBroker:
+		kmsg.UnregisterBroker, kmsg.DescribeQuorum, kmsg.AddRaftVoter, kmsg.RemoveRaftVoter:
 		return true
 	}
 	return false

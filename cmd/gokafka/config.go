@@ -702,11 +702,8 @@ func (s *settings) validate(cfg *broker.Config) {
 		s.errs = append(s.errs, "process.roles: a broker-only or controller-only node needs controller.quorum.voters")
 	}
 	inVoters := slices.ContainsFunc(cfg.Quorum.Voters, func(v cluster.Voter) bool { return v.ID == cfg.NodeID })
-	switch {
-	case cfg.Roles.BrokerOnly && inVoters:
+	if cfg.Roles.BrokerOnly && inVoters {
 		s.errs = append(s.errs, fmt.Sprintf("process.roles=broker: node.id %d must not be in controller.quorum.voters", cfg.NodeID))
-	case isController && len(cfg.Quorum.Voters) > 0 && !inVoters:
-		s.errs = append(s.errs, fmt.Sprintf("process.roles has controller: node.id %d must be in controller.quorum.voters", cfg.NodeID))
 	}
 	s.positive("message.max.bytes")
 	s.positive("log.segment.bytes")
