@@ -24,7 +24,9 @@ import (
 	"github.com/gokafka/gokafka/protocol"
 )
 
-// Voter is one member of controller.quorum.voters.
+// Voter is one member of controller.quorum.voters, or, with ID -1, one of
+// controller.quorum.bootstrap.servers: a controller a node that is not a
+// voter joins the quorum through.
 type Voter struct {
 	ID   int32
 	Addr string // host:port of its CONTROLLER listener

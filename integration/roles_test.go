@@ -43,9 +43,33 @@ func roleNodeEnv(id int, roles, voters string, port, ctrl int, env map[string]st
 // running cluster and waits until every broker lists it as live.
 func (c *cluster) addBrokerOnly(t *testing.T) int32 {
 	t.Helper()
+	id, _ := c.addNode(t, "broker", nil)
+	return id
+}
+
+// bootstrapServers is the voters' CONTROLLER addresses, as
+// controller.quorum.bootstrap.servers names them.
+func (c *cluster) bootstrapServers() string {
+	var out []string
+	for _, v := range strings.Split(c.voters, ",") {
+		_, addr, _ := strings.Cut(v, "@")
+		out = append(out, addr)
+	}
+	return strings.Join(out, ",")
+}
+
+// addNode starts a node with the next node id and the given roles (with
+// the broker role) in the running cluster, outside
+// controller.quorum.voters, and waits until every broker lists it as
+// live. env overrides its settings. It returns the id and the port of its
+// CONTROLLER listener.
+func (c *cluster) addNode(t *testing.T, roles string, env map[string]string) (int32, int) {
+	t.Helper()
 	id := int32(len(c.nodes) + 1)
 	port, ctrl := freePort(t), freePort(t)
-	b := newBroker(t, brokerOpts{Port: port, Env: roleNodeEnv(int(id), "broker", c.voters, port, ctrl, nil)})
+	settings := roleNodeEnv(int(id), roles, c.voters, port, ctrl, nil)
+	maps.Copy(settings, env)
+	b := newBroker(t, brokerOpts{Port: port, Env: settings})
 	c.nodes = append(c.nodes, b)
 	b.start()
 	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(b.Addr()), kgo.ClientID("gokafka-integration-probe")}, c.clientOpts...)...)
@@ -55,7 +79,7 @@ func (c *cluster) addBrokerOnly(t *testing.T) int32 {
 	t.Cleanup(cl.Close)
 	c.probes = append(c.probes, cl)
 	c.waitLiveBrokers(t, c.brokerIDs())
-	return id
+	return id, ctrl
 }
 
 // brokerIDs lists the nodes that are brokers.
@@ -223,12 +247,17 @@ func TestClusterWithAControllerOnlyNode(t *testing.T) {
 	}
 }
 
-// TestClusterUnregisterADecommissionedBroker moves every replica off node
-// 4, stops it and unregisters it: no node lists it any more, and
-// unregistering it again answers BROKER_ID_NOT_REGISTERED.
+// TestClusterUnregisterADecommissionedBroker adds a broker-only node 4
+// that knows the controllers only by controller.quorum.bootstrap.servers,
+// gives it a replica, moves the replica off it again, stops it and
+// unregisters it: no node lists it any more, and unregistering it again
+// answers BROKER_ID_NOT_REGISTERED.
 func TestClusterUnregisterADecommissionedBroker(t *testing.T) {
 	c := startClusterN(t, 3, nil)
-	id := c.addBrokerOnly(t)
+	id, _ := c.addNode(t, "broker", map[string]string{
+		"GOKAFKA_CONTROLLER_QUORUM_VOTERS":            "",
+		"GOKAFKA_CONTROLLER_QUORUM_BOOTSTRAP_SERVERS": c.bootstrapServers(),
+	})
 	const topic = "decommission"
 	c.createTopicAssigned(t, topic, [][]int32{{id, 1, 2}})
 	adm := c.admin(t)
@@ -257,4 +286,125 @@ func TestClusterUnregisterADecommissionedBroker(t *testing.T) {
 	}
 	// The cluster goes on with the three that are left.
 	c.createTopic(t, "after-decommission", 3, nil)
+}
+
+// quorumView is DescribeQuorum's answer, asked of the cluster's brokers
+// (which forward it to the active controller).
+type quorumView struct {
+	leader, epoch       int32
+	hw                  int64
+	voters, observers   []int32
+	unknownVoterOffsets int
+}
+
+func (c *cluster) describeQuorum(t *testing.T, cl *kgo.Client) (quorumView, error) {
+	t.Helper()
+	req := kmsg.NewPtrDescribeQuorumRequest()
+	rt := kmsg.NewDescribeQuorumRequestTopic()
+	rt.Topic = "__cluster_metadata"
+	rt.Partitions = []kmsg.DescribeQuorumRequestTopicPartition{{Partition: 0}}
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(testCtx(t, 15*time.Second), cl)
+	if err != nil {
+		return quorumView{}, err
+	}
+	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
+		return quorumView{}, err
+	}
+	p := resp.Topics[0].Partitions[0]
+	if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
+		return quorumView{}, err
+	}
+	v := quorumView{leader: p.LeaderID, epoch: p.LeaderEpoch, hw: p.HighWatermark}
+	for _, r := range p.CurrentVoters {
+		v.voters = append(v.voters, r.ReplicaID)
+		if r.LogEndOffset < 0 {
+			v.unknownVoterOffsets++
+		}
+	}
+	for _, r := range p.Observers {
+		v.observers = append(v.observers, r.ReplicaID)
+	}
+	slices.Sort(v.voters)
+	slices.Sort(v.observers)
+	return v, nil
+}
+
+// waitQuorum waits until DescribeQuorum shows voters and observers.
+func (c *cluster) waitQuorum(t *testing.T, cl *kgo.Client, voters, observers []int32) quorumView {
+	t.Helper()
+	var v quorumView
+	eventually(t, 60*time.Second, func() error {
+		var err error
+		if v, err = c.describeQuorum(t, cl); err != nil {
+			return err
+		}
+		if !slices.Equal(v.voters, voters) || !slices.Equal(v.observers, observers) {
+			return fmt.Errorf("voters %v observers %v, want %v and %v", v.voters, v.observers, voters, observers)
+		}
+		return nil
+	})
+	return v
+}
+
+// TestClusterRaftVoterChangesPromoteAnObserverAndDemoteIt adds a fourth
+// node with the controller role outside controller.quorum.voters: it
+// joins as an observer, AddRaftVoter makes it a voter and RemoveRaftVoter
+// an observer again (it is a broker too), with DescribeQuorum showing
+// each step and Kafka's DUPLICATE_VOTER and VOTER_NOT_FOUND for the
+// repeated changes. The quorum keeps making changes throughout.
+func TestClusterRaftVoterChangesPromoteAnObserverAndDemoteIt(t *testing.T) {
+	c := startCluster(t, nil)
+	cl := c.client(t)
+	v := c.waitQuorum(t, cl, []int32{1, 2, 3}, nil)
+	if v.leader < 1 || v.leader > 3 || v.epoch < 1 || v.hw <= 0 {
+		t.Fatalf("quorum %+v", v)
+	}
+	eventually(t, 30*time.Second, func() error {
+		v, err := c.describeQuorum(t, cl)
+		if err == nil && v.unknownVoterOffsets > 0 {
+			err = fmt.Errorf("%d voters with no known log end offset", v.unknownVoterOffsets)
+		}
+		return err
+	})
+
+	id, ctrl := c.addNode(t, "broker,controller", nil)
+	c.waitQuorum(t, cl, []int32{1, 2, 3}, []int32{id})
+
+	add := func() int16 {
+		req := kmsg.NewPtrAddRaftVoterRequest()
+		req.VoterID, req.TimeoutMillis = id, 15000
+		req.Listeners = []kmsg.AddRaftVoterRequestListener{{Name: "CONTROLLER", Host: "127.0.0.1", Port: uint16(ctrl)}}
+		resp, err := req.RequestWith(testCtx(t, 30*time.Second), cl)
+		if err != nil {
+			t.Fatalf("AddRaftVoter: %v", err)
+		}
+		return resp.ErrorCode
+	}
+	remove := func() int16 {
+		req := kmsg.NewPtrRemoveRaftVoterRequest()
+		req.VoterID = id
+		resp, err := req.RequestWith(testCtx(t, 30*time.Second), cl)
+		if err != nil {
+			t.Fatalf("RemoveRaftVoter: %v", err)
+		}
+		return resp.ErrorCode
+	}
+	if code := add(); code != 0 {
+		t.Fatalf("AddRaftVoter %d: %v", id, kerr.ErrorForCode(code))
+	}
+	c.waitQuorum(t, cl, []int32{1, 2, 3, id}, nil)
+	if code := add(); code != kerr.DuplicateVoter.Code {
+		t.Fatalf("adding voter %d again: %v, want DUPLICATE_VOTER", id, kerr.ErrorForCode(code))
+	}
+	c.createTopic(t, "four-voters", 1, nil)
+
+	if code := remove(); code != 0 {
+		t.Fatalf("RemoveRaftVoter %d: %v", id, kerr.ErrorForCode(code))
+	}
+	c.waitQuorum(t, cl, []int32{1, 2, 3}, []int32{id})
+	if code := remove(); code != kerr.VoterNotFound.Code {
+		t.Fatalf("removing voter %d again: %v, want VOTER_NOT_FOUND", id, kerr.ErrorForCode(code))
+	}
+	c.createTopic(t, "three-voters-again", 1, nil)
 }

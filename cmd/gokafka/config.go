@@ -73,6 +73,7 @@ var properties = []property{
 	{"sasl.oauthbearer.clock.skew.seconds", "30", "Clock skew allowed when checking a signed OAUTHBEARER token's exp, iat and nbf."},
 	{"gokafka.scram.bootstrap.users", "", "SCRAM credentials a new cluster is created with, as kafka-storage format --add-scram writes them: SCRAM-SHA-256=[name=admin,password=admin-secret], several separated by spaces or ';'."},
 	{"controller.quorum.voters", "", "Metadata quorum voters as id@host:port of their CONTROLLER listeners; empty for a single-node cluster."},
+	{"controller.quorum.bootstrap.servers", "", "host:port list of controllers a node joins through when controller.quorum.voters is empty: it follows the quorum as an observer (a new controller until AddRaftVoter)."},
 	{"controller.quorum.election.timeout.ms", "500", "Metadata quorum election and heartbeat timeout (multi-node)."},
 	{"broker.heartbeat.interval.ms", "2000", "How often a broker heartbeats to the active controller."},
 	{"broker.session.timeout.ms", "9000", "A broker not heard from for this long is fenced and its leaderships move."},
@@ -441,6 +442,17 @@ func (s *settings) brokerConfig() (broker.Config, error) {
 	voters, err := cluster.ParseVoters(s.str("controller.quorum.voters"))
 	if err != nil {
 		s.errs = append(s.errs, err.Error())
+	}
+	if boot := s.list("controller.quorum.bootstrap.servers"); len(voters) == 0 && len(boot) > 0 {
+		// A node that knows only where to reach the controllers joins
+		// through them as an observer (cluster.Voter with no id).
+		for _, addr := range boot {
+			if _, _, err := net.SplitHostPort(addr); err != nil {
+				s.errs = append(s.errs, fmt.Sprintf("controller.quorum.bootstrap.servers: %q: %v", addr, err))
+				continue
+			}
+			voters = append(voters, cluster.Voter{ID: -1, Addr: addr})
+		}
 	}
 	nodeID := s.i64("node.id")
 	if nodeID < 0 || nodeID > math.MaxInt32 {
