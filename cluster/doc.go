@@ -34,6 +34,7 @@
 //	share.go        share-group checkpoints and group config overrides, stored
 //	cleanshutdown.go  the broker epoch of a clean shutdown (KIP-966)
 //	reassign.go     partition reassignment (KIP-455), ElectLeaders (KIP-460), auto leader rebalance
+//	membership.go   who follows the quorum: observers joining, UnregisterBroker, DescribeQuorum, AddRaftVoter/RemoveRaftVoter (KIP-853)
 //
 // # How a change flows
 //
