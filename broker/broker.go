@@ -496,6 +496,9 @@ func startController(ctx context.Context, cfg Config, qc cluster.QuorumConfig, c
 	}
 	cl := s.meta.ControllerListener()
 	go func() { s.serveErr <- s.srv.ServeListener(cl, lc) }()
+	if cfg.Metrics != nil {
+		cfg.Metrics.Attach(metrics.Sources{Meta: s.meta, Conns: s.srv, ControllerOnly: true})
+	}
 	return s, nil
 }
 
