@@ -158,7 +158,8 @@ func startRolesCluster(t *testing.T, roles []string) *cluster {
 // broker-only node to a running three-node cluster: it joins the metadata
 // quorum without voting, registers, and takes partitions by reassignment,
 // leading one of them; every acknowledged record is read back. Stopping
-// it leaves the quorum as it was: the voters still elect and serve.
+// it leaves the quorum as it was: the voters still make changes; started
+// again, it rejoins.
 func TestClusterBrokerOnlyNodeJoinsARunningClusterAndTakesPartitions(t *testing.T) {
 	c := startCluster(t, nil)
 	const topic, parts = "to-broker-only", 2
@@ -197,6 +198,14 @@ func TestClusterBrokerOnlyNodeJoinsARunningClusterAndTakesPartitions(t *testing.
 	}
 	c.node(4).Stop()
 	c.createTopic(t, "after-node-4", 1, nil)
+
+	// Restarted, it follows the quorum again from where its log ended,
+	// registers a new run and serves its partitions.
+	c.node(4).Restart()
+	c.waitLiveBrokers(t, []int32{1, 2, 3, 4})
+	c.waitPartition(t, topic, 1, "node 4 back in partition 1's ISR", func(s partState) bool {
+		return slices.Equal(s.ISR, []int32{2, 3, 4})
+	})
 }
 
 // TestClusterWithAControllerOnlyNode runs a controller-only node as the
