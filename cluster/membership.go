@@ -295,10 +295,11 @@ func (c *Controller) DescribeQuorum() (QuorumDescription, error) {
 }
 
 // AddRaftVoter (KIP-853), on the active controller, makes node id at
-// quorum address addr a voter. A node that already votes at that address
-// answers DUPLICATE_VOTER, as Kafka does; the node should be running (as
-// an observer, a node not in controller.quorum.voters whose roles include
-// controller) so that it can catch up, or the change times out.
+// quorum address addr a voter. A node that already votes answers
+// DUPLICATE_VOTER, as Kafka does; one that is not an observer of the
+// quorum (a running node outside controller.quorum.voters whose roles
+// include controller) REQUEST_TIMED_OUT, as Kafka answers for a new voter
+// it has not seen fetch.
 func (c *Controller) AddRaftVoter(ctx context.Context, id int32, addr string) error {
 	if !c.IsLeader() {
 		return ErrNotController
@@ -315,10 +316,21 @@ func (c *Controller) AddRaftVoter(ctx context.Context, id int32, addr string) er
 	if err := cf.Error(); err != nil {
 		return err
 	}
+	observer := false
 	for _, s := range cf.Configuration().Servers {
-		if s.ID == sid && s.Suffrage == raft.Voter {
+		if s.ID != sid {
+			continue
+		}
+		if s.Suffrage == raft.Voter {
 			return fmt.Errorf("%w: node %d already votes", kerr.DuplicateVoter, id)
 		}
+		observer = true
+	}
+	if !observer {
+		// As Kafka's leader, which adds only a replica it has seen
+		// fetch: a voter that cannot be reached would count against
+		// the majority from the moment it is added.
+		return fmt.Errorf("%w: node %d does not follow the metadata quorum; start it (outside controller.quorum.voters) first", kerr.RequestTimedOut, id)
 	}
 	err := r.AddVoter(sid, raft.ServerAddress(addr), 0, raftTimeout(ctx)).Error()
 	if err != nil {

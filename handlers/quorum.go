@@ -20,6 +20,7 @@ package handlers
 // AddRaftVoter (key 80, v0-v1) and RemoveRaftVoter (key 81, v0), KIP-853,
 // change the voters through hashicorp/raft's AddVoter and
 // DemoteVoter/RemoveServer: DUPLICATE_VOTER, VOTER_NOT_FOUND,
+// REQUEST_TIMED_OUT for a new voter that is not an observer of the quorum,
 // INCONSISTENT_CLUSTER_ID for another cluster's id, INVALID_REQUEST for a
 // voter without a listener. The new voter's address is its listener named
 // as this node's controller listener, else its first. gokafka keeps no

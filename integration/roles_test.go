@@ -377,6 +377,14 @@ func TestClusterRaftVoterChangesPromoteAnObserverAndDemoteIt(t *testing.T) {
 		return err
 	})
 
+	// A node that does not follow the quorum cannot become a voter.
+	stranger := kmsg.NewPtrAddRaftVoterRequest()
+	stranger.VoterID, stranger.TimeoutMillis = 9, 5000
+	stranger.Listeners = []kmsg.AddRaftVoterRequestListener{{Name: "CONTROLLER", Host: "127.0.0.1", Port: uint16(freePort(t))}}
+	if resp, err := stranger.RequestWith(testCtx(t, 30*time.Second), cl); err != nil || resp.ErrorCode != kerr.RequestTimedOut.Code {
+		t.Fatalf("adding a voter that is not running: %v %+v, want REQUEST_TIMED_OUT", err, resp)
+	}
+
 	id, ctrl := c.addNode(t, "broker,controller", nil)
 	c.waitQuorum(t, cl, []int32{1, 2, 3}, []int32{id})
 
