@@ -166,7 +166,7 @@ func (h *Handlers) addRaftVoter(ctx context.Context, req *protocol.Request) (kms
 	if r.ClusterID != nil && *r.ClusterID != h.meta.Image().ClusterID {
 		return answer(kerr.InconsistentClusterID)
 	}
-	if len(r.Listeners) == 0 {
+	if len(r.Listeners) == 0 || r.VoterID < 0 {
 		return answer(kerr.InvalidRequest)
 	}
 	l := r.Listeners[0]

@@ -102,6 +102,11 @@ func TestRaftVoterChangesNeedClusterAlterAndAQuorumWithANetwork(t *testing.T) {
 	if code := as(t, h, "User:alice", 0, &noListener).(*kmsg.AddRaftVoterResponse).ErrorCode; code != kerr.InvalidRequest.Code {
 		t.Fatalf("a voter without a listener: code %d, want INVALID_REQUEST", code)
 	}
+	negative := *add
+	negative.VoterID = -1
+	if code := as(t, h, "User:alice", 0, &negative).(*kmsg.AddRaftVoterResponse).ErrorCode; code != kerr.InvalidRequest.Code {
+		t.Fatalf("voter id -1: code %d, want INVALID_REQUEST", code)
+	}
 	// The in-memory quorum of one has no network membership to change.
 	if code := as(t, h, "User:alice", 0, add).(*kmsg.AddRaftVoterResponse).ErrorCode; code != kerr.UnsupportedVersion.Code {
 		t.Fatalf("adding a voter to an in-memory quorum: code %d, want UNSUPPORTED_VERSION", code)
