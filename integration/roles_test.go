@@ -425,3 +425,44 @@ func TestClusterRaftVoterChangesPromoteAnObserverAndDemoteIt(t *testing.T) {
 	}
 	c.createTopic(t, "three-voters-again", 1, nil)
 }
+
+// TestClusterControllerOnlyQuorumSurvivesLosingItsLeader runs three
+// controller-only voters and two broker-only nodes, kills the active
+// controller, and checks that the others elect a new one that the brokers
+// follow: they stay live, and a topic created afterwards is written and
+// read.
+func TestClusterControllerOnlyQuorumSurvivesLosingItsLeader(t *testing.T) {
+	c := startRolesCluster(t, []string{"controller", "controller", "controller", "broker", "broker"})
+	cl := c.client(t)
+	v := c.waitQuorum(t, cl, []int32{1, 2, 3}, []int32{4, 5})
+	old := v.leader
+	if old < 1 || old > 3 {
+		t.Fatalf("quorum leader %d, want a controller", old)
+	}
+	c.node(old).Kill()
+	eventually(t, 60*time.Second, func() error {
+		v, err := c.describeQuorum(t, cl)
+		if err != nil {
+			return err
+		}
+		if v.leader == old || v.leader < 1 || v.leader > 3 {
+			return fmt.Errorf("quorum leader %d", v.leader)
+		}
+		return nil
+	})
+	c.waitLiveBrokers(t, []int32{4, 5})
+
+	const topic, parts = "after-controller-failover", 2
+	if _, err := c.admin(t).CreateTopic(testCtx(t, 30*time.Second), parts, 2, nil, topic); err != nil {
+		t.Fatal(err)
+	}
+	for p := range int32(parts) {
+		c.waitPartition(t, topic, p, "a leader and a full ISR on the brokers", func(s partState) bool {
+			return s.Leader >= 4 && slices.Equal(s.ISR, []int32{4, 5})
+		})
+	}
+	prod := startSeqProducer(t, seqProducerClient(t, c), topic, parts, 5)
+	prod.waitMoreAcks(t, 200, "after the controller failover")
+	prod.stop(t)
+	checkAckedPresent(t, prod, seqRecords(t, c.consumeAll(t, topic, parts), parts))
+}
