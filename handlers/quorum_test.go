@@ -7,6 +7,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/gokafka/gokafka/acl"
+	"github.com/gokafka/gokafka/cluster"
+	"github.com/gokafka/gokafka/protocol"
 )
 
 func TestUnregisterBrokerNeedsClusterAlterAndNamesUnknownBrokers(t *testing.T) {
@@ -110,5 +112,27 @@ func TestRaftVoterChangesNeedClusterAlterAndAQuorumWithANetwork(t *testing.T) {
 	// The in-memory quorum of one has no network membership to change.
 	if code := as(t, h, "User:alice", 0, add).(*kmsg.AddRaftVoterResponse).ErrorCode; code != kerr.UnsupportedVersion.Code {
 		t.Fatalf("adding a voter to an in-memory quorum: code %d, want UNSUPPORTED_VERSION", code)
+	}
+}
+
+func TestAnObserverMayAskToJoinWhetherOrNotItKnowsTheCluster(t *testing.T) {
+	h, c := controllerStack(t)
+	join := func(clusterID string) error {
+		r := kmsg.NewPtrBrokerRegistrationRequest()
+		r.BrokerID = 7
+		r.IncarnationID = [16]byte{7}
+		r.Listeners = []kmsg.BrokerRegistrationRequestListener{{Name: cluster.ObserverListenerName, Host: "127.0.0.1", Port: 9999}}
+		req := &protocol.Request{Key: r.Key(), Body: r, Conn: &protocol.ConnInfo{RemoteAddr: "10.0.0.1:40000"},
+			ClientID: cluster.PeerClientID(cluster.PeerRoleController, clusterID, 7, cluster.IncarnationString(r.IncarnationID))}
+		return h.checkPeer(req, -1)
+	}
+	// A first start knows no cluster; a restart has its metadata back.
+	for _, id := range []string{"", c.Image().ClusterID} {
+		if err := join(id); err != nil {
+			t.Errorf("join naming cluster %q refused: %v", id, err)
+		}
+	}
+	if err := join("another-cluster"); err == nil {
+		t.Error("a join from another cluster accepted")
 	}
 }

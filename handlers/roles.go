@@ -141,9 +141,10 @@ func (h *Handlers) checkPeer(req *protocol.Request, replica int32) error {
 		// itself consistently, in this cluster; the controller refuses a
 		// new run of a live broker (DUPLICATE_BROKER_REGISTRATION).
 		// An observer asking to join the quorum (cluster.JoinObserver)
-		// does not know the cluster yet: it names none.
+		// names no cluster in its request and, unless it kept the
+		// metadata from an earlier run, none in its client id either.
 		p, ok := cluster.ParsePeerClientID(req.ClientID)
-		join := isObserverJoin(r) && p.ClusterID == ""
+		join := isObserverJoin(r) && (p.ClusterID == "" || p.ClusterID == im.ClusterID)
 		switch {
 		case !ok:
 			return cluster.ErrNotPeer
