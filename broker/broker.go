@@ -261,6 +261,11 @@ func Start(ctx context.Context, cfg Config, logger zerolog.Logger) (_ *Server, e
 		return nil, errors.New("process.roles with a single role needs controller.quorum.voters")
 	}
 	qc.Observer = cfg.Roles.BrokerOnly
+	for _, a := range cfg.AdvertisedListeners {
+		if pl, err := ParseListener(a); err == nil && pl.Name == ctrlName && ctrlName != "" {
+			qc.AdvertisedAddr = net.JoinHostPort(pl.Host, strconv.Itoa(pl.Port))
+		}
+	}
 	if cfg.Roles.ControllerOnly {
 		if len(lns) > 0 {
 			return nil, fmt.Errorf("process.roles=controller: listeners may only name controller listeners, not %s", lns[0].Name)

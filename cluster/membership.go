@@ -100,16 +100,20 @@ func (c *Controller) joinAsObserver(ctx context.Context) error {
 	req := kmsg.NewPtrBrokerRegistrationRequest()
 	req.BrokerID = c.cfg.NodeID
 	copy(req.IncarnationID[:], mustHex(c.Incarnation()))
-	host, portStr, err := net.SplitHostPort(c.qc.BindAddr)
+	addr := c.qc.BindAddr
+	if c.qc.AdvertisedAddr != "" {
+		addr = c.qc.AdvertisedAddr
+	}
+	host, portStr, err := net.SplitHostPort(addr)
 	if err != nil {
-		return fmt.Errorf("quorum address %q: %w", c.qc.BindAddr, err)
+		return fmt.Errorf("quorum address %q: %w", addr, err)
 	}
 	if host == "" || host == "0.0.0.0" || host == "::" {
 		host = "127.0.0.1"
 	}
 	port, err := strconv.ParseUint(portStr, 10, 16)
 	if err != nil {
-		return fmt.Errorf("quorum address %q: %w", c.qc.BindAddr, err)
+		return fmt.Errorf("quorum address %q: %w", addr, err)
 	}
 	if port == 0 && c.mux != nil {
 		port = uint64(c.mux.ln.Addr().(*net.TCPAddr).Port)
@@ -121,7 +125,11 @@ func (c *Controller) joinAsObserver(ctx context.Context) error {
 	}
 	backoff := 50 * time.Millisecond
 	var last error = ErrNotController
-	for {
+	for round := 0; ; round++ {
+		if round > 0 && round%20 == 0 {
+			c.logger.Warn().Err(last).Str("quorum_addr", net.JoinHostPort(host, strconv.Itoa(int(port)))).
+				Msg("still waiting for the active controller to add this node to the metadata quorum")
+		}
 		for _, v := range c.qc.Voters {
 			cl := protocol.NewTLSClient(v.Addr, c.PeerClientID(PeerRoleController), 5*time.Second, peerTLS).Via(c.qc.PeerRoutes)
 			resp, err := cl.Request(ctx, req)

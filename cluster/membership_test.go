@@ -3,10 +3,16 @@ package cluster
 import (
 	"context"
 	"errors"
+	"net"
 	"slices"
 	"testing"
+	"time"
 
+	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/gokafka/gokafka/protocol"
 )
 
 func TestUnregisterBrokerRemovesItsRegistrationAndTakesItOutOfEveryISR(t *testing.T) {
@@ -51,5 +57,44 @@ func TestAnUnregisteredBrokerCanRegisterAgain(t *testing.T) {
 	registerLive(t, c, 2)
 	if b, ok := c.Image().Brokers[2]; !ok || b.Fenced {
 		t.Fatalf("broker 2 after registering again: %+v (registered %v)", b, ok)
+	}
+}
+
+// TestAnObserverAsksToJoinAtItsAdvertisedQuorumAddress checks the join
+// request a node outside the voters sends: its id and run, no cluster, and
+// the controller listener's advertised address (its bind address says
+// nothing to another host).
+func TestAnObserverAsksToJoinAtItsAdvertisedQuorumAddress(t *testing.T) {
+	got := make(chan *kmsg.BrokerRegistrationRequest, 1)
+	reg := protocol.NewRegistry()
+	reg.Register(62, 0, 4, func(_ context.Context, req *protocol.Request) (kmsg.Response, error) {
+		r := req.Body.(*kmsg.BrokerRegistrationRequest)
+		select {
+		case got <- r:
+		default:
+		}
+		return r.ResponseKind(), nil
+	})
+	srv := protocol.NewServer(protocol.DefaultConfig(), reg, zerolog.Nop())
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Shutdown(context.Background()) })
+
+	c := &Controller{cfg: Config{NodeID: 4}, logger: zerolog.Nop(), stop: make(chan struct{}), img: NewState().Image(-1),
+		qc: QuorumConfig{Voters: []Voter{{ID: -1, Addr: ln.Addr().String()}}, BindAddr: "0.0.0.0:9093", AdvertisedAddr: "ctrl-4.example:19093"}}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := c.joinAsObserver(ctx); err != nil {
+		t.Fatal(err)
+	}
+	r := <-got
+	if r.BrokerID != 4 || r.ClusterID != "" || len(r.Listeners) != 1 || IncarnationString(r.IncarnationID) != c.Incarnation() {
+		t.Fatalf("join request %+v", r)
+	}
+	if l := r.Listeners[0]; l.Name != ObserverListenerName || l.Host != "ctrl-4.example" || l.Port != 19093 {
+		t.Fatalf("join names quorum address %+v, want ctrl-4.example:19093", l)
 	}
 }

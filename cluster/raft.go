@@ -64,6 +64,10 @@ type QuorumConfig struct {
 	// A node with the controller role that is not one of Voters starts as
 	// an observer too, until AddRaftVoter makes it a voter.
 	Observer bool
+	// AdvertisedAddr is where the active controller reaches an observer
+	// (the controller listener of advertised.listeners); empty is
+	// BindAddr.
+	AdvertisedAddr string
 	// Dir holds the raft log, stable store and snapshots.
 	Dir string
 	// HeartbeatInterval is broker.heartbeat.interval.ms, SessionTimeout
