@@ -60,6 +60,9 @@ type Config struct {
 	// negative: none).
 	FetchSessionCacheSlots int
 
+	// Roles is process.roles; the zero value is a combined broker and
+	// controller.
+	Roles Roles
 	// Quorum configures the metadata quorum; its Dir and BindAddr are
 	// derived from LogDirs and the CONTROLLER listener.
 	Quorum                  cluster.QuorumConfig
@@ -114,6 +117,16 @@ type Config struct {
 	// node (tests only: see protocol.PeerRoutes); nil dials peers
 	// directly.
 	PeerRoutes protocol.PeerRoutes
+}
+
+// Roles is process.roles. A broker-only node (BrokerOnly) observes the
+// metadata quorum without voting (cluster/membership.go), registers and
+// hosts partitions; its CONTROLLER listener only receives the metadata
+// log. A controller-only node (ControllerOnly) is a voter serving the
+// controller APIs on its CONTROLLER listener, with no broker listener,
+// no registration and no partitions.
+type Roles struct {
+	BrokerOnly, ControllerOnly bool
 }
 
 // LeaderRebalanceConfig is auto.leader.rebalance.enable,
@@ -243,7 +256,25 @@ func Start(ctx context.Context, cfg Config, logger zerolog.Logger) (_ *Server, e
 		lns = append(lns, pl)
 	}
 	if len(qc.Voters) > 0 && qc.BindAddr == "" {
+		if cfg.Roles.BrokerOnly {
+			return nil, errors.New("process.roles=broker: the metadata log is replicated to this node's controller listener; add one (named in controller.listener.names) to listeners")
+		}
 		return nil, errors.New("controller.quorum.voters is set but no controller listener is configured")
+	}
+	if (cfg.Roles.BrokerOnly || cfg.Roles.ControllerOnly) && len(qc.Voters) == 0 {
+		return nil, errors.New("process.roles with a single role needs controller.quorum.voters")
+	}
+	qc.Observer = cfg.Roles.BrokerOnly
+	for _, a := range cfg.AdvertisedListeners {
+		if pl, err := ParseListener(a); err == nil && pl.Name == ctrlName && ctrlName != "" {
+			qc.AdvertisedAddr = net.JoinHostPort(pl.Host, strconv.Itoa(pl.Port))
+		}
+	}
+	if cfg.Roles.ControllerOnly {
+		if len(lns) > 0 {
+			return nil, fmt.Errorf("process.roles=controller: listeners may only name controller listeners, not %s", lns[0].Name)
+		}
+		return startController(ctx, cfg, qc, ctrlName, ctrlProto, stores[ctrlName], logger)
 	}
 	if len(lns) == 0 {
 		return nil, errors.New("no broker listener configured")
@@ -375,7 +406,7 @@ func Start(ctx context.Context, cfg Config, logger zerolog.Logger) (_ *Server, e
 	}
 	s.shareC = share.NewCoordinator(cfg.Share, cfg.NodeID, s.meta, logger.With().Str("component", "share").Logger(), share.WithStore(s.groups))
 	s.shareM = share.NewManager(cfg.Share, s.meta, share.ReplicaSource(s.replicas), logger.With().Str("component", "share").Logger())
-	s.handlers = handlers.New(reg, handlers.Config{NodeID: cfg.NodeID, AutoCreateTopics: cfg.AutoCreateTopics, FetchMaxBytes: cfg.FetchMaxBytes, FetchSessionCacheSlots: cfg.FetchSessionCacheSlots}, handlers.Deps{
+	s.handlers = handlers.New(reg, handlers.Config{NodeID: cfg.NodeID, AutoCreateTopics: cfg.AutoCreateTopics, FetchMaxBytes: cfg.FetchMaxBytes, FetchSessionCacheSlots: cfg.FetchSessionCacheSlots, ControllerListenerName: ctrlName}, handlers.Deps{
 		Meta: s.meta, Replicas: s.replicas, Controller: s.meta, ProducerIDs: pids,
 		Groups: s.groups, Txn: s.txn, ShareCoord: s.shareC, ShareMgr: s.shareM, ShareCfg: cfg.Share,
 		Quotas: s.watchQuotas(cfg.Quota), Authorizer: s.watchACLs(cfg.Authorizer), Observer: observer(cfg.Metrics),
@@ -437,6 +468,45 @@ func Start(ctx context.Context, cfg Config, logger zerolog.Logger) (_ *Server, e
 	}
 	if cfg.Metrics != nil {
 		cfg.Metrics.Attach(metrics.Sources{Meta: s.meta, Logs: s.logs, Conns: s.srv, Replicas: s.replicas, Groups: s.groups})
+	}
+	return s, nil
+}
+
+// startController starts a controller-only node: its member of the
+// metadata quorum and the controller APIs on its CONTROLLER listener.
+func startController(ctx context.Context, cfg Config, qc cluster.QuorumConfig, ctrlName, ctrlProto string, st *tlsconf.Store, logger zerolog.Logger) (_ *Server, err error) {
+	s := &Server{cfg: cfg, logger: logger, ctrlName: ctrlName, serveErr: make(chan error, 1)}
+	defer func() {
+		if err != nil {
+			s.closeAll()
+		}
+	}()
+	qc.Dir = filepath.Join(cfg.LogDirs[0], cluster.MetadataDirName)
+	s.meta, err = cluster.Open(ctx, cluster.Config{
+		NodeID: cfg.NodeID, NumPartitions: cfg.NumPartitions, DefaultReplicationFactor: cfg.DefaultReplicationFactor,
+		DeleteTopicEnable: cfg.DeleteTopicEnable, BrokerDefaults: cfg.BrokerDefaults,
+		BootstrapScram:                     cfg.SASL.BootstrapScram,
+		AutoLeaderRebalanceEnable:          cfg.LeaderRebalance.Enable,
+		LeaderImbalanceCheckInterval:       cfg.LeaderRebalance.CheckInterval,
+		LeaderImbalancePerBrokerPercentage: cfg.LeaderRebalance.PerBrokerPercentage,
+	}, qc, logger.With().Str("component", "cluster").Logger())
+	if err != nil {
+		return nil, fmt.Errorf("open metadata: %w", err)
+	}
+	s.reg = protocol.NewRegistry()
+	s.handlers = handlers.New(s.reg, handlers.Config{NodeID: cfg.NodeID, ControllerListenerName: ctrlName}, handlers.Deps{
+		Meta: s.meta, Controller: s.meta,
+		Quotas: s.watchQuotas(cfg.Quota), Authorizer: s.watchACLs(cfg.Authorizer), Observer: observer(cfg.Metrics),
+	})
+	s.srv = protocol.NewServer(cfg.Protocol, s.reg, logger.With().Str("component", "net").Logger())
+	lc := protocol.ListenerConfig{Name: ctrlName, SecurityProtocol: ctrlProto, Exposes: handlers.ControllerAPI}
+	if st != nil {
+		lc.TLSPrincipal = st.Principal
+	}
+	cl := s.meta.ControllerListener()
+	go func() { s.serveErr <- s.srv.ServeListener(cl, lc) }()
+	if cfg.Metrics != nil {
+		cfg.Metrics.Attach(metrics.Sources{Meta: s.meta, Conns: s.srv, ControllerOnly: true})
 	}
 	return s, nil
 }
@@ -663,7 +733,7 @@ func (s *Server) Err() <-chan error { return s.serveErr }
 // checkpoints the logs.
 func (s *Server) Shutdown(ctx context.Context) error {
 	var errs []error
-	if s.meta != nil && len(s.meta.Image().Brokers) > 1 {
+	if s.meta != nil && !s.cfg.Roles.ControllerOnly && len(s.meta.Image().Brokers) > 1 {
 		// Controlled shutdown: move leaderships away first, so clients
 		// switch to other brokers before this one stops answering.
 		cctx, cancel := context.WithTimeout(ctx, s.cfg.ShutdownTimeout/2)

@@ -190,6 +190,10 @@ type Controller struct {
 	// barrier). Guarded by proposeMu.
 	caughtUpTerm uint64
 
+	// offsets are the metadata offsets nodes last reported, for
+	// DescribeQuorum (membership.go).
+	offsets replicaOffsets
+
 	// rebalanceMu guards lastRebalance, when the auto leader rebalance
 	// last ran (reassign.go).
 	rebalanceMu   sync.Mutex

@@ -35,6 +35,7 @@
 //	cleanshutdown.go  the broker epoch of a clean shutdown (KIP-966)
 //	reassign.go     partition reassignment (KIP-455), ElectLeaders (KIP-460), auto leader rebalance
 //	placement.go    where new partitions' replicas go: rack-aware by broker.rack (Kafka's assignment)
+//	membership.go   who follows the quorum: observers joining, UnregisterBroker, DescribeQuorum, AddRaftVoter/RemoveRaftVoter (KIP-853)
 //
 // # How a change flows
 //

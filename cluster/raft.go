@@ -24,7 +24,9 @@ import (
 	"github.com/gokafka/gokafka/protocol"
 )
 
-// Voter is one member of controller.quorum.voters.
+// Voter is one member of controller.quorum.voters, or, with ID -1, one of
+// controller.quorum.bootstrap.servers: a controller a node that is not a
+// voter joins the quorum through.
 type Voter struct {
 	ID   int32
 	Addr string // host:port of its CONTROLLER listener
@@ -56,6 +58,16 @@ type QuorumConfig struct {
 	// BindAddr is this node's CONTROLLER listener (host:port); unused for
 	// a quorum of one.
 	BindAddr string
+	// Observer makes this node a non-voting member of the quorum (a
+	// broker-only node, process.roles=broker): it is not one of Voters,
+	// joins through them (membership.go) and receives the log at BindAddr.
+	// A node with the controller role that is not one of Voters starts as
+	// an observer too, until AddRaftVoter makes it a voter.
+	Observer bool
+	// AdvertisedAddr is where the active controller reaches an observer
+	// (the controller listener of advertised.listeners); empty is
+	// BindAddr.
+	AdvertisedAddr string
 	// Dir holds the raft log, stable store and snapshots.
 	Dir string
 	// HeartbeatInterval is broker.heartbeat.interval.ms, SessionTimeout
@@ -221,9 +233,14 @@ func Open(ctx context.Context, cfg Config, qc QuorumConfig, logger zerolog.Logge
 			servers = append(servers, raft.Server{ID: raft.ServerID(strconv.Itoa(int(v.ID))), Address: raft.ServerAddress(v.Addr)})
 			found = found || v.ID == cfg.NodeID
 		}
-		if !found {
-			return nil, fmt.Errorf("node.id %d is not in controller.quorum.voters", cfg.NodeID)
+		if qc.Observer && found {
+			return nil, fmt.Errorf("node.id %d is in controller.quorum.voters but process.roles has no controller role", cfg.NodeID)
 		}
+		// A controller not among the voters starts as an observer, as a
+		// new KRaft controller does (KIP-853), until AddRaftVoter
+		// promotes it.
+		qc.Observer = !found
+		c.qc.Observer = qc.Observer
 		// The CONTROLLER listener also takes Kafka-protocol requests for
 		// the controller (mux.go).
 		m, err := newControllerMux(qc.BindAddr, qc.TLS, logger.With().Str("component", "controller-listener").Logger())
@@ -263,7 +280,7 @@ func Open(ctx context.Context, cfg Config, qc QuorumConfig, logger zerolog.Logge
 		closeTransport(trans)
 		return nil, err
 	}
-	if !existing {
+	if !existing && !qc.Observer {
 		// Every voter bootstraps with the same configuration; raft
 		// treats that as one bootstrap.
 		if err := raft.BootstrapCluster(rc, store, store, snaps, trans, raft.Configuration{Servers: servers}); err != nil {
@@ -294,6 +311,14 @@ func Open(ctx context.Context, cfg Config, qc QuorumConfig, logger zerolog.Logge
 	go l.watchLeader(obsCh, obs)
 	go c.leaderLoop()
 
+	if qc.Observer {
+		// The active controller adds this node to the quorum, after
+		// which the log arrives (membership.go).
+		if err := c.joinAsObserver(ctx); err != nil {
+			c.Close()
+			return nil, err
+		}
+	}
 	if err := c.waitReady(ctx); err != nil {
 		c.Close()
 		return nil, err
@@ -514,7 +539,7 @@ func (c *Controller) Kill() error {
 // raft down and closes the transport and the store.
 func (l *raftLog) Close() error {
 	var errs []error
-	if l.IsLeader() && l.voters > 1 && !l.ctrl.killed.Load() {
+	if l.IsLeader() && l.currentVoters() > 1 && !l.ctrl.killed.Load() {
 		// Hand leadership over first: a leader that just stops may have
 		// committed entries no follower knows are committed yet, and
 		// with one voter left of three nobody could elect itself to
@@ -537,6 +562,22 @@ func (l *raftLog) Close() error {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
+}
+
+// currentVoters is the number of voters in the quorum's latest
+// configuration, which AddRaftVoter and RemoveRaftVoter change.
+func (l *raftLog) currentVoters() int {
+	cf := l.r.GetConfiguration()
+	if cf.Error() != nil {
+		return l.voters
+	}
+	n := 0
+	for _, s := range cf.Configuration().Servers {
+		if s.Suffrage == raft.Voter {
+			n++
+		}
+	}
+	return n
 }
 
 // zerologWriter routes hclog output into zerolog.

@@ -28,6 +28,9 @@ const (
 	// CmdFenceBroker and CmdUnfenceBroker change a broker's liveness.
 	CmdFenceBroker   CommandType = "fence_broker"
 	CmdUnfenceBroker CommandType = "unfence_broker"
+	// CmdUnregisterBroker removes a decommissioned broker's registration
+	// (UnregisterBroker, key 64).
+	CmdUnregisterBroker CommandType = "unregister_broker"
 	// CmdInitCluster gives a new cluster its id.
 	CmdInitCluster CommandType = "init_cluster"
 	// CmdAllocateProducerIDs gives a broker the next block of producer ids.
@@ -282,6 +285,11 @@ func (s *State) apply(offset int64, cmd *Command) error {
 		}
 		b.Fenced = cmd.Type == CmdFenceBroker
 		s.brokers[cmd.BrokerID] = b
+	case CmdUnregisterBroker:
+		if _, ok := s.brokers[cmd.BrokerID]; !ok {
+			return fmt.Errorf("unknown broker %d", cmd.BrokerID)
+		}
+		delete(s.brokers, cmd.BrokerID)
 	case CmdSetOfflineLogDirs:
 		return s.applyOfflineLogDirs(cmd)
 	default:

@@ -13,6 +13,8 @@ package handlers
 
 import (
 	"context"
+	"net"
+	"strconv"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -47,6 +49,13 @@ func (h *Handlers) registerControllerRPCs(reg *protocol.Registry) {
 func (h *Handlers) brokerRegistration(ctx context.Context, c Controller, req *protocol.Request) (kmsg.Response, error) {
 	r := req.Body.(*kmsg.BrokerRegistrationRequest)
 	resp := r.ResponseKind().(*kmsg.BrokerRegistrationResponse)
+	if isObserverJoin(r) {
+		// A broker-only node asking to follow the metadata log.
+		l := r.Listeners[0]
+		resp.ErrorCode = errorCode(c.JoinObserver(ctx, r.BrokerID, net.JoinHostPort(l.Host, strconv.Itoa(int(l.Port)))))
+		resp.BrokerEpoch = -1
+		return resp, nil
+	}
 	if cid := h.meta.Image().ClusterID; r.ClusterID != "" && r.ClusterID != cid {
 		resp.ErrorCode = kerr.InconsistentClusterID.Code
 		return resp, nil
@@ -77,6 +86,7 @@ func (h *Handlers) brokerRegistration(ctx context.Context, c Controller, req *pr
 func (h *Handlers) brokerHeartbeat(ctx context.Context, c Controller, req *protocol.Request) (kmsg.Response, error) {
 	r := req.Body.(*kmsg.BrokerHeartbeatRequest)
 	resp := r.ResponseKind().(*kmsg.BrokerHeartbeatResponse)
+	c.NoteMetadataOffset(r.BrokerID, r.CurrentMetadataOffset)
 	fenced, shutdown, err := c.BrokerHeartbeat(ctx, r.BrokerID, r.WantShutdown, r.OfflineLogDirs)
 	resp.ErrorCode = errorCode(err)
 	resp.IsFenced, resp.ShouldShutdown, resp.IsCaughtUp = fenced, shutdown, err == nil
@@ -131,4 +141,11 @@ func (h *Handlers) alterPartition(ctx context.Context, req *protocol.Request) (k
 		resp.Topics = append(resp.Topics, rt)
 	}
 	return resp, nil
+}
+
+// isObserverJoin reports whether r asks to join the metadata quorum as an
+// observer rather than to register a broker (cluster/membership.go): no
+// cluster id and a single listener named cluster.ObserverListenerName.
+func isObserverJoin(r *kmsg.BrokerRegistrationRequest) bool {
+	return r.ClusterID == "" && len(r.Listeners) == 1 && r.Listeners[0].Name == cluster.ObserverListenerName
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/gokafka/gokafka/acl"
+	"github.com/gokafka/gokafka/cluster"
 	"github.com/gokafka/gokafka/protocol"
 )
 
@@ -34,7 +35,7 @@ func (h *Handlers) describeCluster(_ context.Context, req *protocol.Request) (km
 	}
 	im := h.meta.Image()
 	resp.ClusterID = im.ClusterID
-	resp.ControllerID = im.ControllerID
+	resp.ControllerID = h.controllerID(im)
 	for _, id := range im.BrokerIDs() {
 		b := im.Brokers[id]
 		if b.Fenced {
@@ -50,4 +51,25 @@ func (h *Handlers) describeCluster(_ context.Context, req *protocol.Request) (km
 		}
 	}
 	return resp, nil
+}
+
+// controllerID is the controller id clients are told: the active
+// controller, unless it is not a broker (a controller-only node, which
+// clients cannot reach); then, as Kafka's brokers answer when the
+// controllers are not brokers, a live broker (this one if it is live),
+// which forwards the controller's requests. -1 while there is no active
+// controller.
+func (h *Handlers) controllerID(im *cluster.Image) int32 {
+	if _, ok := im.Brokers[im.ControllerID]; ok || im.ControllerID < 0 {
+		return im.ControllerID
+	}
+	if b, ok := im.Brokers[h.cfg.NodeID]; ok && !b.Fenced {
+		return h.cfg.NodeID
+	}
+	for _, id := range im.BrokerIDs() {
+		if !im.Brokers[id].Fenced {
+			return id
+		}
+	}
+	return im.ControllerID
 }

@@ -3,6 +3,7 @@ package handlers
 import (
 	"context"
 
+	"github.com/twmb/franz-go/pkg/kmsg"
 	kgosasl "github.com/twmb/franz-go/pkg/sasl"
 
 	"github.com/gokafka/gokafka/acl"
@@ -27,6 +28,10 @@ type Config struct {
 	// FetchSessionCacheSlots is max.incremental.fetch.session.cache.slots,
 	// the fetch sessions kept (0: Kafka's default, 1000; negative: none).
 	FetchSessionCacheSlots int
+	// ControllerListenerName is the controller listener's name, as
+	// DescribeQuorum and AddRaftVoter name quorum addresses; empty is
+	// CONTROLLER.
+	ControllerListenerName string
 }
 
 // Handlers serves the Kafka APIs.
@@ -89,6 +94,13 @@ type Controller interface {
 	AlterUserScramCredentials(ctx context.Context, deletions []cluster.ScramChange, upserts []cluster.ScramUpsert) map[string]error
 	AlterPartitionReassignments(ctx context.Context, reqs []cluster.Reassignment) []error
 	ElectLeaders(ctx context.Context, typ cluster.ElectionType, parts map[string][]int32) ([]cluster.ElectionResult, error)
+	JoinObserver(ctx context.Context, id int32, addr string) error
+	UnregisterBroker(ctx context.Context, id int32) error
+	NoteMetadataOffset(id int32, offset int64)
+	DescribeQuorum() (cluster.QuorumDescription, error)
+	AddRaftVoter(ctx context.Context, id int32, addr string) error
+	RemoveRaftVoter(ctx context.Context, id int32) error
+	Forward(ctx context.Context, req kmsg.Request, notController func(kmsg.Response) bool) (kmsg.Response, error)
 }
 
 var _ Controller = (*cluster.Controller)(nil)
@@ -188,6 +200,7 @@ func New(reg *protocol.Registry, cfg Config, d Deps) *Handlers {
 		h.registerScramCredentials,
 		h.registerReassignments,
 		h.registerElectLeaders,
+		h.registerQuorum,
 	} {
 		r(reg)
 	}

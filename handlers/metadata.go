@@ -134,7 +134,7 @@ func (h *Handlers) metadata(ctx context.Context, req *protocol.Request) (kmsg.Re
 		cid := im.ClusterID
 		resp.ClusterID = &cid
 	}
-	resp.ControllerID = im.ControllerID
+	resp.ControllerID = h.controllerID(im)
 
 	for _, w := range topics {
 		rt := kmsg.NewMetadataResponseTopic()

@@ -76,7 +76,8 @@ func ControllerAPI(key int16) bool {
 		kmsg.AlterConfigs, kmsg.IncrementalAlterConfigs, kmsg.DescribeConfigs, kmsg.DescribeCluster,
 		kmsg.AlterClientQuotas, kmsg.DescribeClientQuotas, kmsg.CreateACLs, kmsg.DeleteACLs, kmsg.DescribeACLs,
 		kmsg.AlterUserSCRAMCredentials, kmsg.DescribeUserSCRAMCredentials,
-		kmsg.AlterPartitionAssignments, kmsg.ListPartitionReassignments, kmsg.ElectLeaders:
+		kmsg.AlterPartitionAssignments, kmsg.ListPartitionReassignments, kmsg.ElectLeaders,
+		kmsg.UnregisterBroker, kmsg.DescribeQuorum, kmsg.AddRaftVoter, kmsg.RemoveRaftVoter:
 		return true
 	}
 	return false
@@ -139,11 +140,15 @@ func (h *Handlers) checkPeer(req *protocol.Request, replica int32) error {
 		// The registering run is not in the metadata yet: it must name
 		// itself consistently, in this cluster; the controller refuses a
 		// new run of a live broker (DUPLICATE_BROKER_REGISTRATION).
+		// An observer asking to join the quorum (cluster.JoinObserver)
+		// names no cluster in its request and, unless it kept the
+		// metadata from an earlier run, none in its client id either.
 		p, ok := cluster.ParsePeerClientID(req.ClientID)
+		join := isObserverJoin(r) && (p.ClusterID == "" || p.ClusterID == im.ClusterID)
 		switch {
 		case !ok:
 			return cluster.ErrNotPeer
-		case p.ClusterID != im.ClusterID || r.ClusterID != im.ClusterID:
+		case !join && (p.ClusterID != im.ClusterID || r.ClusterID != im.ClusterID):
 			return fmt.Errorf("%w: registration for cluster %q, this cluster is %q", cluster.ErrNotPeer, r.ClusterID, im.ClusterID)
 		case p.NodeID != r.BrokerID || p.Incarnation != cluster.IncarnationString(r.IncarnationID):
 			return fmt.Errorf("%w: registration of broker %d sent as broker %d", cluster.ErrNotPeer, r.BrokerID, p.NodeID)

@@ -71,6 +71,12 @@ type cluster struct {
 	// (gokafkatest) instead of processes: nodes is empty and the checks
 	// below reach the nodes through emb.
 	emb *gokafkatest.Cluster
+
+	// voters is the nodes' controller.quorum.voters (roles_test.go adds
+	// nodes with it); controllerOnly marks nodes that are not brokers,
+	// which clients and the checks below leave out.
+	voters         string
+	controllerOnly map[int32]bool
 }
 
 // size is the number of nodes.
@@ -137,7 +143,7 @@ func startClusterWith(t testing.TB, o clusterOpts) *cluster {
 		ports[i], ctrl[i] = freePort(t), freePort(t)
 		voters = append(voters, fmt.Sprintf("%d@127.0.0.1:%d", i+1, ctrl[i]))
 	}
-	c := &cluster{t: t, paused: map[int32]bool{}, clientOpts: o.ClientOpts}
+	c := &cluster{t: t, paused: map[int32]bool{}, clientOpts: o.ClientOpts, voters: strings.Join(voters, ",")}
 	for i := range n {
 		settings := map[string]string{}
 		for k, v := range clusterDefaults {
@@ -202,8 +208,10 @@ func (c *cluster) addrs() []string {
 		return c.emb.Seeds()
 	}
 	var out []string
-	for _, b := range c.nodes {
-		out = append(out, b.Addr())
+	for i, b := range c.nodes {
+		if !c.controllerOnly[int32(i+1)] {
+			out = append(out, b.Addr())
+		}
 	}
 	return out
 }
@@ -373,7 +381,7 @@ func (c *cluster) reachable() []int32 {
 	}
 	for i, b := range c.nodes {
 		id := int32(i + 1)
-		if b.Running() && !c.paused[id] {
+		if b.Running() && !c.paused[id] && !c.controllerOnly[id] {
 			out = append(out, id)
 		}
 	}

@@ -37,7 +37,8 @@ type PartitionReason struct {
 }
 
 // Readiness reports whether the broker is ready: started (logs loaded),
-// registered, unfenced, and caught up with the metadata quorum, with
+// registered and unfenced (unless it is a controller-only node), and
+// caught up with the metadata quorum, with
 // its under-replicated partitions and offline log dirs listed.
 func (m *Metrics) Readiness() Readiness {
 	r := Readiness{Reasons: []string{}, UnderReplicated: []PartitionReason{}, OfflineLogDirs: []string{}}
@@ -53,6 +54,7 @@ func (m *Metrics) Readiness() Readiness {
 	im := meta.Image()
 	b, ok := im.Brokers[self]
 	switch {
+	case src.ControllerOnly:
 	case !ok:
 		r.Reasons = append(r.Reasons, "not registered with the controller")
 	case b.Fenced:

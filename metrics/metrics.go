@@ -66,6 +66,9 @@ type Sources struct {
 	// Groups, if set, gives the consumer groups' committed offsets
 	// (per-partition series).
 	Groups Groups
+	// ControllerOnly is set for a node that is no broker
+	// (process.roles=controller): it is ready without a registration.
+	ControllerOnly bool
 }
 
 // Config configures the metrics.

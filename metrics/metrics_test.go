@@ -247,3 +247,13 @@ func TestReadyzSaysWhyNotReady(t *testing.T) {
 		t.Fatalf("behind the quorum: %d %+v", code, r)
 	}
 }
+
+func TestReadyzOfAControllerOnlyNodeNeedsNoRegistration(t *testing.T) {
+	m := New(Config{})
+	im := image(2, nil)
+	delete(im.Brokers, 1)
+	m.Attach(Sources{Meta: newMeta(im), ControllerOnly: true})
+	if r := m.Readiness(); !r.Ready {
+		t.Fatalf("controller-only node, caught up: %+v", r)
+	}
+}

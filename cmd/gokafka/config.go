@@ -55,7 +55,7 @@ func init() {
 
 var properties = []property{
 	{"node.id", "1", "This node's id, as broker and as metadata quorum voter."},
-	{"process.roles", "broker,controller", "Roles of this node; gokafka nodes are always broker,controller."},
+	{"process.roles", "broker,controller", "Roles of this node: broker, controller or broker,controller; a broker-only node follows the metadata quorum without voting, a controller-only node hosts no partitions."},
 	{"listeners", "PLAINTEXT://127.0.0.1:9092", "Comma-separated listener URLs the broker binds; add CONTROLLER://host:port when controller.quorum.voters is set."},
 	{"listener.security.protocol.map", "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL", "Listener name to security protocol (PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL) as NAME:PROTOCOL pairs; a controller listener missing from it is PLAINTEXT, as in Kafka's KRaft mode."},
 	{"controller.listener.names", "CONTROLLER", "Listener names that carry the metadata quorum's traffic."},
@@ -73,6 +73,7 @@ var properties = []property{
 	{"sasl.oauthbearer.clock.skew.seconds", "30", "Clock skew allowed when checking a signed OAUTHBEARER token's exp, iat and nbf."},
 	{"gokafka.scram.bootstrap.users", "", "SCRAM credentials a new cluster is created with, as kafka-storage format --add-scram writes them: SCRAM-SHA-256=[name=admin,password=admin-secret], several separated by spaces or ';'."},
 	{"controller.quorum.voters", "", "Metadata quorum voters as id@host:port of their CONTROLLER listeners; empty for a single-node cluster."},
+	{"controller.quorum.bootstrap.servers", "", "host:port list of controllers a node joins through when controller.quorum.voters is empty: it follows the quorum as an observer (a new controller until AddRaftVoter)."},
 	{"controller.quorum.election.timeout.ms", "500", "Metadata quorum election and heartbeat timeout (multi-node)."},
 	{"broker.heartbeat.interval.ms", "2000", "How often a broker heartbeats to the active controller."},
 	{"broker.session.timeout.ms", "9000", "A broker not heard from for this long is fenced and its leaderships move."},
@@ -462,6 +463,17 @@ func (s *settings) brokerConfig() (broker.Config, error) {
 	if err != nil {
 		s.errs = append(s.errs, err.Error())
 	}
+	if boot := s.list("controller.quorum.bootstrap.servers"); len(voters) == 0 && len(boot) > 0 {
+		// A node that knows only where to reach the controllers joins
+		// through them as an observer (cluster.Voter with no id).
+		for _, addr := range boot {
+			if _, _, err := net.SplitHostPort(addr); err != nil {
+				s.errs = append(s.errs, fmt.Sprintf("controller.quorum.bootstrap.servers: %q: %v", addr, err))
+				continue
+			}
+			voters = append(voters, cluster.Voter{ID: -1, Addr: addr})
+		}
+	}
 	nodeID := s.i64("node.id")
 	if nodeID < 0 || nodeID > math.MaxInt32 {
 		s.errs = append(s.errs, fmt.Sprintf("node.id %d out of range", nodeID))
@@ -705,13 +717,27 @@ func (s *settings) authorizerConfig() *acl.Config {
 // validate checks the roles, the settings only topics and the
 // coordinators read, and the coordinators' own constraints.
 func (s *settings) validate(cfg *broker.Config) {
+	var isBroker, isController bool
 	for _, r := range s.list("process.roles") {
-		if r != "broker" && r != "controller" {
+		switch r {
+		case "broker":
+			isBroker = true
+		case "controller":
+			isController = true
+		default:
 			s.errs = append(s.errs, fmt.Sprintf("process.roles: unknown role %q", r))
 		}
 	}
-	if roles := s.str("process.roles"); roles != "broker,controller" && roles != "controller,broker" {
-		s.errs = append(s.errs, "process.roles: only combined broker,controller nodes are supported")
+	if !isBroker && !isController {
+		s.errs = append(s.errs, "process.roles: name broker, controller or both")
+	}
+	cfg.Roles = broker.Roles{BrokerOnly: isBroker && !isController, ControllerOnly: isController && !isBroker}
+	if (cfg.Roles.BrokerOnly || cfg.Roles.ControllerOnly) && len(cfg.Quorum.Voters) == 0 {
+		s.errs = append(s.errs, "process.roles: a broker-only or controller-only node needs controller.quorum.voters")
+	}
+	inVoters := slices.ContainsFunc(cfg.Quorum.Voters, func(v cluster.Voter) bool { return v.ID == cfg.NodeID })
+	if cfg.Roles.BrokerOnly && inVoters {
+		s.errs = append(s.errs, fmt.Sprintf("process.roles=broker: node.id %d must not be in controller.quorum.voters", cfg.NodeID))
 	}
 	s.positive("message.max.bytes")
 	s.positive("log.segment.bytes")

@@ -231,3 +231,51 @@ func TestLeaderRebalanceConfig(t *testing.T) {
 		t.Fatal("a percentage above 100 was accepted")
 	}
 }
+
+func TestProcessRolesAndQuorumBootstrapServers(t *testing.T) {
+	t.Setenv("GOKAFKA_PROCESS_ROLES", "broker")
+	t.Setenv("GOKAFKA_CONTROLLER_QUORUM_BOOTSTRAP_SERVERS", "127.0.0.1:9093,127.0.0.1:9094")
+	s, err := loadConfig("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := s.brokerConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !cfg.Roles.BrokerOnly || cfg.Roles.ControllerOnly {
+		t.Fatalf("process.roles=broker: %+v", cfg.Roles)
+	}
+	if v := cfg.Quorum.Voters; len(v) != 2 || v[0].ID != -1 || v[1].Addr != "127.0.0.1:9094" {
+		t.Fatalf("bootstrap servers as quorum contacts: %+v", v)
+	}
+
+	t.Setenv("GOKAFKA_PROCESS_ROLES", "controller")
+	t.Setenv("GOKAFKA_CONTROLLER_QUORUM_BOOTSTRAP_SERVERS", "")
+	t.Setenv("GOKAFKA_CONTROLLER_QUORUM_VOTERS", "1@127.0.0.1:9093")
+	if s, err = loadConfig(""); err != nil {
+		t.Fatal(err)
+	}
+	if cfg, err = s.brokerConfig(); err != nil {
+		t.Fatal(err)
+	}
+	if !cfg.Roles.ControllerOnly || cfg.Roles.BrokerOnly {
+		t.Fatalf("process.roles=controller: %+v", cfg.Roles)
+	}
+
+	for _, bad := range []map[string]string{
+		{"GOKAFKA_PROCESS_ROLES": "broker", "GOKAFKA_CONTROLLER_QUORUM_VOTERS": "1@127.0.0.1:9093"},
+		{"GOKAFKA_PROCESS_ROLES": "broker", "GOKAFKA_CONTROLLER_QUORUM_VOTERS": ""},
+		{"GOKAFKA_PROCESS_ROLES": "observer", "GOKAFKA_CONTROLLER_QUORUM_VOTERS": "1@127.0.0.1:9093"},
+	} {
+		for k, v := range bad {
+			t.Setenv(k, v)
+		}
+		if s, err = loadConfig(""); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.brokerConfig(); err == nil {
+			t.Errorf("accepted %v", bad)
+		}
+	}
+}

@@ -134,9 +134,10 @@ func run() int {
 		return 1
 	}
 	var con *console.Console
-	if httpL != nil {
+	if httpL != nil && !cfg.Roles.ControllerOnly {
 		// The live console, on the HTTP listener once there is a broker
-		// to show; closed before the broker stops.
+		// to show (a controller-only node has none); closed before the
+		// broker stops.
 		con = console.New(srv.ConsoleSource(), console.Options{Logger: logger.With().Str("component", "console").Logger()})
 		httpL.Handle("GET /", con)
 	}
