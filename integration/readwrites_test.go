@@ -27,17 +27,7 @@ func TestAdminWritesVisibleOnEveryBrokerAtOnce(t *testing.T) {
 	c := startCluster(t, nil)
 	cl := c.client(t)
 	ctx := testCtx(t, 10*time.Minute)
-	// Every broker must be known to the client before a request can be
-	// addressed to it.
-	eventually(t, 30*time.Second, func() error {
-		_, err := kmsg.NewPtrMetadataRequest().RequestWith(ctx, cl)
-		for id := 1; id <= 3; id++ {
-			if _, err := kmsg.NewPtrApiVersionsRequest().RequestWith(ctx, cl.Broker(id)); err != nil {
-				return err
-			}
-		}
-		return err
-	})
+	knowEveryBroker(t, ctx, cl)
 	batch := testkit.SimpleBatch(1, time.Now().UnixMilli(), 10)
 	for round := range *readWritesRounds {
 		topic := fmt.Sprintf("ryw-%d", round)
@@ -285,15 +275,7 @@ func TestAutoCreatedTopicVisibleOnEveryBrokerAtOnce(t *testing.T) {
 	c := startCluster(t, map[string]string{"GOKAFKA_NUM_PARTITIONS": "1"})
 	cl := c.client(t)
 	ctx := testCtx(t, 5*time.Minute)
-	eventually(t, 30*time.Second, func() error {
-		_, err := kmsg.NewPtrMetadataRequest().RequestWith(ctx, cl)
-		for id := 1; id <= 3; id++ {
-			if _, err := kmsg.NewPtrApiVersionsRequest().RequestWith(ctx, cl.Broker(id)); err != nil {
-				return err
-			}
-		}
-		return err
-	})
+	knowEveryBroker(t, ctx, cl)
 	batch := testkit.SimpleBatch(1, time.Now().UnixMilli(), 10)
 	for round := range 20 {
 		topic := fmt.Sprintf("auto-%d", round)
@@ -309,4 +291,19 @@ func TestAutoCreatedTopicVisibleOnEveryBrokerAtOnce(t *testing.T) {
 			checkTopicEverywhere(ctx, t, cl, id, round, "auto-creation", topic, 1, "", batch)
 		}
 	}
+}
+
+// knowEveryBroker waits until cl knows all three brokers and reaches each,
+// so that a request can be addressed to any of them.
+func knowEveryBroker(t *testing.T, ctx context.Context, cl *kgo.Client) {
+	t.Helper()
+	eventually(t, 30*time.Second, func() error {
+		_, err := kmsg.NewPtrMetadataRequest().RequestWith(ctx, cl)
+		for id := 1; id <= 3; id++ {
+			if _, err := kmsg.NewPtrApiVersionsRequest().RequestWith(ctx, cl.Broker(id)); err != nil {
+				return err
+			}
+		}
+		return err
+	})
 }
