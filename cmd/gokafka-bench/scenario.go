@@ -19,6 +19,7 @@ const (
 	kindConsume = "consume"
 	kindE2E     = "e2e"
 	kindStartup = "startup"
+	kindScale   = "scale"
 )
 
 // scenario is one fixed comparison. Fields left zero take the command-line
@@ -55,6 +56,8 @@ var scenarios = []scenario{
 		Title: "start-up and idle memory, 1 node"},
 	{Name: "s6-3n", Kind: kindStartup, Nodes: 3,
 		Title: "start-up and idle memory, 3 nodes"},
+	{Name: "s8", Kind: kindScale, Nodes: 3, partitions: 10000, rf: 3, acks: "all", recordSize: 100,
+		Title: "10,000 partitions RF=3: created, first-produced, one node restarted"},
 }
 
 // selectScenarios resolves a -scenario value: all, or a comma-separated
@@ -76,7 +79,7 @@ func selectScenarios(spec string) ([]scenario, error) {
 			}
 		}
 		if !found {
-			return nil, fmt.Errorf("unknown scenario %q (want s1…s6, a full name such as s5-rf3, or all)", want)
+			return nil, fmt.Errorf("unknown scenario %q (want s1…s6, s8, a full name such as s5-rf3, or all)", want)
 		}
 	}
 	return out, nil
@@ -157,6 +160,8 @@ func (r *runner) scenarioLoad(sc scenario, brokers []string) *loadConfig {
 func (r *runner) settings(sc scenario) string {
 	c := r.scenarioLoad(sc, nil)
 	switch sc.Kind {
+	case kindScale:
+		return fmt.Sprintf("kadm CreateTopic (%d partitions, RF %d) timed to its answer; then one acks=all %d B record to every partition; then the last node stopped by SIGTERM and started again, timed to its first accept, to a Metadata answer from it listing every broker, and to its return to every ISR", c.partitions, c.rf, c.recordSize)
 	case kindStartup:
 		return fmt.Sprintf("accept polled every 1 ms; first produce: kadm CreateTopic (1 partition, RF %d) then one acks=all record; idle RSS %v after process start", sc.Nodes, r.opts.rssAfter)
 	case kindConsume:
@@ -242,6 +247,9 @@ func (r *runner) round(ctx context.Context, sc scenario, system string) (metrics
 	}
 	if err := srv.waitReady(60 * time.Second); err != nil {
 		return nil, err
+	}
+	if sc.Kind == kindScale {
+		return r.scale(ctx, sc, srv)
 	}
 	c := r.scenarioLoad(sc, srv.addrs)
 	tctx, cancel := context.WithTimeout(ctx, 60*time.Second)
