@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"runtime/debug"
 	"slices"
 	"sync"
@@ -576,6 +577,14 @@ func (m *Manager) reconcile(prev, next *cluster.Image) error {
 		}
 		cfg := LogConfig(next, t, m.nodeID, bd)
 		minISR := cluster.MinInsyncReplicas(next, t, m.nodeID, bd)
+		// A change to some of a topic's partitions (an ISR change, an
+		// election) leaves the others' records as they were: those need
+		// nothing done, and with many partitions doing it anyway made
+		// every change cost as much as the whole topic.
+		var was *cluster.TopicInfo
+		if pt := imageTopic(prev, t.Name); unchangedBrokers && pt != nil && pt.ID == t.ID && maps.Equal(pt.Configs, t.Configs) {
+			was = pt
+		}
 		for i := range t.Partitions {
 			pi := &t.Partitions[i]
 			if !slices.Contains(pi.Replicas, m.nodeID) {
@@ -583,6 +592,9 @@ func (m *Manager) reconcile(prev, next *cluster.Image) error {
 			}
 			tp := partition.TopicPartition{Topic: t.Name, Partition: pi.Partition}
 			want[tp] = true
+			if was != nil && i < len(was.Partitions) && samePartition(&was.Partitions[i], pi) && m.hosts(tp) {
+				continue
+			}
 			if err := m.ensure(tp, pi, cfg, minISR, next); err != nil && firstErr == nil {
 				firstErr = err
 			}
@@ -617,6 +629,29 @@ func (m *Manager) reconcile(prev, next *cluster.Image) error {
 		p.logger.Info().Msg("partition removed")
 	}
 	return firstErr
+}
+
+// imageTopic is im's topic name, nil if im is nil or has none.
+func imageTopic(im *cluster.Image, name string) *cluster.TopicInfo {
+	if im == nil {
+		return nil
+	}
+	return im.Topics[name]
+}
+
+// samePartition reports whether two records of a partition say the same.
+func samePartition(a, b *cluster.PartitionInfo) bool {
+	return a.Partition == b.Partition && a.Leader == b.Leader && a.LeaderEpoch == b.LeaderEpoch &&
+		a.PartitionEpoch == b.PartitionEpoch && slices.Equal(a.Replicas, b.Replicas) && slices.Equal(a.ISR, b.ISR) &&
+		maps.Equal(a.Directories, b.Directories) && slices.Equal(a.ELR, b.ELR) && slices.Equal(a.LastKnownELR, b.LastKnownELR) &&
+		slices.Equal(a.AddingReplicas, b.AddingReplicas) && slices.Equal(a.RemovingReplicas, b.RemovingReplicas)
+}
+
+// hosts reports whether tp has a replica here.
+func (m *Manager) hosts(tp partition.TopicPartition) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.parts[tp] != nil
 }
 
 // detach ends p's role once it is out of m.parts: its fetcher stops, its
