@@ -40,13 +40,16 @@ type options struct {
 	rounds       int
 	consumeBytes int64
 	rssAfter     time.Duration
-	kfakePersist bool
-	dropCaches   bool
-	keepLogs     bool
-	logLevel     string
-	tls          bool
-	jsonPath     string
-	createTopic  bool
+	// scalePartitions replaces s8's 10,000 partitions when positive.
+	scalePartitions int
+	scaleISRWait    time.Duration
+	kfakePersist    bool
+	dropCaches      bool
+	keepLogs        bool
+	logLevel        string
+	tls             bool
+	jsonPath        string
+	createTopic     bool
 
 	load loadConfig
 	// Whether these were given, so scenarios keep their own values
@@ -88,6 +91,8 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.IntVar(&o.rounds, "rounds", 3, "rounds per system and scenario")
 	consumeBytes := fs.String("consume-bytes", "1GiB", "s4: bytes written beforehand and read back (suffixes KiB, MiB, GiB, KB, MB, GB)")
 	fs.DurationVar(&o.rssAfter, "rss-after", 3*time.Second, "s6: read the servers' RSS this long after their start")
+	fs.IntVar(&o.scalePartitions, "scale-partitions", 0, "s8: partitions of its topic instead of 10000 (each takes three open files per node: log, index and time index)")
+	fs.DurationVar(&o.scaleISRWait, "scale-isr-wait", 2*time.Minute, "s8: how long to wait for the restarted node to be back in every ISR")
 	fs.BoolVar(&o.kfakePersist, "kfake-persist", true, "give kfake a data directory so it writes its segments to disk as gokafka does")
 	fs.BoolVar(&o.dropCaches, "drop-caches", false, "before each round, sync and drop the kernel's page cache (needs root): with the cache full of other files every write first reclaims a page, which on small VMs costs several times the copy itself and varies with what ran before")
 	fs.BoolVar(&o.keepLogs, "keep-logs", false, "keep the servers' temp dirs (data and logs) instead of removing them")

@@ -151,6 +151,9 @@ func (r *runner) scenarioLoad(sc scenario, brokers []string) *loadConfig {
 	if sc.Kind == kindE2E && !o.lingerSet {
 		c.linger = 0
 	}
+	if sc.Kind == kindScale && o.scalePartitions > 0 {
+		c.partitions = o.scalePartitions
+	}
 	if o.recordSizeSet && sc.Kind != kindStartup {
 		c.recordSize = o.load.recordSize
 	}
