@@ -568,6 +568,7 @@ func (m *Manager) reconcile(prev, next *cluster.Image) error {
 	var firstErr error
 	want := make(map[partition.TopicPartition]bool)
 	unchangedBrokers := prev != nil && sameBrokers(prev, next) && sameBrokerConfigs(prev, next)
+	m.openNewLogs(prev, next)
 	for _, t := range next.Topics {
 		if unchangedBrokers && prev.Topics[t.Name] == t {
 			for i := range t.Partitions {
@@ -629,6 +630,65 @@ func (m *Manager) reconcile(prev, next *cluster.Image) error {
 		p.logger.Info().Msg("partition removed")
 	}
 	return firstErr
+}
+
+// logOpeners bounds how many logs openNewLogs creates at once.
+const logOpeners = 16
+
+// openNewLogs opens (creating them on disk) the logs of the partitions
+// next gives this broker that it does not host yet, several at a time:
+// each new log costs a few fsyncs (its directory, its partition.metadata),
+// and a topic with thousands of partitions would otherwise wait for them
+// one after another. ensure then finds them open; one that failed here is
+// tried again there, which reports the error.
+func (m *Manager) openNewLogs(prev, next *cluster.Image) {
+	type job struct {
+		tp partition.TopicPartition
+		id cluster.TopicID
+	}
+	var jobs []job
+	for _, t := range next.Topics {
+		if prev != nil && prev.Topics[t.Name] == t {
+			continue
+		}
+		for i := range t.Partitions {
+			pi := &t.Partitions[i]
+			if !slices.Contains(pi.Replicas, m.nodeID) {
+				continue
+			}
+			tp := partition.TopicPartition{Topic: t.Name, Partition: pi.Partition}
+			if m.hosts(tp) || m.offlineLog(tp) {
+				continue
+			}
+			jobs = append(jobs, job{tp, t.ID})
+		}
+	}
+	if len(jobs) < 2 {
+		return
+	}
+	work := make(chan job)
+	var wg sync.WaitGroup
+	for range min(logOpeners, len(jobs)) {
+		wg.Go(func() {
+			for j := range work {
+				func() {
+					defer func() {
+						if r := recover(); r != nil {
+							m.logger.Error().Interface("panic", r).Bytes("stack", debug.Stack()).Msg("opening a new log panicked")
+						}
+					}()
+					if _, err := m.openLog(j.tp, j.id); err != nil {
+						m.logger.Debug().Err(err).Str("topic", j.tp.Topic).Int32("partition", j.tp.Partition).Msg("opening a new log failed; retried in order")
+					}
+				}()
+			}
+		})
+	}
+	for _, j := range jobs {
+		work <- j
+	}
+	close(work)
+	wg.Wait()
 }
 
 // imageTopic is im's topic name, nil if im is nil or has none.

@@ -1,12 +1,15 @@
 package replication_test
 
 import (
+	"context"
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/gokafka/gokafka/cluster"
 	"github.com/gokafka/gokafka/partition"
 )
 
@@ -66,4 +69,57 @@ func TestCluster_FollowerRetriesSoonWhenLeaderHasNotAppliedMetadata(t *testing.T
 		t.Fatalf("acks=all produce to a new partition: %v", err)
 	}
 	c.waitISR("t", 1, 2, 3)
+}
+
+// barrierFS records whether the directories of two partitions were
+// being created at the same time: each creation waits (a while) for the
+// other to begin.
+type barrierFS struct {
+	partition.FS
+	names      []string
+	arrived sync.WaitGroup
+	// alone is set when a creation waited in vain for the other.
+	alone atomic.Bool
+}
+
+func (b *barrierFS) MkdirAll(path string, perm os.FileMode) error {
+	for _, n := range b.names {
+		if strings.HasSuffix(path, n) {
+			b.arrived.Done()
+			done := make(chan struct{})
+			go func() { b.arrived.Wait(); close(done) }()
+			select {
+			case <-done:
+			case <-time.After(5 * time.Second):
+				b.alone.Store(true)
+			}
+		}
+	}
+	return b.FS.MkdirAll(path, perm)
+}
+
+// A topic with many partitions costs each broker a few fsyncs per new log;
+// the logs are created several at a time, not one after another.
+func TestManager_NewTopicLogsAreCreatedConcurrently(t *testing.T) {
+	c := newSimCluster(t, testReplConfig(10*time.Second), 1)
+	b := &barrierFS{names: []string{"/t-0", "/t-1"}}
+	b.arrived.Add(2)
+	n := c.nodes[1]
+	n.stop()
+	n.wrapFS = func(fs partition.FS) partition.FS { b.FS = fs; return b }
+	n.start()
+	errs := c.ctrl.CreateTopics(context.Background(), []cluster.TopicSpec{{
+		Name: "t", NumPartitions: -1, ReplicationFactor: -1, Assignment: [][]int32{{1}, {1}},
+	}}, false)
+	if errs[0] != nil {
+		t.Fatal(errs[0])
+	}
+	for p := range int32(2) {
+		if n.rm.Get(partition.TopicPartition{Topic: "t", Partition: p}) == nil {
+			t.Fatalf("partition %d not hosted", p)
+		}
+	}
+	if b.alone.Load() {
+		t.Fatal("the two logs of the new topic were created one after the other")
+	}
 }
