@@ -76,7 +76,7 @@ func TestCluster_FollowerRetriesSoonWhenLeaderHasNotAppliedMetadata(t *testing.T
 // other to begin.
 type barrierFS struct {
 	partition.FS
-	names      []string
+	names   []string
 	arrived sync.WaitGroup
 	// alone is set when a creation waited in vain for the other.
 	alone atomic.Bool
