@@ -46,35 +46,43 @@ func TestQuorum_FreshVotersElectWithoutWaitingElectionTimeout(t *testing.T) {
 			results <- opened{c, err}
 		}()
 	}
-	// The voters start one after another, each once the previous one
-	// listens.
-	for _, v := range voters {
-		start(v)
-		for {
-			conn, err := net.Dial("tcp", v.Addr)
-			if err == nil {
-				conn.Close()
-				break
-			}
-			if ctx.Err() != nil {
-				t.Fatalf("voter %d never listened: %v", v.ID, err)
-			}
-			time.Sleep(time.Millisecond)
-		}
-	}
 	var ctrls []*Controller
 	defer func() {
 		for _, c := range ctrls {
 			c.Close()
 		}
 	}()
-	for range voters {
+	collect := func() {
+		t.Helper()
 		r := <-results
 		if r.err != nil {
 			t.Fatalf("opening a voter of a fresh quorum: %v", r.err)
 		}
 		ctrls = append(ctrls, r.c)
 	}
+	// Voter 1 starts alone: its own request finds nobody and it goes
+	// back to waiting out its (long) timeout. Voter 2 asks as it starts,
+	// and the two make a majority. (Had the two asked at the same moment,
+	// each would have voted for itself and waited a timeout.)
+	start(voters[0])
+	for {
+		conn, err := net.Dial("tcp", voters[0].Addr)
+		if err == nil {
+			conn.Close()
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("voter 1 never listened: %v", err)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	time.Sleep(time.Second)
+	start(voters[1])
+	collect()
+	collect()
+	// Voter 3 joins the quorum that has a leader.
+	start(voters[2])
+	collect()
 	leader := ctrls[0].log.Leader()
 	if leader < 1 || leader > 3 {
 		t.Fatalf("quorum leader %d", leader)
