@@ -85,7 +85,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.Int64Var(&o.load.maxBytes, "max-bytes", 0, "consume: stop after this many value bytes (0: at the end offsets taken at the start)")
 	fs.Int64Var(&o.load.maxRecords, "max-records", 0, "consume: stop after this many records (0: at the end offsets taken at the start)")
 
-	fs.StringVar(&o.scenario, "scenario", "", "run scenarios on servers started here: s1…s6, s5-rf3 style names, a comma list, or all")
+	fs.StringVar(&o.scenario, "scenario", "", "run scenarios on servers started here: s1…s6, s8, s5-rf3 style names, a comma list, or all (all but s8)")
 	fs.StringVar(&o.gokafkaBin, "gokafka-bin", "", "gokafka binary the scenarios start")
 	fs.StringVar(&o.peer, "peer", sysKfake, "system compared with gokafka: kfake, or none")
 	fs.IntVar(&o.rounds, "rounds", 3, "rounds per system and scenario")
