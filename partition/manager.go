@@ -70,7 +70,7 @@ type Manager struct {
 		// being created counts where it goes, so logs created side by
 		// side still spread over the dirs.
 		creatingIn map[TopicPartition]string
-		closed   bool
+		closed     bool
 	}
 
 	// cleaner is the log cleaner's state (cleaner_manager.go).
