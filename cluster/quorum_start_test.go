@@ -88,3 +88,42 @@ func TestQuorum_FreshVotersElectWithoutWaitingElectionTimeout(t *testing.T) {
 		t.Fatalf("quorum leader %d", leader)
 	}
 }
+
+// Voters that start at the same moment ask for the election in the order
+// of their ids rather than all at once, so they do not split the vote and
+// wait out an election timeout (far longer here than the test may take).
+func TestQuorum_VotersStartingTogetherElectWithoutWaitingElectionTimeout(t *testing.T) {
+	var voters []Voter
+	for id := int32(1); id <= 3; id++ {
+		voters = append(voters, Voter{ID: id, Addr: freeAddr(t)})
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	type opened struct {
+		c   *Controller
+		err error
+	}
+	results := make(chan opened, len(voters))
+	for _, v := range voters {
+		cfg := testConfig()
+		cfg.NodeID = v.ID
+		qc := QuorumConfig{Voters: voters, BindAddr: v.Addr, Dir: t.TempDir(), SessionTimeout: time.Hour, ElectionTimeout: time.Minute}
+		go func() {
+			c, err := Open(ctx, cfg, qc, zerolog.Nop())
+			results <- opened{c, err}
+		}()
+	}
+	var ctrls []*Controller
+	defer func() {
+		for _, c := range ctrls {
+			c.Close()
+		}
+	}()
+	for range voters {
+		r := <-results
+		if r.err != nil {
+			t.Fatalf("opening a voter of a fresh quorum: %v", r.err)
+		}
+		ctrls = append(ctrls, r.c)
+	}
+}

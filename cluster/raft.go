@@ -284,7 +284,23 @@ func Open(ctx context.Context, cfg Config, qc QuorumConfig, logger zerolog.Logge
 		closeTransport(trans)
 		return nil, fmt.Errorf("start metadata quorum: %w", err)
 	}
-	electNow(r, rc, startTimeout)
+	// Voters that start together would all ask at once and split the
+	// vote (each votes for itself), costing a full election timeout. So
+	// they ask in the order of their ids, startStagger apart: the first
+	// one up and asked usually wins, and a later one that has heard from
+	// the leader by its turn does not ask.
+	if rank := voterRank(qc.Voters, cfg.NodeID); rank == 0 {
+		electNow(r, rc, startTimeout)
+	} else {
+		stop := c.stop
+		time.AfterFunc(time.Duration(rank)*min(startTimeout/5, startStagger), func() {
+			select {
+			case <-stop:
+			default:
+				electNow(r, rc, startTimeout)
+			}
+		})
+	}
 	l := &raftLog{r: r, ctrl: c, fsm: f, store: store, trans: trans, voters: len(qc.Voters), applyTimeout: 10 * time.Second}
 	c.log = l
 
@@ -319,16 +335,30 @@ const soloTimeout = 50 * time.Millisecond
 // quorum to have a leader, so this takes 50-100 ms off every start of a
 // single node and up to two election timeouts off a cluster's.
 func electNow(r *raft.Raft, rc *raft.Config, timeout time.Duration) {
-	err := r.ReloadConfig(raft.ReloadableConfig{
+	// The timeouts were validated when raft started with twice them;
+	// halving keeps them valid (the lease is at most half of them).
+	_ = r.ReloadConfig(raft.ReloadableConfig{
 		TrailingLogs:      rc.TrailingLogs,
 		SnapshotInterval:  rc.SnapshotInterval,
 		SnapshotThreshold: rc.SnapshotThreshold,
 		HeartbeatTimeout:  timeout,
 		ElectionTimeout:   timeout,
 	})
-	if err != nil {
-		panic(fmt.Sprintf("raft timeouts rejected: %v", err))
+}
+
+// startStagger is the most that voters of consecutive ids wait one after
+// the other before asking for an election at start (see Open).
+const startStagger = 100 * time.Millisecond
+
+// voterRank is id's place among voters by id, 0 for a quorum of one.
+func voterRank(voters []Voter, id int32) int {
+	rank := 0
+	for _, v := range voters {
+		if v.ID < id {
+			rank++
+		}
 	}
+	return rank
 }
 
 func closeTransport(t raft.Transport) {
