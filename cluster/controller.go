@@ -179,6 +179,12 @@ type Controller struct {
 	watchMu  sync.Mutex
 	watches  []func(prev, next *Image)
 
+	// alters holds AlterPartition calls waiting for proposeMu; whoever
+	// takes it next commits them all in one metadata entry (alterMu
+	// guards the slice; it is taken with or without proposeMu held,
+	// never the other way round).
+	alterMu sync.Mutex
+	alters  []*alterCall
 	// proposeMu serialises validate-then-propose so that two creations of
 	// the same topic cannot both pass validation.
 	proposeMu sync.Mutex
@@ -718,72 +724,160 @@ func (c *Controller) AlterPartition(ctx context.Context, req AlterPartitionReque
 	if !c.IsLeader() {
 		return c.forwardAlterPartition(ctx, req)
 	}
+	// Group commit: leaders send one AlterPartition per partition, and a
+	// broker rejoining every ISR after a restart sends thousands at once.
+	// Each waits here; whoever holds proposeMu next validates every waiting
+	// call against the image and commits the accepted ones as one entry.
+	call := &alterCall{req: req, done: make(chan alterResult, 1)}
+	c.alterMu.Lock()
+	c.alters = append(c.alters, call)
+	c.alterMu.Unlock()
 	if err := c.lockLeader(ctx); err != nil {
-		return PartitionInfo{}, err
+		c.alterMu.Lock()
+		i := slices.Index(c.alters, call)
+		if i >= 0 {
+			c.alters = slices.Delete(c.alters, i, i+1)
+		}
+		c.alterMu.Unlock()
+		if i >= 0 {
+			return PartitionInfo{}, err
+		}
+		// Taken by a batch being committed: its outcome is this call's.
+		r := <-call.done
+		return r.pi, r.err
 	}
-	defer c.proposeMu.Unlock()
+	c.alterMu.Lock()
+	batch := c.alters
+	c.alters = nil
+	c.alterMu.Unlock()
+	if len(batch) > 0 {
+		c.commitAlters(ctx, batch)
+	}
+	c.proposeMu.Unlock()
+	r := <-call.done
+	return r.pi, r.err
+}
+
+// alterCall is one AlterPartition waiting to be committed.
+type alterCall struct {
+	req  AlterPartitionRequest
+	done chan alterResult // buffered: one result, read or not
+}
+
+type alterResult struct {
+	pi  PartitionInfo
+	err error
+}
+
+// commitAlters validates each call against the image (and against the
+// calls before it in the batch), proposes the accepted changes as one
+// command and answers every call. proposeMu is held.
+func (c *Controller) commitAlters(ctx context.Context, batch []*alterCall) {
 	im := c.Image()
-	cur := im.Partition(req.Topic, req.Partition)
-	if cur == nil {
-		return PartitionInfo{}, fmt.Errorf("%w: %s-%d", ErrUnknownTopic, req.Topic, req.Partition)
+	type accepted struct {
+		call      *alterCall
+		cur, next PartitionInfo
+		completed bool
 	}
+	var ok []accepted
+	var changes []PartitionChange
+	inBatch := map[string]map[int32]bool{}
+	for _, call := range batch {
+		req := call.req
+		if inBatch[req.Topic][req.Partition] {
+			// A second change of the same partition in one batch was
+			// made from the epoch the first one replaces.
+			cur := *im.Partition(req.Topic, req.Partition)
+			call.done <- alterResult{cur, fmt.Errorf("%w: %d, another change of %s-%d is being committed", ErrInvalidUpdateVersion, req.PartitionEpoch, req.Topic, req.Partition)}
+			continue
+		}
+		cur, next, completed, changed, err := c.planAlter(im, req)
+		if err != nil || !changed {
+			call.done <- alterResult{cur, err}
+			continue
+		}
+		if inBatch[req.Topic] == nil {
+			inBatch[req.Topic] = map[int32]bool{}
+		}
+		inBatch[req.Topic][req.Partition] = true
+		ok = append(ok, accepted{call, cur, next, completed})
+		changes = append(changes, PartitionChange{Topic: req.Topic, ExpectPartitionEpoch: cur.PartitionEpoch, Next: next})
+	}
+	if len(changes) == 0 {
+		return
+	}
+	if err := c.log.Propose(ctx, &Command{Type: CmdChangePartitions, Changes: changes}); err != nil {
+		for _, a := range ok {
+			a.call.done <- alterResult{a.cur, err}
+		}
+		return
+	}
+	for _, a := range ok {
+		req, next, cur := a.call.req, a.next, a.cur
+		c.logger.Info().Str("topic", req.Topic).Int32("partition", req.Partition).Ints32("isr", next.ISR).
+			Ints32("elr", next.ELR).Int32("partition_epoch", next.PartitionEpoch).Msg("ISR changed")
+		if a.completed {
+			c.logger.Info().Str("topic", req.Topic).Int32("partition", req.Partition).Ints32("replicas", next.Replicas).
+				Int32("leader", next.Leader).Msg("partition reassignment completed")
+			if next.Leader != cur.Leader {
+				a.call.done <- alterResult{next, fmt.Errorf("%w: %s-%d is led by %d", ErrNewLeaderElected, req.Topic, req.Partition, next.Leader)}
+				continue
+			}
+		}
+		a.call.done <- alterResult{next, nil}
+	}
+}
+
+// planAlter checks one AlterPartition against im and returns the
+// partition's record now and after the change; changed is false when the
+// ISR asked for is already the ISR (answered with the record, no entry).
+func (c *Controller) planAlter(im *Image, req AlterPartitionRequest) (cur, next PartitionInfo, completed, changed bool, err error) {
+	curp := im.Partition(req.Topic, req.Partition)
+	if curp == nil {
+		return PartitionInfo{}, PartitionInfo{}, false, false, fmt.Errorf("%w: %s-%d", ErrUnknownTopic, req.Topic, req.Partition)
+	}
+	cur = *curp
 	if cur.Leader != req.BrokerID {
-		return *cur, fmt.Errorf("%w: broker %d is not the leader of %s-%d", ErrNotLeader, req.BrokerID, req.Topic, req.Partition)
+		return cur, next, false, false, fmt.Errorf("%w: broker %d is not the leader of %s-%d", ErrNotLeader, req.BrokerID, req.Topic, req.Partition)
 	}
 	if req.LeaderEpoch != cur.LeaderEpoch {
-		return *cur, fmt.Errorf("%w: %d, current %d", ErrFencedLeaderEpoch, req.LeaderEpoch, cur.LeaderEpoch)
+		return cur, next, false, false, fmt.Errorf("%w: %d, current %d", ErrFencedLeaderEpoch, req.LeaderEpoch, cur.LeaderEpoch)
 	}
 	if req.PartitionEpoch != cur.PartitionEpoch {
-		return *cur, fmt.Errorf("%w: %d, current %d", ErrInvalidUpdateVersion, req.PartitionEpoch, cur.PartitionEpoch)
+		return cur, next, false, false, fmt.Errorf("%w: %d, current %d", ErrInvalidUpdateVersion, req.PartitionEpoch, cur.PartitionEpoch)
 	}
 	if !contains32(req.NewISR, req.BrokerID) {
-		return *cur, fmt.Errorf("%w: the leader must stay in the ISR", ErrIneligibleReplica)
+		return cur, next, false, false, fmt.Errorf("%w: the leader must stay in the ISR", ErrIneligibleReplica)
 	}
 	for i, r := range req.NewISR {
 		b, ok := im.Brokers[r]
 		if !contains32(cur.Replicas, r) || !ok || b.Fenced {
-			return *cur, fmt.Errorf("%w: broker %d", ErrIneligibleReplica, r)
+			return cur, next, false, false, fmt.Errorf("%w: broker %d", ErrIneligibleReplica, r)
 		}
 		if i < len(req.NewISREpochs) && req.NewISREpochs[i] >= 0 && req.NewISREpochs[i] != b.Epoch {
-			return *cur, fmt.Errorf("%w: broker %d is at epoch %d, not %d: it restarted since the leader saw it", ErrIneligibleReplica, r, b.Epoch, req.NewISREpochs[i])
+			return cur, next, false, false, fmt.Errorf("%w: broker %d is at epoch %d, not %d: it restarted since the leader saw it", ErrIneligibleReplica, r, b.Epoch, req.NewISREpochs[i])
 		}
 	}
 	if sameMembers(cur.ISR, req.NewISR) {
-		return *cur, nil
+		return cur, cur, false, false, nil
 	}
 	t := im.Topics[req.Topic]
 	pol := c.policyFor(im)
-	next, _ := changePartition(*cur, partitionTarget{
-		isr: req.NewISR, live: liveExcept(im, -1), minISR: effectiveMinISR(pol, t, *cur),
+	next, _ = changePartition(cur, partitionTarget{
+		isr: req.NewISR, live: liveExcept(im, -1), minISR: effectiveMinISR(pol, t, cur),
 	})
 	if next.Leader != cur.Leader {
-		return *cur, fmt.Errorf("%w: the ISR change would move the leadership", ErrInvalidRequest)
+		return cur, next, false, false, fmt.Errorf("%w: the ISR change would move the leadership", ErrInvalidRequest)
 	}
 	// An ISR that now holds every target replica completes a
 	// reassignment in progress (reassign.go).
-	completed := false
 	if next.Reassigning() {
 		if done := completeReassignment(im, t, next, pol); !done.Reassigning() {
 			next, completed = done, true
 			next.PartitionEpoch = cur.PartitionEpoch + 1
 		}
 	}
-	err := c.log.Propose(ctx, &Command{Type: CmdChangePartitions, Changes: []PartitionChange{{
-		Topic: req.Topic, ExpectPartitionEpoch: cur.PartitionEpoch, Next: next,
-	}}})
-	if err != nil {
-		return *cur, err
-	}
-	c.logger.Info().Str("topic", req.Topic).Int32("partition", req.Partition).Ints32("isr", next.ISR).
-		Ints32("elr", next.ELR).Int32("partition_epoch", next.PartitionEpoch).Msg("ISR changed")
-	if completed {
-		c.logger.Info().Str("topic", req.Topic).Int32("partition", req.Partition).Ints32("replicas", next.Replicas).
-			Int32("leader", next.Leader).Msg("partition reassignment completed")
-		if next.Leader != cur.Leader {
-			return next, fmt.Errorf("%w: %s-%d is led by %d", ErrNewLeaderElected, req.Topic, req.Partition, next.Leader)
-		}
-	}
-	return next, nil
+	return cur, next, completed, true, nil
 }
 
 func contains32(s []int32, v int32) bool {

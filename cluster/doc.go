@@ -49,6 +49,13 @@
 // it validates anything, under proposeMu, so that no validation runs
 // against a stale image. Readers take immutable Images and are told of
 // every new one (Watch), on the applying goroutine, in log order.
+// AlterPartition calls that wait for proposeMu together are validated one
+// after the other and committed as one entry (group commit).
+//
+// A quorum's first election does not wait out a random election timeout:
+// a voter that knows no leader asks at once (a raft pre-vote first), the
+// voters of a cluster in the order of their ids so that ones starting
+// together do not split the vote (raft.go, electNow).
 //
 // The Log is the only seam between the Controller and the quorum: every
 // question about the quorum (who leads it, this node's term, how far it

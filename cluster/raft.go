@@ -219,10 +219,11 @@ func Open(ctx context.Context, cfg Config, qc QuorumConfig, logger zerolog.Logge
 
 	var trans raft.Transport
 	var servers []raft.Server
+	startTimeout := soloTimeout
 	if len(qc.Voters) == 0 {
 		// A quorum of one: no network, and short timeouts; with no
 		// peers there is nothing to lose contact with. The election
-		// itself is started at once below (see electAlone).
+		// itself is started at once below (see electNow).
 		addr, t := raft.NewInmemTransport(raft.ServerAddress("node-" + string(rc.LocalID)))
 		trans = t
 		servers = []raft.Server{{ID: rc.LocalID, Address: addr}}
@@ -254,7 +255,17 @@ func Open(ctx context.Context, cfg Config, qc QuorumConfig, logger zerolog.Logge
 		if et <= 0 {
 			et = 500 * time.Millisecond
 		}
-		rc.HeartbeatTimeout, rc.ElectionTimeout, rc.LeaderLeaseTimeout = et, et, et/2
+		// Raft starts with twice the timeouts and is lowered to them
+		// right after (see electNow): that wakes its follower loop, so
+		// a node that finds no leader asks for one at once instead of
+		// after a random 1-2 timeouts. With pre-vote (on in this raft)
+		// asking costs nothing: a node whose peers are not up yet is
+		// refused and waits a normal timeout, one joining a quorum that
+		// has a leader is refused by every voter that hears from it, and
+		// the term only moves once a majority granted the pre-vote. So a
+		// fresh cluster elects its leader when its last voter starts.
+		rc.HeartbeatTimeout, rc.ElectionTimeout, rc.LeaderLeaseTimeout = 2*et, 2*et, et/2
+		startTimeout = et
 	}
 	// With no new entry, the leader tells each follower the commit index
 	// every CommitTimeout (randomised up to twice that), and followers
@@ -295,8 +306,22 @@ func Open(ctx context.Context, cfg Config, qc QuorumConfig, logger zerolog.Logge
 		closeTransport(trans)
 		return nil, fmt.Errorf("start metadata quorum: %w", err)
 	}
-	if len(qc.Voters) == 0 {
-		electAlone(r, rc)
+	// Voters that start together would all ask at once and split the
+	// vote (each votes for itself), costing a full election timeout. So
+	// they ask in the order of their ids, startStagger apart: the first
+	// one up and asked usually wins, and a later one that has heard from
+	// the leader by its turn does not ask.
+	if rank := voterRank(qc.Voters, cfg.NodeID); rank == 0 {
+		electNow(r, rc, startTimeout)
+	} else {
+		stop := c.stop
+		time.AfterFunc(time.Duration(rank)*min(startTimeout/5, startStagger), func() {
+			select {
+			case <-stop:
+			default:
+				electNow(r, rc, startTimeout)
+			}
+		})
 	}
 	l := &raftLog{r: r, ctrl: c, fsm: f, store: store, trans: trans, voters: len(qc.Voters), applyTimeout: 10 * time.Second}
 	c.log = l
@@ -327,27 +352,43 @@ func Open(ctx context.Context, cfg Config, qc QuorumConfig, logger zerolog.Logge
 }
 
 // soloTimeout is the heartbeat and election timeout of a one-node quorum.
-// Its election does not wait for it (see electAlone); its leader loop
+// Its election does not wait for it (see electNow); its leader loop
 // checks its lease at this period, so it is not smaller: an idle broker
 // should not wake a hundred times a second.
 const soloTimeout = 50 * time.Millisecond
 
-// electAlone makes a one-node quorum elect itself now instead of after a
-// random heartbeat timeout: lowering the heartbeat timeout of a running
-// raft wakes its follower loop, which finds no recent leader contact and
-// starts an election at once. Start-up waits for that election, so this
-// takes 50-100 ms off every start of a single node.
-func electAlone(r *raft.Raft, rc *raft.Config) {
-	err := r.ReloadConfig(raft.ReloadableConfig{
+// electNow makes a node that knows no leader ask for an election now
+// instead of after a random heartbeat timeout: lowering the heartbeat
+// timeout of a running raft to timeout wakes its follower loop, which
+// finds no recent leader contact and starts an election at once (a
+// pre-vote first, in a quorum of more than one). Start-up waits for the
+// quorum to have a leader, so this takes 50-100 ms off every start of a
+// single node and up to two election timeouts off a cluster's.
+func electNow(r *raft.Raft, rc *raft.Config, timeout time.Duration) {
+	// The timeouts were validated when raft started with twice them;
+	// halving keeps them valid (the lease is at most half of them).
+	_ = r.ReloadConfig(raft.ReloadableConfig{
 		TrailingLogs:      rc.TrailingLogs,
 		SnapshotInterval:  rc.SnapshotInterval,
 		SnapshotThreshold: rc.SnapshotThreshold,
-		HeartbeatTimeout:  soloTimeout,
-		ElectionTimeout:   soloTimeout,
+		HeartbeatTimeout:  timeout,
+		ElectionTimeout:   timeout,
 	})
-	if err != nil {
-		panic(fmt.Sprintf("one-node raft timeouts rejected: %v", err))
+}
+
+// startStagger is the most that voters of consecutive ids wait one after
+// the other before asking for an election at start (see Open).
+const startStagger = 100 * time.Millisecond
+
+// voterRank is id's place among voters by id, 0 for a quorum of one.
+func voterRank(voters []Voter, id int32) int {
+	rank := 0
+	for _, v := range voters {
+		if v.ID < id {
+			rank++
+		}
 	}
+	return rank
 }
 
 func closeTransport(t raft.Transport) {

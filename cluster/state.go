@@ -271,12 +271,21 @@ func (s *State) apply(offset int64, cmd *Command) error {
 				return fmt.Errorf("%w: %s-%d partition epoch is %d, change expected %d", ErrInvalidUpdateVersion, ch.Topic, p, cur, ch.ExpectPartitionEpoch)
 			}
 		}
+		// Each topic changed is copied once per command, not once per
+		// change: fencing a broker changes every partition it holds in
+		// one command, and a copy per change made that quadratic.
+		copied := map[string]*TopicInfo{}
 		for _, ch := range cmd.Changes {
-			t := s.topics[ch.Topic]
-			cp := *t
-			cp.Partitions = append([]PartitionInfo(nil), t.Partitions...)
+			cp := copied[ch.Topic]
+			if cp == nil {
+				t := s.topics[ch.Topic]
+				c := *t
+				c.Partitions = append([]PartitionInfo(nil), t.Partitions...)
+				cp = &c
+				copied[ch.Topic] = cp
+				s.topics[ch.Topic] = cp
+			}
 			cp.Partitions[ch.Next.Partition] = ch.Next
-			s.topics[ch.Topic] = &cp
 		}
 	case CmdFenceBroker, CmdUnfenceBroker:
 		b, ok := s.brokers[cmd.BrokerID]

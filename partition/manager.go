@@ -66,7 +66,11 @@ type Manager struct {
 		dirs map[TopicPartition]string // log dir of each partition
 		// creating guards against two GetOrCreate calls opening one log.
 		creating map[TopicPartition]*sync.WaitGroup
-		closed   bool
+		// creatingIn is the log dir of each log in creating: a log
+		// being created counts where it goes, so logs created side by
+		// side still spread over the dirs.
+		creatingIn map[TopicPartition]string
+		closed     bool
 	}
 
 	// cleaner is the log cleaner's state (cleaner_manager.go).
@@ -95,6 +99,7 @@ func OpenManager(fs FS, cfg ManagerConfig, configFor func(topic string) Config, 
 	m.mu.logs = map[TopicPartition]*Log{}
 	m.mu.dirs = map[TopicPartition]string{}
 	m.mu.creating = map[TopicPartition]*sync.WaitGroup{}
+	m.mu.creatingIn = map[TopicPartition]string{}
 	m.initLogDirs()
 
 	var jobs []openJob
@@ -456,6 +461,9 @@ func (m *Manager) GetOrCreate(tp TopicPartition) (*Log, error) {
 		for _, d := range m.mu.dirs {
 			counts[d]++
 		}
+		for _, d := range m.mu.creatingIn {
+			counts[d]++
+		}
 		dir := ""
 		for _, d := range m.cfg.Dirs {
 			if !m.dirOffline(d) && (dir == "" || counts[d] < counts[dir]) {
@@ -469,12 +477,14 @@ func (m *Manager) GetOrCreate(tp TopicPartition) (*Log, error) {
 		wg := &sync.WaitGroup{}
 		wg.Add(1)
 		m.mu.creating[tp] = wg
+		m.mu.creatingIn[tp] = dir
 		m.mu.Unlock()
 
 		l, err := Open(m.fsFor(dir), dir, tp, m.configFor(tp.Topic), m.logger, OpenOptions{CleanShutdown: true, Now: m.cfg.Now})
 
 		m.mu.Lock()
 		delete(m.mu.creating, tp)
+		delete(m.mu.creatingIn, tp)
 		if err == nil {
 			m.attach(l, dir)
 			m.mu.logs[tp] = l

@@ -95,7 +95,12 @@
 //   - the ISR expiry check, a re-armed timer every replica.lag.time.max.ms/2
 //     (no goroutine between runs).
 //   - the Watch callback runs reconcile on the metadata's applying
-//     goroutine; it never calls back into Metadata's change methods.
+//     goroutine; it never calls back into Metadata's change methods. A
+//     change that adds several partitions here has their logs created by
+//     up to 16 short-lived goroutines (openNewLogs), which it waits for.
+//   - a fetcher refused because the leader has not applied a partition's
+//     metadata yet asks again after 5 ms, doubling up to
+//     replica.fetch.backoff.ms (fetcher.go, behindBackoff).
 //
 // # Lock order
 //

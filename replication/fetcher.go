@@ -137,6 +137,9 @@ type fetchState struct {
 	// delayUntil pauses the partition after an error
 	// (replica.fetch.backoff.ms).
 	delayUntil time.Time
+	// behind counts the leader's answers in a row saying it does not
+	// know yet what this replica was told (see behindBackoff).
+	behind int
 	// removed is set (under the fetcher's mu) when the partition leaves
 	// this fetcher or is re-added under another state; a write to its log
 	// checks it under the partition's locks (see withPartition).
@@ -312,6 +315,37 @@ func (f *fetcher) backoffLocked(states ...*fetchState) {
 	for _, s := range states {
 		s.delayUntil = until
 	}
+}
+
+// leaderBehind reports whether a partition error from the leader says it
+// has not yet applied the metadata that made this broker its follower: a
+// topic it does not know, a leadership or leader epoch it has not taken
+// up. Every broker applies the same metadata log, each at its own pace,
+// so a follower's first fetch of a new partition often gets one of these.
+func leaderBehind(code int16) bool {
+	switch code {
+	case kerr.UnknownTopicID.Code, kerr.UnknownTopicOrPartition.Code,
+		kerr.NotLeaderForPartition.Code, kerr.UnknownLeaderEpoch.Code:
+		return true
+	}
+	return false
+}
+
+// behindRetry is the first pause after a leaderBehind error.
+const behindRetry = 5 * time.Millisecond
+
+// behindBackoff is the pause after the n+1st leaderBehind answer in a
+// row: it doubles from behindRetry up to replica.fetch.backoff.ms. The
+// leader usually catches up within milliseconds, and a full
+// replica.fetch.backoff.ms there would hold every acks=all produce to a
+// new partition (it waits for the whole ISR) for as long; a leader that
+// stays behind is asked no more often than after other errors.
+func (f *fetcher) behindBackoff(n int) time.Duration {
+	d := f.m.cfg.ReplicaFetchBackoff
+	if n < 20 {
+		d = min(d, behindRetry<<n)
+	}
+	return d
 }
 
 // current reports whether s is still tp's state here (not removed or
@@ -612,6 +646,13 @@ func (f *fetcher) fetch(states []*fetchState) {
 			if !ok || !f.currentLocked(sp.s) || sp.s.truncating {
 				continue
 			}
+			if rp.ErrorCode != 0 && leaderBehind(rp.ErrorCode) {
+				f.logger.Debug().Str("topic", tp.Topic).Int32("partition", tp.Partition).Str("error", errName(rp.ErrorCode)).Msg("leader has not applied the partition's metadata yet")
+				sp.s.delayUntil = f.m.now().Add(f.behindBackoff(sp.s.behind))
+				sp.s.behind++
+				continue
+			}
+			sp.s.behind = 0
 			switch rp.ErrorCode {
 			case 0:
 				apply = append(apply, data{sp, rp})

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"runtime/debug"
 	"slices"
 	"sync"
@@ -577,6 +578,7 @@ func (m *Manager) reconcile(prev, next *cluster.Image) error {
 	var firstErr error
 	want := make(map[partition.TopicPartition]bool)
 	unchangedBrokers := prev != nil && sameBrokers(prev, next) && sameBrokerConfigs(prev, next)
+	m.openNewLogs(prev, next)
 	for _, t := range next.Topics {
 		if unchangedBrokers && prev.Topics[t.Name] == t {
 			for i := range t.Partitions {
@@ -586,6 +588,14 @@ func (m *Manager) reconcile(prev, next *cluster.Image) error {
 		}
 		cfg := LogConfig(next, t, m.nodeID, bd)
 		minISR := cluster.MinInsyncReplicas(next, t, m.nodeID, bd)
+		// A change to some of a topic's partitions (an ISR change, an
+		// election) leaves the others' records as they were: those need
+		// nothing done, and with many partitions doing it anyway made
+		// every change cost as much as the whole topic.
+		var was *cluster.TopicInfo
+		if pt := imageTopic(prev, t.Name); unchangedBrokers && pt != nil && pt.ID == t.ID && maps.Equal(pt.Configs, t.Configs) {
+			was = pt
+		}
 		for i := range t.Partitions {
 			pi := &t.Partitions[i]
 			if !slices.Contains(pi.Replicas, m.nodeID) {
@@ -593,6 +603,9 @@ func (m *Manager) reconcile(prev, next *cluster.Image) error {
 			}
 			tp := partition.TopicPartition{Topic: t.Name, Partition: pi.Partition}
 			want[tp] = true
+			if was != nil && i < len(was.Partitions) && samePartition(&was.Partitions[i], pi) && m.hosts(tp) {
+				continue
+			}
 			if err := m.ensure(tp, pi, cfg, minISR, next); err != nil && firstErr == nil {
 				firstErr = err
 			}
@@ -627,6 +640,88 @@ func (m *Manager) reconcile(prev, next *cluster.Image) error {
 		p.logger.Info().Msg("partition removed")
 	}
 	return firstErr
+}
+
+// logOpeners bounds how many logs openNewLogs creates at once.
+const logOpeners = 16
+
+// openNewLogs opens (creating them on disk) the logs of the partitions
+// next gives this broker that it does not host yet, several at a time:
+// each new log costs a few fsyncs (its directory, its partition.metadata),
+// and a topic with thousands of partitions would otherwise wait for them
+// one after another. ensure then finds them open; one that failed here is
+// tried again there, which reports the error.
+func (m *Manager) openNewLogs(prev, next *cluster.Image) {
+	type job struct {
+		tp partition.TopicPartition
+		id cluster.TopicID
+	}
+	var jobs []job
+	for _, t := range next.Topics {
+		if prev != nil && prev.Topics[t.Name] == t {
+			continue
+		}
+		for i := range t.Partitions {
+			pi := &t.Partitions[i]
+			if !slices.Contains(pi.Replicas, m.nodeID) {
+				continue
+			}
+			tp := partition.TopicPartition{Topic: t.Name, Partition: pi.Partition}
+			if m.hosts(tp) || m.offlineLog(tp) {
+				continue
+			}
+			jobs = append(jobs, job{tp, t.ID})
+		}
+	}
+	if len(jobs) < 2 {
+		return
+	}
+	work := make(chan job)
+	var wg sync.WaitGroup
+	for range min(logOpeners, len(jobs)) {
+		wg.Go(func() {
+			for j := range work {
+				func() {
+					defer func() {
+						if r := recover(); r != nil {
+							m.logger.Error().Interface("panic", r).Bytes("stack", debug.Stack()).Msg("opening a new log panicked")
+						}
+					}()
+					if _, err := m.openLog(j.tp, j.id); err != nil {
+						m.logger.Debug().Err(err).Str("topic", j.tp.Topic).Int32("partition", j.tp.Partition).Msg("opening a new log failed; retried in order")
+					}
+				}()
+			}
+		})
+	}
+	for _, j := range jobs {
+		work <- j
+	}
+	close(work)
+	wg.Wait()
+}
+
+// imageTopic is im's topic name, nil if im is nil or has none.
+func imageTopic(im *cluster.Image, name string) *cluster.TopicInfo {
+	if im == nil {
+		return nil
+	}
+	return im.Topics[name]
+}
+
+// samePartition reports whether two records of a partition say the same.
+func samePartition(a, b *cluster.PartitionInfo) bool {
+	return a.Partition == b.Partition && a.Leader == b.Leader && a.LeaderEpoch == b.LeaderEpoch &&
+		a.PartitionEpoch == b.PartitionEpoch && slices.Equal(a.Replicas, b.Replicas) && slices.Equal(a.ISR, b.ISR) &&
+		maps.Equal(a.Directories, b.Directories) && slices.Equal(a.ELR, b.ELR) && slices.Equal(a.LastKnownELR, b.LastKnownELR) &&
+		slices.Equal(a.AddingReplicas, b.AddingReplicas) && slices.Equal(a.RemovingReplicas, b.RemovingReplicas)
+}
+
+// hosts reports whether tp has a replica here.
+func (m *Manager) hosts(tp partition.TopicPartition) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.parts[tp] != nil
 }
 
 // detach ends p's role once it is out of m.parts: its fetcher stops, its

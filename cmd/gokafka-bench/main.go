@@ -42,13 +42,16 @@ type options struct {
 	rssAfter     time.Duration
 	idleSettle   time.Duration
 	idleWindow   time.Duration
-	kfakePersist bool
-	dropCaches   bool
-	keepLogs     bool
-	logLevel     string
-	tls          bool
-	jsonPath     string
-	createTopic  bool
+	// scalePartitions replaces s8's 10,000 partitions when positive.
+	scalePartitions int
+	scaleISRWait    time.Duration
+	kfakePersist    bool
+	dropCaches      bool
+	keepLogs        bool
+	logLevel        string
+	tls             bool
+	jsonPath        string
+	createTopic     bool
 
 	load loadConfig
 	// Whether these were given, so scenarios keep their own values
@@ -84,7 +87,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.Int64Var(&o.load.maxBytes, "max-bytes", 0, "consume: stop after this many value bytes (0: at the end offsets taken at the start)")
 	fs.Int64Var(&o.load.maxRecords, "max-records", 0, "consume: stop after this many records (0: at the end offsets taken at the start)")
 
-	fs.StringVar(&o.scenario, "scenario", "", "run scenarios on servers started here: s1…s7, s5-rf3 style names, a comma list, or all")
+	fs.StringVar(&o.scenario, "scenario", "", "run scenarios on servers started here: s1…s8, s5-rf3 style names, a comma list, or all (all but s8)")
 	fs.StringVar(&o.gokafkaBin, "gokafka-bin", "", "gokafka binary the scenarios start")
 	fs.StringVar(&o.peer, "peer", sysKfake, "system compared with gokafka: kfake, or none")
 	fs.IntVar(&o.rounds, "rounds", 3, "rounds per system and scenario")
@@ -92,6 +95,8 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.DurationVar(&o.rssAfter, "rss-after", 3*time.Second, "s6: read the servers' RSS this long after their start")
 	fs.DurationVar(&o.idleSettle, "idle-settle", 10*time.Second, "s7: wait this long after the topic is ready before measuring")
 	fs.DurationVar(&o.idleWindow, "idle-window", 30*time.Second, "s7: measure the idle servers' CPU over this long")
+	fs.IntVar(&o.scalePartitions, "scale-partitions", 0, "s8: partitions of its topic instead of 10000 (each takes three open files per node: log, index and time index)")
+	fs.DurationVar(&o.scaleISRWait, "scale-isr-wait", 2*time.Minute, "s8: how long to wait for the restarted node to be back in every ISR")
 	fs.BoolVar(&o.kfakePersist, "kfake-persist", true, "give kfake a data directory so it writes its segments to disk as gokafka does")
 	fs.BoolVar(&o.dropCaches, "drop-caches", false, "before each round, sync and drop the kernel's page cache (needs root): with the cache full of other files every write first reclaims a page, which on small VMs costs several times the copy itself and varies with what ran before")
 	fs.BoolVar(&o.keepLogs, "keep-logs", false, "keep the servers' temp dirs (data and logs) instead of removing them")

@@ -55,6 +55,11 @@ type proc struct {
 	exitErr error         // valid once done is closed
 	started time.Time     // just before exec
 	log     string
+	// bin, args, dir and env relaunch it (restart).
+	bin  string
+	args []string
+	dir  string
+	env  []string
 }
 
 func (p *proc) pid() int { return p.cmd.Process.Pid }
@@ -209,7 +214,7 @@ func (s *server) launchKfake(ports []int) error {
 
 func (s *server) launch(bin string, args []string, dir string, env []string) error {
 	logPath := filepath.Join(dir, "server.log")
-	lf, err := os.Create(logPath)
+	lf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return err
 	}
@@ -218,7 +223,7 @@ func (s *server) launch(bin string, args []string, dir string, env []string) err
 	cmd.Env = env
 	cmd.Stdout, cmd.Stderr = lf, lf
 	dieWithParent(cmd)
-	p := &proc{cmd: cmd, done: make(chan struct{}), log: logPath, started: time.Now()}
+	p := &proc{cmd: cmd, done: make(chan struct{}), log: logPath, started: time.Now(), bin: bin, args: args, dir: dir, env: env}
 	if err := cmd.Start(); err != nil {
 		lf.Close()
 		return fmt.Errorf("starting %s: %w", bin, err)
@@ -229,6 +234,31 @@ func (s *server) launch(bin string, args []string, dir string, env []string) err
 		lf.Close()
 		close(p.done)
 	}()
+	return nil
+}
+
+// restart stops node i by SIGTERM (a clean shutdown), waits for it to
+// exit, and starts it again with the same settings and data; the new
+// process takes the old one's place in procs.
+func (s *server) restart(i int) error {
+	p := s.procs[i]
+	if p.exited() {
+		return fmt.Errorf("%s process %d had exited before the restart: %v", s.spec.system, p.pid(), p.exitErr)
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.done:
+	case <-time.After(30 * time.Second):
+		_ = p.cmd.Process.Kill()
+		<-p.done
+		return fmt.Errorf("%s process %d did not exit within 30s of SIGTERM; killed", s.spec.system, p.pid())
+	}
+	if err := s.launch(p.bin, p.args, p.dir, p.env); err != nil {
+		return err
+	}
+	last := len(s.procs) - 1
+	s.procs[i] = s.procs[last]
+	s.procs = s.procs[:last]
 	return nil
 }
 

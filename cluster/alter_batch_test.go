@@ -1,0 +1,96 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+)
+
+// AlterPartition calls that arrive while the controller is busy are
+// committed together, as one metadata entry: a broker rejoining the ISR
+// of thousands of partitions after a restart sends one per partition.
+func TestAlterPartition_ConcurrentCallsShareOneMetadataEntry(t *testing.T) {
+	c := newController(t)
+	addBroker(t, c, 2)
+	addBroker(t, c, 3)
+	const n = 4
+	var assignment [][]int32
+	for range n {
+		assignment = append(assignment, []int32{1, 2, 3})
+	}
+	ctx := context.Background()
+	if errs := c.CreateTopics(ctx, []TopicSpec{{Name: "t", NumPartitions: -1, ReplicationFactor: -1, Assignment: assignment}}, false); errs[0] != nil {
+		t.Fatal(errs[0])
+	}
+	im := c.Image()
+	// The controller is busy with another proposal while the calls come.
+	c.proposeMu.Lock()
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	for p := range int32(n) {
+		cur := im.Partition("t", p)
+		wg.Go(func() {
+			_, errs[p] = c.AlterPartition(ctx, AlterPartitionRequest{
+				BrokerID: 1, Topic: "t", Partition: p, LeaderEpoch: cur.LeaderEpoch, PartitionEpoch: cur.PartitionEpoch, NewISR: []int32{1, 2},
+			})
+		})
+	}
+	time.Sleep(200 * time.Millisecond) // let every call arrive and wait
+	before := c.log.LastIndex()
+	c.proposeMu.Unlock()
+	wg.Wait()
+	for p, err := range errs {
+		if err != nil {
+			t.Fatalf("AlterPartition of t-%d: %v", p, err)
+		}
+	}
+	if got := c.log.LastIndex() - before; got != 1 {
+		t.Fatalf("%d concurrent AlterPartition calls took %d metadata entries, want 1", n, got)
+	}
+	for p := range int32(n) {
+		if isr := c.Image().Partition("t", p).ISR; !sameMembers(isr, []int32{1, 2}) {
+			t.Fatalf("t-%d ISR %v, want [1 2]", p, isr)
+		}
+	}
+}
+
+// Two changes of one partition waiting together: the first is committed,
+// the second, made from the epoch the first replaces, is refused.
+func TestAlterPartition_SecondChangeOfAPartitionInOneBatchIsRefused(t *testing.T) {
+	c := newController(t)
+	addBroker(t, c, 2)
+	addBroker(t, c, 3)
+	ctx := context.Background()
+	if errs := c.CreateTopics(ctx, []TopicSpec{{Name: "t", NumPartitions: -1, ReplicationFactor: -1, Assignment: [][]int32{{1, 2, 3}}}}, false); errs[0] != nil {
+		t.Fatal(errs[0])
+	}
+	cur := c.Image().Partition("t", 0)
+	c.proposeMu.Lock()
+	var wg sync.WaitGroup
+	var errs [2]error
+	for i, isr := range [][]int32{{1, 2}, {1, 3}} {
+		wg.Go(func() {
+			_, errs[i] = c.AlterPartition(ctx, AlterPartitionRequest{
+				BrokerID: 1, Topic: "t", Partition: 0, LeaderEpoch: cur.LeaderEpoch, PartitionEpoch: cur.PartitionEpoch, NewISR: isr,
+			})
+		})
+	}
+	time.Sleep(200 * time.Millisecond)
+	c.proposeMu.Unlock()
+	wg.Wait()
+	okCount := 0
+	for _, err := range errs {
+		if err == nil {
+			okCount++
+		} else if !errorsIs(err, ErrInvalidUpdateVersion) {
+			t.Fatalf("refused change: %v, want INVALID_UPDATE_VERSION", err)
+		}
+	}
+	if okCount != 1 {
+		t.Fatalf("%d of two changes from the same partition epoch accepted, want 1 (%v)", okCount, errs)
+	}
+}
+
+func errorsIs(err, target error) bool { return errors.Is(err, target) }
