@@ -114,13 +114,9 @@ func (c *Coordinator) ConsumerGroupHeartbeat(groupID string, p ConsumerHeartbeat
 		// The last consumer-protocol member leaving a group of classic
 		// members turns it back into a classic group.
 		if down := c.maybeDowngradeLocked(e, epoch); down != nil {
-			recs = append(recs, down...)
 			c.rescheduleLocked(e)
-			ch := make(chan error, 1)
-			c.enqueueConsumerLocked(e, recs, func(err error) { ch <- err })
-			e.mu.Unlock()
-			if err := <-ch; err != nil {
-				return hbError(convertConsumerWriteError(err), "")
+			if err := c.writeConsumerUnlock(e, append(recs, down...)); err != nil {
+				return hbError(err, "")
 			}
 			return r
 		}
@@ -132,19 +128,30 @@ func (c *Coordinator) ConsumerGroupHeartbeat(groupID string, p ConsumerHeartbeat
 	} else {
 		recs = append(recs, c.consumerDiffLocked(e)...)
 	}
-	if len(recs) == 0 {
-		e.mu.Unlock()
-		return r
-	}
 	// Kafka answers once the group's new state is written, so a member
 	// never holds an epoch or partitions a new coordinator would not know.
+	if err := c.writeConsumerUnlock(e, recs); err != nil {
+		return hbError(err, "")
+	}
+	return r
+}
+
+// writeConsumerUnlock queues recs of the entry's consumer group, releases
+// e's lock and waits for the write, returning its error as the group's
+// requests answer it (convertConsumerWriteError). With no records it only
+// releases the lock.
+func (c *Coordinator) writeConsumerUnlock(e *groupEntry, recs []record) error {
+	if len(recs) == 0 {
+		e.mu.Unlock()
+		return nil
+	}
 	ch := make(chan error, 1)
 	c.enqueueConsumerLocked(e, recs, func(err error) { ch <- err })
 	e.mu.Unlock()
 	if err := <-ch; err != nil {
-		return hbError(convertConsumerWriteError(err), "")
+		return convertConsumerWriteError(err)
 	}
-	return r
+	return nil
 }
 
 // convertConsumerWriteError maps a failed write of a consumer group's

@@ -126,15 +126,8 @@ func (c *Coordinator) classicJoinLocked(e *groupEntry, p JoinParams) (JoinResult
 func (c *Coordinator) joinConsumerGroupUnlock(e *groupEntry, p JoinParams) JoinResult {
 	r, recs := c.classicJoinLocked(e, p)
 	c.rescheduleLocked(e)
-	if len(recs) == 0 {
-		e.mu.Unlock()
-		return r
-	}
-	ch := make(chan error, 1)
-	c.enqueueConsumerLocked(e, recs, func(err error) { ch <- err })
-	e.mu.Unlock()
-	if err := <-ch; err != nil {
-		return joinError(p.MemberID, convertConsumerWriteError(err))
+	if err := c.writeConsumerUnlock(e, recs); err != nil {
+		return joinError(p.MemberID, err)
 	}
 	return r
 }
