@@ -256,7 +256,7 @@ func (c *Coordinator) enqueueConsumerLocked(e *groupEntry, recs []record, done f
 			for _, r := range recs {
 				// A conversion's classic group record is not the
 				// consumer group's to rewrite.
-				if len(r.key) >= 2 && isConsumerRecordType(int16(r.key[0])<<8|int16(r.key[1])) {
+				if isConsumerRecordType(recordType(r.key)) {
 					e.cgUnsure[string(r.key)] = true
 				}
 			}

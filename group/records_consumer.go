@@ -217,10 +217,7 @@ func (g *consumerGroup) shape() consumerShape {
 // epoch, members, target assignment, then current assignments; tombstones
 // in the same order.
 func consumerKeyOrder(key string) int16 {
-	if len(key) < 2 {
-		return 0
-	}
-	switch typ := int16(key[0])<<8 | int16(key[1]); typ {
+	switch recordType(key) {
 	case recConsumerGroupMetadata, recShareGroupMetadata:
 		return 0
 	case recConsumerGroupMemberMetadata, recShareGroupMemberMetadata:
@@ -232,6 +229,15 @@ func consumerKeyOrder(key string) int16 {
 	default:
 		return 4
 	}
+}
+
+// recordType is the record type a key starts with (its leading int16),
+// -1 for a key too short to hold one.
+func recordType[K string | []byte](key K) int16 {
+	if len(key) < 2 {
+		return -1
+	}
+	return int16(key[0])<<8 | int16(key[1])
 }
 
 // readValueVersion reads a coordinator value's version, which must be 0.
