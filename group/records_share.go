@@ -20,6 +20,7 @@ package group
 // (LoadShareGroup), so share-group members survive a coordinator change.
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 
@@ -155,15 +156,7 @@ func loadShareGroup(group string, recs map[string][]byte) (*ShareGroupState, err
 		}
 		st.Members = append(st.Members, *m)
 	}
-	slices.SortFunc(st.Members, func(a, b ShareMemberState) int {
-		switch {
-		case a.ID < b.ID:
-			return -1
-		case a.ID > b.ID:
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(st.Members, func(a, b ShareMemberState) int { return cmp.Compare(a.ID, b.ID) })
 	return st, nil
 }
 
