@@ -410,24 +410,22 @@ func (c *Coordinator) loadedEntries(op *ownedPartition, st *offsetsReplay) map[s
 			e.cg = cg
 		}
 	}
-	for id, m := range st.offsets {
+	// A group known only by its offsets is an empty classic group.
+	entry := func(id string) *groupEntry {
 		e := entries[id]
 		if e == nil {
 			e = c.newEntry(op)
 			e.g = loadedGroup(id, e.deps, nil, now)
 			entries[id] = e
 		}
-		e.g.offsets = m
+		return e
+	}
+	for id, m := range st.offsets {
+		entry(id).g.offsets = m
 	}
 	for pid, byGroup := range st.txnOffsets {
 		for id, m := range byGroup {
-			e := entries[id]
-			if e == nil {
-				e = c.newEntry(op)
-				e.g = loadedGroup(id, e.deps, nil, now)
-				entries[id] = e
-			}
-			e.g.txnOffsets[pid] = m
+			entry(id).g.txnOffsets[pid] = m
 		}
 	}
 	return entries
