@@ -114,6 +114,15 @@ func splitList(s string) []string {
 	return out
 }
 
+// enabledMechanisms is listener's sasl.enabled.mechanisms: its own
+// setting, else the broker-wide one.
+func (cfg *Config) enabledMechanisms(listener string) []string {
+	if v, ok := cfg.setting(listener, "", "sasl.enabled.mechanisms"); ok {
+		return splitList(strings.ToUpper(v))
+	}
+	return cfg.SASL.EnabledMechanisms
+}
+
 // jaasFor parses listener.name.<listener>.<mechanism>.sasl.jaas.config;
 // ok is false when it is not set.
 func (cfg *Config) jaasFor(listener, mech string) (j sasl.JAAS, ok bool, err error) {
@@ -130,11 +139,8 @@ func (cfg *Config) jaasFor(listener, mech string) (j sasl.JAAS, ok bool, err err
 
 // saslServerConfig builds a SASL listener's configuration.
 func saslServerConfig(ctx context.Context, cfg *Config, listener string, store sasl.CredentialStore) (*sasl.ServerConfig, error) {
-	sc := &sasl.ServerConfig{Mechanisms: cfg.SASL.EnabledMechanisms, Scram: store, MaxReauth: map[string]time.Duration{"": cfg.SASL.MaxReauth},
+	sc := &sasl.ServerConfig{Mechanisms: cfg.enabledMechanisms(listener), Scram: store, MaxReauth: map[string]time.Duration{"": cfg.SASL.MaxReauth},
 		MaxReceiveSize: cfg.SASL.MaxReceiveSize, FailedAuthenticationDelay: cfg.SASL.FailedAuthDelay}
-	if v, ok := cfg.setting(listener, "", "sasl.enabled.mechanisms"); ok {
-		sc.Mechanisms = splitList(strings.ToUpper(v))
-	}
 	if err := sasl.Validate(sc.Mechanisms); err != nil {
 		return nil, fmt.Errorf("listener %s: %w", listener, err)
 	}
@@ -205,10 +211,7 @@ func saslServerConfig(ctx context.Context, cfg *Config, listener string, store s
 // inter-broker listener.
 func peerSASL(cfg *Config, listener string) (kgosasl.Mechanism, error) {
 	mech := strings.ToUpper(cfg.SASL.InterBrokerMechanism)
-	enabled := cfg.SASL.EnabledMechanisms
-	if v, ok := cfg.setting(listener, "", "sasl.enabled.mechanisms"); ok {
-		enabled = splitList(strings.ToUpper(v))
-	}
+	enabled := cfg.enabledMechanisms(listener)
 	if mech == sasl.GSSAPI {
 		return nil, fmt.Errorf("sasl.mechanism.inter.broker.protocol is GSSAPI (Kafka's default), which gokafka does not support: set it to a mechanism of the inter-broker listener %s", listener)
 	}

@@ -209,12 +209,9 @@ func (c *conn) saslToken(token []byte, h *header) (frame, saslAction) {
 	s := c.sasl
 	reply, done, err := s.sess.Step(token)
 	var resp *kmsg.SASLAuthenticateResponse
-	if h != nil {
-		resp = kmsg.NewPtrSASLAuthenticateResponse()
-	}
 	clientID := s.clientID
 	if h != nil {
-		clientID = h.clientID
+		resp, clientID = kmsg.NewPtrSASLAuthenticateResponse(), h.clientID
 	}
 	if err == nil && done && s.reauth && s.sess.Principal() != s.principal {
 		err = &sasl.Error{Msg: fmt.Sprintf("Cannot change principals during re-authentication from User:%s: User:%s", s.principal, s.sess.Principal())}

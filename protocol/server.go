@@ -595,9 +595,6 @@ func (c *conn) readFailed(err error) {
 	}
 }
 
-// serve decodes and handles one frame. It returns the encoded response
-// (an empty frame when none is due) and false when the connection must
-// close. Nothing keeps a Produce frame once it returns (see putRequestBuf).
 // park gives back the queued.max.requests slot of the request being
 // served (Request.Park), at most once per request.
 func (c *conn) park() {
@@ -631,6 +628,9 @@ func (c *conn) serveFrame(in []byte) (out frame, ok, closeAfter bool) {
 	return out, ok, false
 }
 
+// serve decodes and handles one frame. It returns the encoded response
+// (an empty frame when none is due) and false when the connection must
+// close. Nothing keeps a Produce frame once it returns (see putRequestBuf).
 func (c *conn) serve(in []byte) (out frame, ok bool) {
 	c.throttle = 0
 	h, err := parseHeaderPrefix(in)

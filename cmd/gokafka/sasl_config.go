@@ -23,7 +23,7 @@ func (s *settings) saslConfig() broker.SASLConfig {
 	c := broker.SASLConfig{
 		EnabledMechanisms:    upper(s.list("sasl.enabled.mechanisms")),
 		InterBrokerMechanism: strings.ToUpper(s.str("sasl.mechanism.inter.broker.protocol")),
-		MaxReauth:            ms(s.i64("connections.max.reauth.ms")),
+		MaxReauth:            ms(s.nonNegative("connections.max.reauth.ms")),
 		JWKSURL:              s.str("sasl.oauthbearer.jwks.endpoint.url"),
 		ExpectedAudience:     s.list("sasl.oauthbearer.expected.audience"),
 		ExpectedIssuer:       s.str("sasl.oauthbearer.expected.issuer"),
@@ -31,13 +31,7 @@ func (s *settings) saslConfig() broker.SASLConfig {
 		ScopeClaim:           s.str("sasl.oauthbearer.scope.claim.name"),
 		ClockSkew:            time.Duration(s.i64("sasl.oauthbearer.clock.skew.seconds")) * time.Second,
 		MaxReceiveSize:       int32(min(s.positive("sasl.server.max.receive.size"), math.MaxInt32)),
-		FailedAuthDelay:      ms(s.i64("connection.failed.authentication.delay.ms")),
-	}
-	if c.FailedAuthDelay < 0 {
-		s.errs = append(s.errs, "connection.failed.authentication.delay.ms must not be negative")
-	}
-	if c.MaxReauth < 0 {
-		s.errs = append(s.errs, "connections.max.reauth.ms must not be negative")
+		FailedAuthDelay:      ms(s.nonNegative("connection.failed.authentication.delay.ms")),
 	}
 	users, err := parseBootstrapScram(s.str("gokafka.scram.bootstrap.users"))
 	if err != nil {
