@@ -2,6 +2,7 @@ package acl
 
 import (
 	"slices"
+	"strings"
 	"sync/atomic"
 )
 
@@ -221,7 +222,7 @@ func (a *Authorizer) AuthorizeByResourceType(r Request, op Operation, rt Resourc
 	}
 	covered := func(name string) bool {
 		for _, p := range denyPrefix {
-			if len(name) >= len(p) && name[:len(p)] == p {
+			if strings.HasPrefix(name, p) {
 				return true
 			}
 		}
