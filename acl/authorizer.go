@@ -1,7 +1,8 @@
 package acl
 
 import (
-	"sort"
+	"slices"
+	"strings"
 	"sync/atomic"
 )
 
@@ -84,20 +85,10 @@ func buildIndex(bindings []Binding) *index {
 		}
 	}
 	for _, t := range ix.types {
-		sort.Ints(t.prefixLens)
-		t.prefixLens = dedupInts(t.prefixLens)
+		slices.Sort(t.prefixLens)
+		t.prefixLens = slices.Compact(t.prefixLens)
 	}
 	return ix
-}
-
-func dedupInts(s []int) []int {
-	out := s[:0]
-	for i, v := range s {
-		if i == 0 || v != s[i-1] {
-			out = append(out, v)
-		}
-	}
-	return out
 }
 
 // Request is who asks, from where.
@@ -231,7 +222,7 @@ func (a *Authorizer) AuthorizeByResourceType(r Request, op Operation, rt Resourc
 	}
 	covered := func(name string) bool {
 		for _, p := range denyPrefix {
-			if len(name) >= len(p) && name[:len(p)] == p {
+			if strings.HasPrefix(name, p) {
 				return true
 			}
 		}

@@ -1,6 +1,7 @@
 package acl
 
 import (
+	"cmp"
 	"fmt"
 	"strings"
 
@@ -149,24 +150,18 @@ func (b Binding) String() string {
 		b.ResourceType, b.ResourceName, b.PatternType, b.Principal, b.Host, b.Operation, b.Permission)
 }
 
-// Less orders bindings by resource, then principal, host, operation and
+// Compare orders bindings by resource, then principal, host, operation and
 // permission: the order the metadata keeps them in.
-func (b Binding) Less(o Binding) bool {
-	switch {
-	case b.ResourceType != o.ResourceType:
-		return b.ResourceType < o.ResourceType
-	case b.ResourceName != o.ResourceName:
-		return b.ResourceName < o.ResourceName
-	case b.PatternType != o.PatternType:
-		return b.PatternType < o.PatternType
-	case b.Principal != o.Principal:
-		return b.Principal < o.Principal
-	case b.Host != o.Host:
-		return b.Host < o.Host
-	case b.Operation != o.Operation:
-		return b.Operation < o.Operation
-	}
-	return b.Permission < o.Permission
+func (b Binding) Compare(o Binding) int {
+	return cmp.Or(
+		cmp.Compare(b.ResourceType, o.ResourceType),
+		cmp.Compare(b.ResourceName, o.ResourceName),
+		cmp.Compare(b.PatternType, o.PatternType),
+		cmp.Compare(b.Principal, o.Principal),
+		cmp.Compare(b.Host, o.Host),
+		cmp.Compare(b.Operation, o.Operation),
+		cmp.Compare(b.Permission, o.Permission),
+	)
 }
 
 // ValidPrincipal reports whether s is a principal in "Type:Name" form.

@@ -30,11 +30,11 @@ const (
 
 // applyACLs applies a CmdCreateACLs or CmdDeleteACLs. The state's slice is
 // replaced, never changed in place, as images share it; it stays sorted
-// (acl.Binding.Less) and without duplicates.
+// (acl.Binding.Compare) and without duplicates.
 func (s *State) applyACLs(cmd *Command) {
 	next := slices.Clone(s.acls)
 	for _, b := range cmd.ACLs {
-		i, found := slices.BinarySearchFunc(next, b, compareBindings)
+		i, found := slices.BinarySearchFunc(next, b, acl.Binding.Compare)
 		switch {
 		case cmd.Type == CmdCreateACLs && !found:
 			next = slices.Insert(next, i, b)
@@ -43,16 +43,6 @@ func (s *State) applyACLs(cmd *Command) {
 		}
 	}
 	s.acls = next
-}
-
-func compareBindings(a, b acl.Binding) int {
-	switch {
-	case a == b:
-		return 0
-	case a.Less(b):
-		return -1
-	}
-	return 1
 }
 
 // DescribeACLs returns the bindings f matches, in the metadata's order.
@@ -283,7 +273,7 @@ func (c *Controller) forwardDeleteACLs(ctx context.Context, filters []acl.Filter
 // false, absent) in the image.
 func (im *Image) hasACLs(bindings []acl.Binding, present bool) bool {
 	for _, b := range bindings {
-		if _, found := slices.BinarySearchFunc(im.ACLs, b, compareBindings); found != present {
+		if _, found := slices.BinarySearchFunc(im.ACLs, b, acl.Binding.Compare); found != present {
 			return false
 		}
 	}

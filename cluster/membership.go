@@ -79,15 +79,8 @@ func (c *Controller) JoinObserver(ctx context.Context, id int32, addr string) er
 			return nil
 		}
 	}
-	timeout := 10 * time.Second
-	if d, ok := ctx.Deadline(); ok {
-		timeout = min(timeout, time.Until(d))
-	}
-	if err := r.AddNonvoter(sid, raft.ServerAddress(addr), 0, timeout).Error(); err != nil {
-		if errors.Is(err, raft.ErrNotLeader) || errors.Is(err, raft.ErrLeadershipLost) {
-			return ErrNotController
-		}
-		return err
+	if err := r.AddNonvoter(sid, raft.ServerAddress(addr), 0, raftTimeout(ctx)).Error(); err != nil {
+		return raftChangeErr(err)
 	}
 	c.logger.Info().Int32("node", id).Str("addr", addr).Msg("observer joined the metadata quorum")
 	return nil

@@ -390,7 +390,7 @@ func (s *State) RestoreSnapshot(b []byte) error {
 		fresh.clientQuotas[cq.Entity.Key()] = cq
 	}
 	fresh.acls = snap.ACLs
-	slices.SortFunc(fresh.acls, compareBindings)
+	slices.SortFunc(fresh.acls, acl.Binding.Compare)
 	fresh.acls = slices.Compact(fresh.acls)
 	maps.Copy(fresh.scram, snap.Scram)
 	*s = *fresh

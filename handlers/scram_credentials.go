@@ -26,6 +26,7 @@ import (
 	"github.com/gokafka/gokafka/acl"
 	"github.com/gokafka/gokafka/cluster"
 	"github.com/gokafka/gokafka/protocol"
+	"github.com/gokafka/gokafka/sasl"
 )
 
 func (h *Handlers) registerScramCredentials(reg *protocol.Registry) {
@@ -136,7 +137,7 @@ func (h *Handlers) describeUserScramCredentials(_ context.Context, req *protocol
 			msg := "Attempt to describe a user credential that does not exist: " + u
 			res.ErrorMessage = &msg
 		default:
-			for _, mech := range []string{"SCRAM-SHA-256", "SCRAM-SHA-512"} {
+			for _, mech := range []string{sasl.ScramSHA256, sasl.ScramSHA512} {
 				if c, ok := creds[mech]; ok {
 					ci := kmsg.NewDescribeUserSCRAMCredentialsResponseResultCredentialInfo()
 					ci.Mechanism, ci.Iterations = cluster.ScramMechanismCode(mech), c.Iterations
