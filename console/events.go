@@ -103,6 +103,12 @@ func Diff(prev, next *cluster.Image) []Event {
 			out = append(out, Event{Kind: KindTopicCreated, Topic: name, Reason: fmt.Sprintf("%d partitions", len(nt.Partitions))})
 			continue
 		}
+		if pt == nt {
+			// Unchanged: a change replaces the topic in the image
+			// (cluster.State.clone), so this runs per changed topic,
+			// not per partition of the cluster.
+			continue
+		}
 		for i := range nt.Partitions {
 			np := &nt.Partitions[i]
 			if i >= len(pt.Partitions) {
