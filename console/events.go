@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 
 	"github.com/gokafka/gokafka/cluster"
 )
@@ -75,12 +76,7 @@ func Diff(prev, next *cluster.Image) []Event {
 		return ""
 	}
 
-	ids := make([]int32, 0, len(next.Brokers))
-	for id := range next.Brokers {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
-	for _, id := range ids {
+	for _, id := range next.BrokerIDs() {
 		b := next.Brokers[id]
 		a, had := prev.Brokers[id]
 		switch {
@@ -100,16 +96,17 @@ func Diff(prev, next *cluster.Image) []Event {
 			Reason: "metadata quorum elected a new leader"})
 	}
 
-	names := make([]string, 0, len(next.Topics))
-	for name := range next.Topics {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	for _, name := range names {
+	for _, name := range next.TopicNames() {
 		nt := next.Topics[name]
 		pt := prev.Topics[name]
 		if pt == nil || pt.ID != nt.ID {
 			out = append(out, Event{Kind: KindTopicCreated, Topic: name, Reason: fmt.Sprintf("%d partitions", len(nt.Partitions))})
+			continue
+		}
+		if pt == nt {
+			// Unchanged: a change replaces the topic in the image
+			// (cluster.State.clone), so this runs per changed topic,
+			// not per partition of the cluster.
 			continue
 		}
 		for i := range nt.Partitions {
@@ -150,7 +147,7 @@ func Diff(prev, next *cluster.Image) []Event {
 						reasons = append(reasons, fmt.Sprintf("%d fell behind the leader for longer than replica.lag.time.max.ms", id))
 					}
 				}
-				e.Reason = join(reasons)
+				e.Reason = strings.Join(reasons, "; ")
 				out = append(out, e)
 			}
 			if len(added) > 0 {
@@ -189,17 +186,6 @@ func setDiff(a, b []int32) []int32 {
 		if !slices.Contains(b, x) {
 			out = append(out, x)
 		}
-	}
-	return out
-}
-
-func join(ss []string) string {
-	out := ""
-	for i, s := range ss {
-		if i > 0 {
-			out += "; "
-		}
-		out += s
 	}
 	return out
 }

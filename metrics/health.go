@@ -3,7 +3,6 @@ package metrics
 import (
 	"fmt"
 	"slices"
-	"sort"
 	"strconv"
 
 	"github.com/gokafka/gokafka/cluster"
@@ -75,9 +74,7 @@ func (m *Metrics) Readiness() Readiness {
 			}
 		}
 	}
-	names := im.TopicNames()
-	sort.Strings(names)
-	for _, name := range names {
+	for _, name := range im.TopicNames() {
 		t := im.Topics[name]
 		for i := range t.Partitions {
 			p := &t.Partitions[i]

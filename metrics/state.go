@@ -225,26 +225,24 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 			}
 		}
 		gauge(ch, descOfflineDirs, float64(offlineDirs))
+	}
+	if perPartition && src.Logs != nil {
 		for _, t := range im.Topics {
-			if !perPartition {
-				break
-			}
 			for i := range t.Partitions {
 				p := &t.Partitions[i]
 				if !slices.Contains(p.Replicas, self) {
 					continue
 				}
 				l := src.Logs.Get(partition.TopicPartition{Topic: t.Name, Partition: p.Partition})
-				if l == nil || !perPartition {
+				if l == nil {
 					continue
 				}
 				labels := []string{t.Name, strconv.Itoa(int(p.Partition))}
-				leo, hw := l.LogEndOffset(), l.HighWatermark()
 				gauge(ch, descLogSize, float64(l.Size()), labels...)
 				gauge(ch, descLogSegments, float64(l.NumSegments()), labels...)
 				gauge(ch, descLogStart, float64(l.LogStartOffset()), labels...)
-				gauge(ch, descLogEnd, float64(leo), labels...)
-				gauge(ch, descLogHW, float64(hw), labels...)
+				gauge(ch, descLogEnd, float64(l.LogEndOffset()), labels...)
+				gauge(ch, descLogHW, float64(l.HighWatermark()), labels...)
 			}
 		}
 	}

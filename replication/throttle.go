@@ -158,12 +158,7 @@ func (p *Partition) followerThrottledNow(node int32) bool {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	for _, r := range p.mu.isr {
-		if r == node {
-			return false
-		}
-	}
-	return true
+	return !slices.Contains(p.mu.isr, node)
 }
 
 // leaderThrottledFor reports whether what p's leader sends replica counts
