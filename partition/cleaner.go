@@ -323,7 +323,7 @@ func buildOffsetMap(run *cleanRun, views []segView, from, end int64, txns *txnSc
 			continue
 		}
 		stop := int64(-1)
-		err := readBatches2(run, v, func(h BatchHeader, batch []byte) (bool, error) {
+		err := eachBatch(run, v, func(h BatchHeader, batch []byte) (bool, error) {
 			if h.LastOffset() < from {
 				return true, nil
 			}
@@ -356,9 +356,9 @@ func buildOffsetMap(run *cleanRun, views []segView, from, end int64, txns *txnSc
 	return end, nil
 }
 
-// readBatches2 calls fn with every batch of a segment view, in order,
+// eachBatch calls fn with every batch of a segment view, in order,
 // until fn returns false or an error; the batch bytes are reused.
-func readBatches2(run *cleanRun, v segView, fn func(h BatchHeader, batch []byte) (bool, error), st *CleanStats) error {
+func eachBatch(run *cleanRun, v segView, fn func(h BatchHeader, batch []byte) (bool, error), st *CleanStats) error {
 	br := bufio.NewReaderSize(io.NewSectionReader(v.s.log, 0, v.size), 256<<10)
 	var buf []byte
 	for pos := int64(0); pos < v.size; {
@@ -555,7 +555,7 @@ func (c *cleaner) cleanGroup(l *Log, group []segView) (*segment, error) {
 		return nil
 	}
 	for _, v := range group {
-		err := readBatches2(c.run, v, func(h BatchHeader, batch []byte) (bool, error) {
+		err := eachBatch(c.run, v, func(h BatchHeader, batch []byte) (bool, error) {
 			last = h
 			kept = kept[:0]
 			b, err := c.filterBatch(h, batch, &kept)
