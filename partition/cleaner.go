@@ -512,11 +512,8 @@ func groupSegments(vs []segView, cfg Config) [][]segView {
 // cleanGroup writes the cleaned copy of a group of segments into
 // "<base>.log.cleaned" and its indexes, synced.
 func (c *cleaner) cleanGroup(l *Log, group []segView) (*segment, error) {
-	stem := filepath.Join(l.dir, segmentName(group[0].s.base))
-	for _, suf := range []string{logSuffix, indexSuffix, timeIndexSuffix} {
-		if err := l.fs.Remove(stem + suf + cleanedSuffix); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return nil, err
-		}
+	if err := removeSegmentFiles(l.fs, filepath.Join(l.dir, segmentName(group[0].s.base)), cleanedSuffix); err != nil {
+		return nil, err
 	}
 	ns, err := openSegmentFiles(l.fs, l.dir, group[0].s.base, cleanedSuffix, l.now())
 	if err != nil {
@@ -882,11 +879,8 @@ func (l *Log) completeSwaps(names []string) ([]string, error) {
 		}
 		for o := range logs {
 			if o >= b && o < end {
-				ostem := filepath.Join(l.dir, segmentName(o))
-				for _, suf := range []string{logSuffix, indexSuffix, timeIndexSuffix} {
-					if err := l.fs.Remove(ostem + suf); err != nil && !errors.Is(err, os.ErrNotExist) {
-						return nil, err
-					}
+				if err := removeSegmentFiles(l.fs, filepath.Join(l.dir, segmentName(o)), ""); err != nil {
+					return nil, err
 				}
 				delete(logs, o)
 			}
