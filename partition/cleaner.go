@@ -323,7 +323,7 @@ func buildOffsetMap(run *cleanRun, views []segView, from, end int64, txns *txnSc
 			continue
 		}
 		stop := int64(-1)
-		err := readBatches2(run, v, func(h BatchHeader, batch []byte) (bool, error) {
+		err := eachBatch(run, v, func(h BatchHeader, batch []byte) (bool, error) {
 			if h.LastOffset() < from {
 				return true, nil
 			}
@@ -356,9 +356,9 @@ func buildOffsetMap(run *cleanRun, views []segView, from, end int64, txns *txnSc
 	return end, nil
 }
 
-// readBatches2 calls fn with every batch of a segment view, in order,
+// eachBatch calls fn with every batch of a segment view, in order,
 // until fn returns false or an error; the batch bytes are reused.
-func readBatches2(run *cleanRun, v segView, fn func(h BatchHeader, batch []byte) (bool, error), st *CleanStats) error {
+func eachBatch(run *cleanRun, v segView, fn func(h BatchHeader, batch []byte) (bool, error), st *CleanStats) error {
 	br := bufio.NewReaderSize(io.NewSectionReader(v.s.log, 0, v.size), 256<<10)
 	var buf []byte
 	for pos := int64(0); pos < v.size; {
@@ -512,11 +512,8 @@ func groupSegments(vs []segView, cfg Config) [][]segView {
 // cleanGroup writes the cleaned copy of a group of segments into
 // "<base>.log.cleaned" and its indexes, synced.
 func (c *cleaner) cleanGroup(l *Log, group []segView) (*segment, error) {
-	stem := filepath.Join(l.dir, segmentName(group[0].s.base))
-	for _, suf := range []string{logSuffix, indexSuffix, timeIndexSuffix} {
-		if err := l.fs.Remove(stem + suf + cleanedSuffix); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return nil, err
-		}
+	if err := removeSegmentFiles(l.fs, filepath.Join(l.dir, segmentName(group[0].s.base)), cleanedSuffix); err != nil {
+		return nil, err
 	}
 	ns, err := openSegmentFiles(l.fs, l.dir, group[0].s.base, cleanedSuffix, l.now())
 	if err != nil {
@@ -555,7 +552,7 @@ func (c *cleaner) cleanGroup(l *Log, group []segView) (*segment, error) {
 		return nil
 	}
 	for _, v := range group {
-		err := readBatches2(c.run, v, func(h BatchHeader, batch []byte) (bool, error) {
+		err := eachBatch(c.run, v, func(h BatchHeader, batch []byte) (bool, error) {
 			last = h
 			kept = kept[:0]
 			b, err := c.filterBatch(h, batch, &kept)
@@ -882,11 +879,8 @@ func (l *Log) completeSwaps(names []string) ([]string, error) {
 		}
 		for o := range logs {
 			if o >= b && o < end {
-				ostem := filepath.Join(l.dir, segmentName(o))
-				for _, suf := range []string{logSuffix, indexSuffix, timeIndexSuffix} {
-					if err := l.fs.Remove(ostem + suf); err != nil && !errors.Is(err, os.ErrNotExist) {
-						return nil, err
-					}
+				if err := removeSegmentFiles(l.fs, filepath.Join(l.dir, segmentName(o)), ""); err != nil {
+					return nil, err
 				}
 				delete(logs, o)
 			}

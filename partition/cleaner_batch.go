@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"sync"
 
 	"github.com/golang/snappy"
 	"github.com/klauspost/compress/gzip"
@@ -122,6 +123,13 @@ var xerialHeader = []byte{0x82, 'S', 'N', 'A', 'P', 'P', 'Y', 0, 0, 0, 0, 1, 0, 
 
 const xerialChunk = 32 << 10
 
+// zstdEncoder is the one encoder every rebuilt zstd batch goes through,
+// made on first use: EncodeAll may be called concurrently, and an encoder
+// is too costly to build per batch.
+var zstdEncoder = sync.OnceValues(func() (*zstd.Encoder, error) {
+	return zstd.NewWriter(nil)
+})
+
 func compressRecords(codec int8, raw []byte) ([]byte, error) {
 	switch codec {
 	case CompressionNone:
@@ -157,11 +165,10 @@ func compressRecords(codec int8, raw []byte) ([]byte, error) {
 		}
 		return b.Bytes(), nil
 	case CompressionZstd:
-		enc, err := zstd.NewWriter(nil, zstd.WithEncoderConcurrency(1))
+		enc, err := zstdEncoder()
 		if err != nil {
 			return nil, err
 		}
-		defer enc.Close()
 		return enc.EncodeAll(raw, nil), nil
 	}
 	return nil, fmt.Errorf("%w: codec %d", ErrUnsupportedCompression, codec)

@@ -232,8 +232,8 @@ func (l *Log) scanDir() ([]int64, error) {
 	for _, n := range names {
 		p := filepath.Join(l.dir, n)
 		switch {
-		case strings.HasSuffix(n, tmpSuffix), strings.HasSuffix(n, ".deleted"),
-			strings.HasSuffix(n, ".cleaned"), strings.HasSuffix(n, ".swap"):
+		case strings.HasSuffix(n, tmpSuffix), strings.HasSuffix(n, deletedSuffix),
+			strings.HasSuffix(n, cleanedSuffix), strings.HasSuffix(n, swapSuffix):
 			// Leftovers of an interrupted checkpoint write or of Kafka's own
 			// segment replacement; never live data.
 			if err := l.fs.Remove(p); err != nil {

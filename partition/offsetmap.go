@@ -18,8 +18,6 @@ type offsetMap struct {
 	n       int    // slots
 	used    int
 	maxUsed int // entries allowed before the map counts as full
-	latest  int64
-	probes  int64 // for statistics
 }
 
 const offsetMapSlot = md5.Size + 8
@@ -28,7 +26,7 @@ const offsetMapSlot = md5.Size + 8
 // loadFactor. It always has room for at least one entry.
 func newOffsetMap(bufferBytes int64, loadFactor float64) *offsetMap {
 	n := max(int(bufferBytes/offsetMapSlot), 2)
-	m := &offsetMap{slots: make([]byte, n*offsetMapSlot), n: n, latest: -1}
+	m := &offsetMap{slots: make([]byte, n*offsetMapSlot), n: n}
 	m.maxUsed = max(int(float64(n)*loadFactor), 1)
 	m.maxUsed = min(m.maxUsed, n-1) // one slot stays free so probing ends
 	return m
@@ -41,7 +39,7 @@ func (m *offsetMap) room() int { return m.maxUsed - m.used }
 
 func (m *offsetMap) clear() {
 	clear(m.slots)
-	m.used, m.latest = 0, -1
+	m.used = 0
 }
 
 // find returns the slot of hash h: where it is, or the empty slot where it
@@ -49,7 +47,6 @@ func (m *offsetMap) clear() {
 func (m *offsetMap) find(h *[md5.Size]byte) int {
 	i := int(binary.BigEndian.Uint64(h[:8]) % uint64(m.n))
 	for {
-		m.probes++
 		s := m.slots[i*offsetMapSlot : (i+1)*offsetMapSlot]
 		if binary.BigEndian.Uint64(s[md5.Size:]) == 0 || string(s[:md5.Size]) == string(h[:]) {
 			return i
@@ -75,7 +72,6 @@ func (m *offsetMap) put(key []byte, offset int64) {
 		copy(s, h[:])
 	}
 	binary.BigEndian.PutUint64(s[md5.Size:], uint64(offset+1))
-	m.latest = max(m.latest, offset)
 }
 
 // get returns the latest offset recorded for key, or -1.

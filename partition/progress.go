@@ -71,7 +71,7 @@ func (m *Manager) newRecoveryTracker(jobs []openJob) *recoveryTracker {
 			continue // Open reports it
 		}
 		for _, n := range names {
-			if strings.HasSuffix(n, ".log") {
+			if strings.HasSuffix(n, logSuffix) {
 				t.p.Segments++
 			}
 		}

@@ -128,10 +128,15 @@ func (s *segment) close() error {
 // removeFiles deletes the segment's files; the log file goes first so that
 // a crash in between leaves an orphan index, which open discards.
 func (s *segment) removeFiles(fs FS) error {
-	stem := s.stem()
+	return removeSegmentFiles(fs, s.stem(), s.suffix)
+}
+
+// removeSegmentFiles deletes the log and index files at stem whose names
+// end in suffix, the log first; files already gone are no error.
+func removeSegmentFiles(fs FS, stem, suffix string) error {
 	var errs []error
 	for _, suf := range []string{logSuffix, indexSuffix, timeIndexSuffix} {
-		if err := fs.Remove(stem + suf + s.suffix); err != nil && !errors.Is(err, os.ErrNotExist) {
+		if err := fs.Remove(stem + suf + suffix); err != nil && !errors.Is(err, os.ErrNotExist) {
 			errs = append(errs, err)
 		}
 	}
