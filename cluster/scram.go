@@ -14,6 +14,7 @@ package cluster
 // iterations are kept; the salted password a client sends is not.
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"maps"
@@ -257,25 +258,33 @@ func (c *Controller) forwardAlterScram(ctx context.Context, deletions []ScramCha
 	}
 	// Wait for the applied changes, so that the client reads them back
 	// from this broker.
-	want := map[[2]string]bool{} // user, mechanism → present
+	// An upsert is applied when this broker holds the credential with
+	// the upsert's salt and iterations: a replaced credential is present
+	// before the change too.
+	type state struct {
+		present    bool
+		salt       []byte
+		iterations int32
+	}
+	want := map[[2]string]state{} // user, mechanism
 	for _, d := range deletions {
 		if errs[d.User] == nil {
-			want[[2]string{d.User, d.Mechanism}] = false
+			want[[2]string{d.User, d.Mechanism}] = state{}
 		}
 	}
 	for _, u := range upserts {
 		if errs[u.User] == nil {
-			want[[2]string{u.User, u.Mechanism}] = true
+			want[[2]string{u.User, u.Mechanism}] = state{present: true, salt: u.Salt, iterations: u.Iterations}
 		}
 	}
 	if len(want) > 0 {
 		err := c.awaitLocal(ctx, func(im *Image) bool {
-			for k, present := range want {
+			for k, w := range want {
 				cur, ok := im.ScramCredential(k[1], k[0])
-				if ok != present {
+				if ok != w.present {
 					return false
 				}
-				if present && cur.Iterations == 0 {
+				if ok && (cur.Iterations != w.iterations || !bytes.Equal(cur.Salt, w.salt)) {
 					return false
 				}
 			}
