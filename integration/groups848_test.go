@@ -26,6 +26,22 @@ func describe848(ctx context.Context, cl *kgo.Client, group string) (kmsg.Consum
 	return g, kerr.ErrorForCode(g.ErrorCode)
 }
 
+// waitStable848 waits up to timeout for the group to be stableWith n
+// members over partitions partitions, and returns the description that was.
+func waitStable848(t *testing.T, timeout time.Duration, ctx context.Context, cl *kgo.Client, group string, n int, partitions int32) kmsg.ConsumerGroupDescribeResponseGroup {
+	t.Helper()
+	var stable kmsg.ConsumerGroupDescribeResponseGroup
+	eventually(t, timeout, func() error {
+		g, err := describe848(ctx, cl, group)
+		if err != nil {
+			return err
+		}
+		stable = g
+		return stableWith(g, n, partitions)
+	})
+	return stable
+}
+
 // stableWith checks that the group is Stable with n members, each at the
 // group epoch, and that every partition of a topic with partitions
 // partitions is assigned to exactly one of them.
@@ -160,13 +176,7 @@ func TestConsumerProtocolGroup(t *testing.T) {
 	adm := c.client(t)
 
 	a := startConsumer848(t, c, group, mu, seen, kgo.ConsumeTopics(topic))
-	eventually(t, 60*time.Second, func() error {
-		g, err := describe848(ctx, adm, group)
-		if err != nil {
-			return err
-		}
-		return stableWith(g, 1, partitions)
-	})
+	waitStable848(t, 60*time.Second, ctx, adm, group, 1, partitions)
 
 	b := startConsumer848(t, c, group, mu, seen, kgo.ConsumeTopics(topic))
 	eventually(t, 60*time.Second, func() error {
@@ -236,13 +246,7 @@ func TestConsumerProtocolGroup(t *testing.T) {
 
 	// a leaves: b gets everything.
 	a.stop()
-	eventually(t, 60*time.Second, func() error {
-		g, err := describe848(ctx, adm, group)
-		if err != nil {
-			return err
-		}
-		return stableWith(g, 1, partitions)
-	})
+	waitStable848(t, 60*time.Second, ctx, adm, group, 1, partitions)
 	b.stop()
 
 	// Every record was read; the committed offsets are the end offsets.
@@ -398,13 +402,7 @@ func TestConsumerProtocolCoordinatorFailover(t *testing.T) {
 		return now.Err
 	})
 	probe := c.client(t)
-	eventually(t, 90*time.Second, func() error {
-		g, err := describe848(ctx, probe, group)
-		if err != nil {
-			return err
-		}
-		return stableWith(g, 2, partitions)
-	})
+	waitStable848(t, 90*time.Second, ctx, probe, group, 2, partitions)
 	a.stop()
 	b.stop()
 	eventually(t, 60*time.Second, func() error {
@@ -435,13 +433,7 @@ func TestConsumerProtocolMembersSurviveCoordinatorKill(t *testing.T) {
 	b := startConsumer848(t, c, group, mu, seen, kgo.ConsumeTopics(topic), refresh)
 	x := startConsumer848(t, c, group, mu, seen, kgo.ConsumeTopics(topic), refresh)
 	probe := c.client(t)
-	eventually(t, 60*time.Second, func() error {
-		g, err := describe848(ctx, probe, group)
-		if err != nil {
-			return err
-		}
-		return stableWith(g, 3, partitions)
-	})
+	waitStable848(t, 60*time.Second, ctx, probe, group, 3, partitions)
 	// A member leaving moves the group epoch past what two members
 	// joining afresh would reach.
 	x.stop()
@@ -495,15 +487,7 @@ func TestConsumerProtocolMembersSurviveCoordinatorKill(t *testing.T) {
 		return now.Err
 	})
 	probe2 := c.client(t)
-	var after kmsg.ConsumerGroupDescribeResponseGroup
-	eventually(t, 90*time.Second, func() error {
-		g, err := describe848(ctx, probe2, group)
-		if err != nil {
-			return err
-		}
-		after = g
-		return stableWith(g, 2, partitions)
-	})
+	after := waitStable848(t, 90*time.Second, ctx, probe2, group, 2, partitions)
 	if after.Epoch != before.Epoch {
 		t.Errorf("group epoch %d after the failover, %d before: members rejoined", after.Epoch, before.Epoch)
 	}
