@@ -42,6 +42,33 @@ func waitStable848(t *testing.T, timeout time.Duration, ctx context.Context, cl 
 	return stable
 }
 
+// waitCoordinatorMoved waits until a node other than from is named the
+// group's coordinator.
+func waitCoordinatorMoved(t *testing.T, ctx context.Context, adm *kadm.Client, group string, from int32) {
+	t.Helper()
+	eventually(t, 60*time.Second, func() error {
+		now := adm.FindGroupCoordinators(ctx, group)[group]
+		if now.Err == nil && now.NodeID == from {
+			return fmt.Errorf("node %d still named coordinator", from)
+		}
+		return now.Err
+	})
+}
+
+// committedSum checks that the group's committed offsets add up to want.
+func committedSum(ctx context.Context, adm *kadm.Client, group string, want int64) error {
+	offs, err := adm.FetchOffsets(ctx, group)
+	if err != nil {
+		return err
+	}
+	var sum int64
+	offs.Each(func(o kadm.OffsetResponse) { sum += o.At })
+	if sum != want {
+		return fmt.Errorf("committed offsets sum to %d, want %d", sum, want)
+	}
+	return nil
+}
+
 // stableWith checks that the group is Stable with n members, each at the
 // group epoch, and that every partition of a topic with partitions
 // partitions is assigned to exactly one of them.
@@ -394,29 +421,12 @@ func TestConsumerProtocolCoordinatorFailover(t *testing.T) {
 	eventually(t, 90*time.Second, f.read(total))
 	// A client caches a group's coordinator and does not look again after
 	// dial errors; ask for the probe's only once another node coordinates.
-	eventually(t, 60*time.Second, func() error {
-		now := adm.FindGroupCoordinators(ctx, group)[group]
-		if now.Err == nil && now.NodeID == r.NodeID {
-			return fmt.Errorf("node %d still named coordinator", r.NodeID)
-		}
-		return now.Err
-	})
+	waitCoordinatorMoved(t, ctx, adm, group, r.NodeID)
 	probe := c.client(t)
 	waitStable848(t, 90*time.Second, ctx, probe, group, 2, partitions)
 	a.stop()
 	b.stop()
-	eventually(t, 60*time.Second, func() error {
-		offs, err := adm.FetchOffsets(ctx, group)
-		if err != nil {
-			return err
-		}
-		var sum int64
-		offs.Each(func(o kadm.OffsetResponse) { sum += o.At })
-		if sum != total {
-			return fmt.Errorf("committed offsets sum to %d, want %d", sum, total)
-		}
-		return nil
-	})
+	eventually(t, 60*time.Second, func() error { return committedSum(ctx, adm, group, total) })
 }
 
 // TestConsumerProtocolMembersSurviveCoordinatorKill kills the coordinator
@@ -448,14 +458,8 @@ func TestConsumerProtocolMembersSurviveCoordinatorKill(t *testing.T) {
 		if err := stableWith(g, 2, partitions); err != nil {
 			return err
 		}
-		offs, err := adm.FetchOffsets(ctx, group)
-		if err != nil {
+		if err := committedSum(ctx, adm, group, total/2); err != nil {
 			return err
-		}
-		var sum int64
-		offs.Each(func(o kadm.OffsetResponse) { sum += o.At })
-		if sum != total/2 {
-			return fmt.Errorf("committed offsets sum to %d, want %d", sum, total/2)
 		}
 		before = g
 		return nil
@@ -479,13 +483,7 @@ func TestConsumerProtocolMembersSurviveCoordinatorKill(t *testing.T) {
 	f.produce(total/2, total)
 	eventually(t, 90*time.Second, f.read(total))
 
-	eventually(t, 60*time.Second, func() error {
-		now := adm.FindGroupCoordinators(ctx, group)[group]
-		if now.Err == nil && now.NodeID == r.NodeID {
-			return fmt.Errorf("node %d still named coordinator", r.NodeID)
-		}
-		return now.Err
-	})
+	waitCoordinatorMoved(t, ctx, adm, group, r.NodeID)
 	probe2 := c.client(t)
 	after := waitStable848(t, 90*time.Second, ctx, probe2, group, 2, partitions)
 	if after.Epoch != before.Epoch {
