@@ -458,8 +458,8 @@ func (c *Cluster) liveNodes() []*Node {
 	return out
 }
 
-// image returns the metadata image of the active controller as a live
-// node has it, preferring the controller's own.
+// image returns the most recent metadata image (the highest offset) among
+// the running nodes.
 func (c *Cluster) image() (*cluster.Image, error) {
 	live := c.liveNodes()
 	if len(live) == 0 {

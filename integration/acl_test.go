@@ -92,20 +92,7 @@ func TestACLsAreCreatedDescribedAndDeletedOnEveryNode(t *testing.T) {
 		"TOPIC orders LITERAL User:alice * DESCRIBE ALLOW",
 		"TOPIC orders LITERAL User:alice * READ ALLOW",
 	}, "\n")
-	for i := range adm {
-		// At once: CreateAcls and DeleteAcls answer after every
-		// live broker has applied them (read your own admin writes).
-		at(t, func() error {
-			got, err := allACLs(adm[i])
-			if err != nil {
-				return err
-			}
-			if got != want {
-				return fmt.Errorf("node %d describes:\n%s\nwant:\n%s", i+1, got, want)
-			}
-			return nil
-		})
-	}
+	everyNodeDescribes(t, adm, want, "")
 
 	// Deleted through node 3 with a MATCH filter: every binding that
 	// applies to topic app-orders.
@@ -129,20 +116,7 @@ func TestACLsAreCreatedDescribedAndDeletedOnEveryNode(t *testing.T) {
 		"TOPIC orders LITERAL User:alice * DESCRIBE ALLOW",
 		"TOPIC orders LITERAL User:alice * READ ALLOW",
 	}, "\n")
-	for i := range adm {
-		// At once: CreateAcls and DeleteAcls answer after every
-		// live broker has applied them (read your own admin writes).
-		at(t, func() error {
-			got, err := allACLs(adm[i])
-			if err != nil {
-				return err
-			}
-			if got != want {
-				return fmt.Errorf("node %d describes after the delete:\n%s\nwant:\n%s", i+1, got, want)
-			}
-			return nil
-		})
-	}
+	everyNodeDescribes(t, adm, want, " after the delete")
 }
 
 func TestACLAPIsAnswerSecurityDisabledWithoutAnAuthorizer(t *testing.T) {
@@ -216,10 +190,18 @@ func TestAnonymousClientWithoutACLsIsRefused(t *testing.T) {
 	}
 }
 
-// at fails the test unless check passes on its first call.
-func at(t *testing.T, check func() error) {
+// everyNodeDescribes fails the test unless every node, asked once, describes
+// exactly want. Asking once is enough: CreateAcls and DeleteAcls answer
+// after every live broker has applied them (read your own admin writes).
+func everyNodeDescribes(t *testing.T, adm []*kadm.Client, want, when string) {
 	t.Helper()
-	if err := check(); err != nil {
-		t.Fatal(err)
+	for i := range adm {
+		got, err := allACLs(adm[i])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got != want {
+			t.Fatalf("node %d describes%s:\n%s\nwant:\n%s", i+1, when, got, want)
+		}
 	}
 }

@@ -26,6 +26,49 @@ func describe848(ctx context.Context, cl *kgo.Client, group string) (kmsg.Consum
 	return g, kerr.ErrorForCode(g.ErrorCode)
 }
 
+// waitStable848 waits up to timeout for the group to be stableWith n
+// members over partitions partitions, and returns the description that was.
+func waitStable848(t *testing.T, timeout time.Duration, ctx context.Context, cl *kgo.Client, group string, n int, partitions int32) kmsg.ConsumerGroupDescribeResponseGroup {
+	t.Helper()
+	var stable kmsg.ConsumerGroupDescribeResponseGroup
+	eventually(t, timeout, func() error {
+		g, err := describe848(ctx, cl, group)
+		if err != nil {
+			return err
+		}
+		stable = g
+		return stableWith(g, n, partitions)
+	})
+	return stable
+}
+
+// waitCoordinatorMoved waits until a node other than from is named the
+// group's coordinator.
+func waitCoordinatorMoved(t *testing.T, ctx context.Context, adm *kadm.Client, group string, from int32) {
+	t.Helper()
+	eventually(t, 60*time.Second, func() error {
+		now := adm.FindGroupCoordinators(ctx, group)[group]
+		if now.Err == nil && now.NodeID == from {
+			return fmt.Errorf("node %d still named coordinator", from)
+		}
+		return now.Err
+	})
+}
+
+// committedSum checks that the group's committed offsets add up to want.
+func committedSum(ctx context.Context, adm *kadm.Client, group string, want int64) error {
+	offs, err := adm.FetchOffsets(ctx, group)
+	if err != nil {
+		return err
+	}
+	var sum int64
+	offs.Each(func(o kadm.OffsetResponse) { sum += o.At })
+	if sum != want {
+		return fmt.Errorf("committed offsets sum to %d, want %d", sum, want)
+	}
+	return nil
+}
+
 // stableWith checks that the group is Stable with n members, each at the
 // group epoch, and that every partition of a topic with partitions
 // partitions is assigned to exactly one of them.
@@ -160,13 +203,7 @@ func TestConsumerProtocolGroup(t *testing.T) {
 	adm := c.client(t)
 
 	a := startConsumer848(t, c, group, mu, seen, kgo.ConsumeTopics(topic))
-	eventually(t, 60*time.Second, func() error {
-		g, err := describe848(ctx, adm, group)
-		if err != nil {
-			return err
-		}
-		return stableWith(g, 1, partitions)
-	})
+	waitStable848(t, 60*time.Second, ctx, adm, group, 1, partitions)
 
 	b := startConsumer848(t, c, group, mu, seen, kgo.ConsumeTopics(topic))
 	eventually(t, 60*time.Second, func() error {
@@ -236,13 +273,7 @@ func TestConsumerProtocolGroup(t *testing.T) {
 
 	// a leaves: b gets everything.
 	a.stop()
-	eventually(t, 60*time.Second, func() error {
-		g, err := describe848(ctx, adm, group)
-		if err != nil {
-			return err
-		}
-		return stableWith(g, 1, partitions)
-	})
+	waitStable848(t, 60*time.Second, ctx, adm, group, 1, partitions)
 	b.stop()
 
 	// Every record was read; the committed offsets are the end offsets.
@@ -390,35 +421,12 @@ func TestConsumerProtocolCoordinatorFailover(t *testing.T) {
 	eventually(t, 90*time.Second, f.read(total))
 	// A client caches a group's coordinator and does not look again after
 	// dial errors; ask for the probe's only once another node coordinates.
-	eventually(t, 60*time.Second, func() error {
-		now := adm.FindGroupCoordinators(ctx, group)[group]
-		if now.Err == nil && now.NodeID == r.NodeID {
-			return fmt.Errorf("node %d still named coordinator", r.NodeID)
-		}
-		return now.Err
-	})
+	waitCoordinatorMoved(t, ctx, adm, group, r.NodeID)
 	probe := c.client(t)
-	eventually(t, 90*time.Second, func() error {
-		g, err := describe848(ctx, probe, group)
-		if err != nil {
-			return err
-		}
-		return stableWith(g, 2, partitions)
-	})
+	waitStable848(t, 90*time.Second, ctx, probe, group, 2, partitions)
 	a.stop()
 	b.stop()
-	eventually(t, 60*time.Second, func() error {
-		offs, err := adm.FetchOffsets(ctx, group)
-		if err != nil {
-			return err
-		}
-		var sum int64
-		offs.Each(func(o kadm.OffsetResponse) { sum += o.At })
-		if sum != total {
-			return fmt.Errorf("committed offsets sum to %d, want %d", sum, total)
-		}
-		return nil
-	})
+	eventually(t, 60*time.Second, func() error { return committedSum(ctx, adm, group, total) })
 }
 
 // TestConsumerProtocolMembersSurviveCoordinatorKill kills the coordinator
@@ -435,13 +443,7 @@ func TestConsumerProtocolMembersSurviveCoordinatorKill(t *testing.T) {
 	b := startConsumer848(t, c, group, mu, seen, kgo.ConsumeTopics(topic), refresh)
 	x := startConsumer848(t, c, group, mu, seen, kgo.ConsumeTopics(topic), refresh)
 	probe := c.client(t)
-	eventually(t, 60*time.Second, func() error {
-		g, err := describe848(ctx, probe, group)
-		if err != nil {
-			return err
-		}
-		return stableWith(g, 3, partitions)
-	})
+	waitStable848(t, 60*time.Second, ctx, probe, group, 3, partitions)
 	// A member leaving moves the group epoch past what two members
 	// joining afresh would reach.
 	x.stop()
@@ -456,14 +458,8 @@ func TestConsumerProtocolMembersSurviveCoordinatorKill(t *testing.T) {
 		if err := stableWith(g, 2, partitions); err != nil {
 			return err
 		}
-		offs, err := adm.FetchOffsets(ctx, group)
-		if err != nil {
+		if err := committedSum(ctx, adm, group, total/2); err != nil {
 			return err
-		}
-		var sum int64
-		offs.Each(func(o kadm.OffsetResponse) { sum += o.At })
-		if sum != total/2 {
-			return fmt.Errorf("committed offsets sum to %d, want %d", sum, total/2)
 		}
 		before = g
 		return nil
@@ -487,23 +483,9 @@ func TestConsumerProtocolMembersSurviveCoordinatorKill(t *testing.T) {
 	f.produce(total/2, total)
 	eventually(t, 90*time.Second, f.read(total))
 
-	eventually(t, 60*time.Second, func() error {
-		now := adm.FindGroupCoordinators(ctx, group)[group]
-		if now.Err == nil && now.NodeID == r.NodeID {
-			return fmt.Errorf("node %d still named coordinator", r.NodeID)
-		}
-		return now.Err
-	})
+	waitCoordinatorMoved(t, ctx, adm, group, r.NodeID)
 	probe2 := c.client(t)
-	var after kmsg.ConsumerGroupDescribeResponseGroup
-	eventually(t, 90*time.Second, func() error {
-		g, err := describe848(ctx, probe2, group)
-		if err != nil {
-			return err
-		}
-		after = g
-		return stableWith(g, 2, partitions)
-	})
+	after := waitStable848(t, 90*time.Second, ctx, probe2, group, 2, partitions)
 	if after.Epoch != before.Epoch {
 		t.Errorf("group epoch %d after the failover, %d before: members rejoined", after.Epoch, before.Epoch)
 	}

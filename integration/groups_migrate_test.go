@@ -196,13 +196,7 @@ func TestClassicGroupUpgradedOnlineByRollingMembers(t *testing.T) {
 			})
 		}
 	}
-	eventually(t, 60*time.Second, func() error {
-		g, err := describe848(s.ctx, adm, group)
-		if err != nil {
-			return err
-		}
-		return stableWith(g, 3, 6)
-	})
+	waitStable848(t, 60*time.Second, s.ctx, adm, group, 3, 6)
 	s.produceAndRead(300)
 	for _, m := range members {
 		m.stop()
@@ -222,13 +216,7 @@ func TestConsumerGroupDowngradedOnlineByRollingMembers(t *testing.T) {
 	for range 3 {
 		members = append(members, startMigrationMember(t, s.c, group, topic, true, s.reads))
 	}
-	eventually(t, 60*time.Second, func() error {
-		g, err := describe848(s.ctx, adm, group)
-		if err != nil {
-			return err
-		}
-		return stableWith(g, 3, 6)
-	})
+	waitStable848(t, 60*time.Second, s.ctx, adm, group, 3, 6)
 	s.produceAndRead(300)
 
 	for i := range members {
@@ -236,13 +224,7 @@ func TestConsumerGroupDowngradedOnlineByRollingMembers(t *testing.T) {
 		members[i] = startMigrationMember(t, s.c, group, topic, false, s.reads)
 		if i == 0 {
 			// The classic member joined the consumer group.
-			eventually(t, 60*time.Second, func() error {
-				g, err := describe848(s.ctx, adm, group)
-				if err != nil {
-					return err
-				}
-				return stableWith(g, 3, 6)
-			})
+			waitStable848(t, 60*time.Second, s.ctx, adm, group, 3, 6)
 		}
 		s.produceAndRead(300)
 	}
@@ -287,15 +269,7 @@ func TestMigratingGroupSurvivesCoordinatorKill(t *testing.T) {
 		return nil
 	})
 	x := startMigrationMember(t, s.c, group, topic, true, s.reads)
-	var before kmsg.ConsumerGroupDescribeResponseGroup
-	eventually(t, 60*time.Second, func() error {
-		g, err := describe848(s.ctx, probe, group)
-		if err != nil {
-			return err
-		}
-		before = g
-		return stableWith(g, 3, 6)
-	})
+	before := waitStable848(t, 60*time.Second, s.ctx, probe, group, 3, 6)
 	s.produceAndRead(300)
 
 	adm := s.c.admin(t)

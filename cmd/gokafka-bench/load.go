@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -119,7 +118,7 @@ func (c *loadConfig) producerOpts() []kgo.Opt {
 // ensureTopic creates the topic (tolerating one that exists) and waits until
 // every partition has a leader and rf in-sync replicas.
 func ensureTopic(ctx context.Context, brokers []string, topic string, partitions, rf int) error {
-	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(brokers...)}, clientTLS...)...)
+	cl, err := newClient(brokers)
 	if err != nil {
 		return err
 	}
@@ -293,7 +292,7 @@ func runProduce(ctx context.Context, c *loadConfig) (*result, error) {
 // created a node may not know yet that it leads a partition, so retriable
 // errors are retried for a while, as clients do.
 func (c *loadConfig) partitionBounds(ctx context.Context) (map[int32][2]int64, error) {
-	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(c.brokers...)}, clientTLS...)...)
+	cl, err := newClient(c.brokers)
 	if err != nil {
 		return nil, err
 	}
@@ -311,10 +310,9 @@ func (c *loadConfig) partitionBounds(ctx context.Context) (map[int32][2]int64, e
 // partitionConsumer is a client that reads the config's topic, without a
 // group, each partition from its offset in offsets.
 func (c *loadConfig) partitionConsumer(offsets map[int32]kgo.Offset, opts ...kgo.Opt) (*kgo.Client, error) {
-	return kgo.NewClient(append([]kgo.Opt{
-		kgo.SeedBrokers(c.brokers...),
+	return newClient(c.brokers, append([]kgo.Opt{
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{c.topic: offsets}),
-	}, slices.Concat(clientTLS, opts)...)...)
+	}, opts...)...)
 }
 
 func listBounds(ctx context.Context, cl *kgo.Client, topic string) (map[int32][2]int64, error) {

@@ -21,13 +21,12 @@ func (r *runner) scale(ctx context.Context, sc scenario, srv *server) ([]metric,
 	c := r.scenarioLoad(sc, srv.addrs)
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
 	defer cancel()
-	cl, err := kgo.NewClient(append([]kgo.Opt{
-		kgo.SeedBrokers(srv.addrs...),
+	cl, err := newClient(srv.addrs,
 		kgo.RequiredAcks(kgo.AllISRAcks()),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()),
 		kgo.RetryBackoffFn(func(int) time.Duration { return 10 * time.Millisecond }),
-		kgo.MaxBufferedRecords(c.partitions + 1),
-	}, clientTLS...)...)
+		kgo.MaxBufferedRecords(c.partitions+1),
+	)
 	if err != nil {
 		return nil, err
 	}
@@ -91,7 +90,7 @@ func (r *runner) scale(ctx context.Context, sc scenario, srv *server) ([]metric,
 		time.Sleep(time.Millisecond)
 	}
 	acceptAt := time.Since(started)
-	one, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(addr)}, clientTLS...)...)
+	one, err := newClient([]string{addr})
 	if err != nil {
 		return nil, err
 	}

@@ -341,11 +341,10 @@ func (r *runner) startup(ctx context.Context, srv *server) ([]metric, error) {
 	started := srv.procs[0].started
 	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
-	cl, err := kgo.NewClient(append([]kgo.Opt{
-		kgo.SeedBrokers(srv.addrs...),
+	cl, err := newClient(srv.addrs,
 		kgo.RequiredAcks(kgo.AllISRAcks()),
 		kgo.RetryBackoffFn(func(int) time.Duration { return 5 * time.Millisecond }),
-	}, clientTLS...)...)
+	)
 	if err != nil {
 		return nil, err
 	}
@@ -468,7 +467,7 @@ func (r *runner) idle(ctx context.Context, srv *server, sc scenario) ([]metric, 
 // createIdleTopic creates topic and waits until every partition has a
 // leader and its full ISR, giving the creation as long as ctx allows.
 func createIdleTopic(ctx context.Context, brokers []string, topic string, partitions, rf int) error {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.RetryTimeout(10*time.Minute))
+	cl, err := newClient(brokers, kgo.RetryTimeout(10*time.Minute))
 	if err != nil {
 		return err
 	}

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -47,6 +48,11 @@ type serverSpec struct {
 // with the CA of the running server's certificates when it is TLS. The
 // servers are started one at a time, before their clients.
 var clientTLS []kgo.Opt
+
+// newClient is a client of seeds with clientTLS and opts.
+func newClient(seeds []string, opts ...kgo.Opt) (*kgo.Client, error) {
+	return kgo.NewClient(slices.Concat([]kgo.Opt{kgo.SeedBrokers(seeds...)}, clientTLS, opts)...)
+}
 
 // proc is one server process, stopped only through its own handle.
 type proc struct {
@@ -305,7 +311,7 @@ func (s *server) waitReady(timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	for _, addr := range s.addrs {
-		cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(addr)}, clientTLS...)...)
+		cl, err := newClient([]string{addr})
 		if err != nil {
 			return err
 		}

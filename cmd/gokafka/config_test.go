@@ -7,7 +7,36 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gokafka/gokafka/broker"
 )
+
+// envConfig builds the broker configuration from the environment alone,
+// failing the test if it cannot.
+func envConfig(t *testing.T) broker.Config {
+	t.Helper()
+	s, err := loadConfig("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := s.brokerConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+// envConfigErr loads the environment, which must parse, and returns what
+// brokerConfig says of it.
+func envConfigErr(t *testing.T) error {
+	t.Helper()
+	s, err := loadConfig("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.brokerConfig()
+	return err
+}
 
 // config.yaml documents every property with its default; the table in
 // config.go is what the code uses. They must not drift.
@@ -88,24 +117,13 @@ func TestConfigRejectsUnknownAndInvalid(t *testing.T) {
 		t.Error("unknown property accepted")
 	}
 	t.Setenv("GOKAFKA_NUM_PARTITIONS", "zero")
-	s, err := loadConfig("")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.brokerConfig(); err == nil {
+	if err := envConfigErr(t); err == nil {
 		t.Error("non-numeric num.partitions accepted")
 	}
 }
 
 func TestDefaultsServeLocalhost9092WithDataDir(t *testing.T) {
-	s, err := loadConfig("")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := s.brokerConfig()
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := envConfig(t)
 	if len(cfg.Listeners) != 1 || cfg.Listeners[0] != "PLAINTEXT://127.0.0.1:9092" || cfg.LogDirs[0] != "./data" {
 		t.Fatalf("defaults: %v %v", cfg.Listeners, cfg.LogDirs)
 	}
@@ -172,11 +190,7 @@ func TestListenerSecurityProtocolsAndPerListenerSettings(t *testing.T) {
 
 func TestListenerSecurityProtocolMapRejectsUnknownProtocol(t *testing.T) {
 	t.Setenv("GOKAFKA_LISTENER_SECURITY_PROTOCOL_MAP", "PLAINTEXT:TLS")
-	s, err := loadConfig("")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.brokerConfig(); err == nil || !strings.Contains(err.Error(), "unknown security protocol") {
+	if err := envConfigErr(t); err == nil || !strings.Contains(err.Error(), "unknown security protocol") {
 		t.Fatalf("brokerConfig: %v", err)
 	}
 }
@@ -200,34 +214,19 @@ func TestHTTPListenerDefaultsToLoopbackAndEmptyEnvTurnsItOff(t *testing.T) {
 }
 
 func TestLeaderRebalanceConfig(t *testing.T) {
-	s, err := loadConfig("")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := s.brokerConfig()
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := envConfig(t)
 	if lr := cfg.LeaderRebalance; !lr.Enable || lr.CheckInterval != 300*time.Second || lr.PerBrokerPercentage != 10 {
 		t.Fatalf("defaults %+v, want Kafka's: on, 300 s, 10 %%", lr)
 	}
 	t.Setenv("GOKAFKA_AUTO_LEADER_REBALANCE_ENABLE", "false")
 	t.Setenv("GOKAFKA_LEADER_IMBALANCE_CHECK_INTERVAL_SECONDS", "5")
 	t.Setenv("GOKAFKA_LEADER_IMBALANCE_PER_BROKER_PERCENTAGE", "0")
-	if s, err = loadConfig(""); err != nil {
-		t.Fatal(err)
-	}
-	if cfg, err = s.brokerConfig(); err != nil {
-		t.Fatal(err)
-	}
+	cfg = envConfig(t)
 	if lr := cfg.LeaderRebalance; lr.Enable || lr.CheckInterval != 5*time.Second || lr.PerBrokerPercentage != 0 {
 		t.Fatalf("from the environment: %+v", lr)
 	}
 	t.Setenv("GOKAFKA_LEADER_IMBALANCE_PER_BROKER_PERCENTAGE", "101")
-	if s, err = loadConfig(""); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.brokerConfig(); err == nil {
+	if err := envConfigErr(t); err == nil {
 		t.Fatal("a percentage above 100 was accepted")
 	}
 }
@@ -235,14 +234,7 @@ func TestLeaderRebalanceConfig(t *testing.T) {
 func TestProcessRolesAndQuorumBootstrapServers(t *testing.T) {
 	t.Setenv("GOKAFKA_PROCESS_ROLES", "broker")
 	t.Setenv("GOKAFKA_CONTROLLER_QUORUM_BOOTSTRAP_SERVERS", "127.0.0.1:9093,127.0.0.1:9094")
-	s, err := loadConfig("")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := s.brokerConfig()
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := envConfig(t)
 	if !cfg.Roles.BrokerOnly || cfg.Roles.ControllerOnly {
 		t.Fatalf("process.roles=broker: %+v", cfg.Roles)
 	}
@@ -253,12 +245,7 @@ func TestProcessRolesAndQuorumBootstrapServers(t *testing.T) {
 	t.Setenv("GOKAFKA_PROCESS_ROLES", "controller")
 	t.Setenv("GOKAFKA_CONTROLLER_QUORUM_BOOTSTRAP_SERVERS", "")
 	t.Setenv("GOKAFKA_CONTROLLER_QUORUM_VOTERS", "1@127.0.0.1:9093")
-	if s, err = loadConfig(""); err != nil {
-		t.Fatal(err)
-	}
-	if cfg, err = s.brokerConfig(); err != nil {
-		t.Fatal(err)
-	}
+	cfg = envConfig(t)
 	if !cfg.Roles.ControllerOnly || cfg.Roles.BrokerOnly {
 		t.Fatalf("process.roles=controller: %+v", cfg.Roles)
 	}
@@ -271,10 +258,7 @@ func TestProcessRolesAndQuorumBootstrapServers(t *testing.T) {
 		for k, v := range bad {
 			t.Setenv(k, v)
 		}
-		if s, err = loadConfig(""); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := s.brokerConfig(); err == nil {
+		if err := envConfigErr(t); err == nil {
 			t.Errorf("accepted %v", bad)
 		}
 	}

@@ -241,14 +241,7 @@ func TestComposeFileConfiguresAThreeNodeCluster(t *testing.T) {
 			for k, v := range svc.Environment {
 				t.Setenv(k, v)
 			}
-			s, err := loadConfig("")
-			if err != nil {
-				t.Fatal(err)
-			}
-			cfg, err := s.brokerConfig()
-			if err != nil {
-				t.Fatal(err)
-			}
+			cfg := envConfig(t)
 			ids[cfg.NodeID] = true
 			want := fmt.Sprintf("CONTROLLER://%s:9093", svc.Hostname)
 			if !strings.Contains(strings.Join(cfg.Listeners, ","), want) {

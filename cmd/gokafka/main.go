@@ -95,10 +95,9 @@ func run() int {
 
 	// The HTTP listener comes up first, so that /livez answers and
 	// /readyz says why not ready while the logs recover.
-	seriesMax := s.i64("metrics.partition.series.max")
-	if len(s.errs) > 0 || seriesMax < 0 {
-		logger.Error().Str("value", s.str("metrics.partition.series.max")).
-			Msg("configuration rejected: metrics.partition.series.max must be a number, 0 or more")
+	seriesMax := s.nonNegative("metrics.partition.series.max")
+	if len(s.errs) > 0 {
+		logger.Error().Msg("configuration rejected: " + strings.Join(s.errs, "; "))
 		return 2
 	}
 	m := metrics.New(metrics.Config{PartitionSeriesMax: int(min(seriesMax, math.MaxInt32))})

@@ -37,14 +37,7 @@ func TestCredentialsStayOutOfDescribeConfigs(t *testing.T) {
 	t.Setenv("GOKAFKA_LISTENERS", "PLAINTEXT://127.0.0.1:9092,SASL_PLAINTEXT://127.0.0.1:9093")
 	t.Setenv("GOKAFKA_LISTENER_NAME_SASL_PLAINTEXT_PLAIN_SASL_JAAS_CONFIG", `org.apache.kafka.common.security.plain.PlainLoginModule required user_alice="alice-secret";`)
 	t.Setenv("GOKAFKA_GOKAFKA_SCRAM_BOOTSTRAP_USERS", "SCRAM-SHA-256=[name=admin,password=admin-secret]")
-	s, err := loadConfig("")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := s.brokerConfig()
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := envConfig(t)
 	if cfg.ListenerSettings["SASL_PLAINTEXT"]["plain.sasl.jaas.config"] == "" || len(cfg.SASL.BootstrapScram) != 1 {
 		t.Fatalf("settings not read: %v %v", cfg.ListenerSettings, cfg.SASL.BootstrapScram)
 	}
