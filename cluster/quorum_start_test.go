@@ -10,15 +10,21 @@ import (
 	"github.com/rs/zerolog"
 )
 
-// freeAddr is a loopback address nothing listens on right now.
-func freeAddr(t *testing.T) string {
+// freeVoters are n voters (ids 1..n) on distinct loopback addresses
+// nothing listens on right now: each is held open until all are picked,
+// so that two of them cannot get the same port.
+func freeVoters(t *testing.T, n int32) []Voter {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	var voters []Voter
+	for id := int32(1); id <= n; id++ {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		voters = append(voters, Voter{ID: id, Addr: l.Addr().String()})
 	}
-	defer l.Close()
-	return l.Addr().String()
+	return voters
 }
 
 // A fresh quorum elects its leader once a majority of voters runs, without
@@ -26,10 +32,7 @@ func freeAddr(t *testing.T) string {
 // for one as it starts (a pre-vote, then a vote). The election timeout here
 // is far longer than the test may take.
 func TestQuorum_FreshVotersElectWithoutWaitingElectionTimeout(t *testing.T) {
-	var voters []Voter
-	for id := int32(1); id <= 3; id++ {
-		voters = append(voters, Voter{ID: id, Addr: freeAddr(t)})
-	}
+	voters := freeVoters(t, 3)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	type opened struct {
@@ -93,10 +96,7 @@ func TestQuorum_FreshVotersElectWithoutWaitingElectionTimeout(t *testing.T) {
 // of their ids rather than all at once, so they do not split the vote and
 // wait out an election timeout (far longer here than the test may take).
 func TestQuorum_VotersStartingTogetherElectWithoutWaitingElectionTimeout(t *testing.T) {
-	var voters []Voter
-	for id := int32(1); id <= 3; id++ {
-		voters = append(voters, Voter{ID: id, Addr: freeAddr(t)})
-	}
+	voters := freeVoters(t, 3)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	type opened struct {
