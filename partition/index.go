@@ -69,7 +69,9 @@ func openIndex(fs FS, path string, entrySize int) (*index, error) {
 			return nil, err
 		}
 	}
-	return &index{fs: fs, path: path, entrySize: entrySize, buf: data, disk: len(data), durable: ok, missing: !ok}, nil
+	// A file just created empty has no contents to fsync (its name is the
+	// directory sync's business).
+	return &index{fs: fs, path: path, entrySize: entrySize, buf: data, disk: len(data), durable: true, missing: !ok}, nil
 }
 
 func (ix *index) entries() int { return len(ix.buf) / ix.entrySize }
