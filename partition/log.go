@@ -120,6 +120,9 @@ type Log struct {
 	// forceRecover names segments to re-validate at open whatever the
 	// recovery point: those a completed swap put in place (cleaner.go).
 	forceRecover map[int64]bool
+	// loadSnapshots are the producer snapshots scanDir found, for load
+	// (saves a second listing of the directory).
+	loadSnapshots []int64
 }
 
 // Open opens (creating if needed) the log of tp under the log dir dir,
@@ -229,6 +232,7 @@ func (l *Log) scanDir() ([]int64, error) {
 			bases = append(bases, b)
 		}
 	}
+	l.loadSnapshots = producerSnapshotEnds(names)
 	for _, n := range names {
 		p := filepath.Join(l.dir, n)
 		switch {
@@ -401,9 +405,14 @@ func (l *Log) settleOffsets(opts OpenOptions, now time.Time) error {
 	}
 	// Producer snapshots above the log end describe batches lost to a
 	// crash or to a truncation interrupted before it removed them.
-	if err := l.removeProducerSnapshotsAboveLocked(l.mu.leo); err != nil {
+	if l.mu.truncPending {
+		// A fresh start at the log start may have removed some.
+		l.loadSnapshots = nil
+	}
+	if err := l.removeSnapshotsAboveLocked(l.mu.leo, l.loadSnapshots); err != nil {
 		return err
 	}
+	l.loadSnapshots = nil
 	l.mu.hw = min(max(opts.HighWatermark, l.mu.logStart), l.mu.leo)
 	if opts.CleanShutdown {
 		l.mu.recoveryPoint = l.mu.leo

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -312,12 +313,21 @@ func readHeaderAt(f io.ReaderAt, pos int64, buf []byte) (BatchHeader, error) {
 	return parseHeaderUnchecked(buf), nil
 }
 
+var scanReaders = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 64<<10) }}
+
 // scanHeaders walks the batch headers from position `from` to `to`,
 // reading sequentially through a buffer, and calls fn for each whole batch.
 // It returns the position after the last whole, sane batch and the error
 // that stopped it early (nil at `to`).
 func scanHeaders(f io.ReaderAt, from, to int64, fn func(h BatchHeader, pos int64) bool) (int64, error) {
-	br := bufio.NewReaderSize(io.NewSectionReader(f, from, to-from), 64<<10)
+	// Pooled: a start-up loading thousands of partitions scans thousands
+	// of (mostly short) tails.
+	br := scanReaders.Get().(*bufio.Reader)
+	br.Reset(io.NewSectionReader(f, from, to-from))
+	defer func() {
+		br.Reset(nil)
+		scanReaders.Put(br)
+	}()
 	var hb [BatchHeaderSize]byte
 	pos := from
 	for pos < to {
