@@ -81,10 +81,11 @@ func (r *runner) connections(ctx context.Context, sc scenario, srv *server) ([]m
 		wg.Wait()
 	}()
 
-	// Clients start 64 at a time: the load generator shares the two
-	// cores with the servers, and 2,000 simultaneous TLS-less dials would
-	// time the load generator's scheduler rather than the server.
-	sem := make(chan struct{}, 64)
+	// Clients start -s9-parallel (64) at a time: the load generator
+	// shares the two cores with the servers, and 2,000 clients set up at
+	// once would time mostly its own scheduler; -s9-parallel equal to
+	// -s9-conns is a reconnection storm.
+	sem := make(chan struct{}, o.s9Parallel)
 	setupStart := time.Now()
 	for i := range n {
 		ready.Add(1)

@@ -48,6 +48,7 @@ type options struct {
 	// s9: client connections, the interval of each one's records, and
 	// the measured window once all are connected.
 	s9Conns    int
+	s9Parallel int
 	s9Interval time.Duration
 	s9Window   time.Duration
 	// s10: bytes of the moved partition, the producer's records/s, the
@@ -109,6 +110,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.IntVar(&o.scalePartitions, "scale-partitions", 0, "s8: partitions of its topic instead of 10000 (each takes three open files per node: log, index and time index)")
 	fs.DurationVar(&o.scaleISRWait, "scale-isr-wait", 2*time.Minute, "s8: how long to wait for the restarted node to be back in every ISR")
 	fs.IntVar(&o.s9Conns, "s9-conns", 2000, "s9: producer clients, each with its own connection to its partition's leader")
+	fs.IntVar(&o.s9Parallel, "s9-parallel", 64, "s9: clients setting up at once (-s9-conns for a reconnection storm)")
 	fs.DurationVar(&o.s9Interval, "s9-interval", time.Second, "s9: each client produces one record this often")
 	fs.DurationVar(&o.s9Window, "s9-window", 20*time.Second, "s9: measure CPU, memory and latency over this long once every client is connected")
 	s10Bytes := fs.String("s10-bytes", "1GB", "s10: bytes written to the partition before it is moved (suffixes as -consume-bytes)")
@@ -260,8 +262,8 @@ func (o *options) validate() error {
 	if o.idleSettle < 0 || o.idleWindow <= 0 {
 		return fmt.Errorf("-idle-settle %v, -idle-window %v: want a non-negative settle and a positive window", o.idleSettle, o.idleWindow)
 	}
-	if o.s9Conns < 1 || o.s9Interval <= 0 || o.s9Window <= 0 {
-		return fmt.Errorf("-s9-conns %d, -s9-interval %v, -s9-window %v: want at least one connection and positive durations", o.s9Conns, o.s9Interval, o.s9Window)
+	if o.s9Conns < 1 || o.s9Parallel < 1 || o.s9Interval <= 0 || o.s9Window <= 0 {
+		return fmt.Errorf("-s9-conns %d, -s9-parallel %d, -s9-interval %v, -s9-window %v: want at least one connection and client, and positive durations", o.s9Conns, o.s9Parallel, o.s9Interval, o.s9Window)
 	}
 	if o.s10Bytes < 1 || o.s10Rate < 1 || o.s10Before <= 0 || o.s10Throttle < 1 {
 		return fmt.Errorf("-s10-bytes %d, -s10-rate %d, -s10-before %v, -s10-throttle %d: want positive values", o.s10Bytes, o.s10Rate, o.s10Before, o.s10Throttle)

@@ -198,7 +198,7 @@ func (r *runner) settings(sc scenario) string {
 	case kindScale:
 		return fmt.Sprintf("kadm CreateTopic (%d partitions, RF %d) timed to its answer; then one acks=all %d B record to every partition; then the last node stopped by SIGTERM and started again, timed to its first accept, to a Metadata answer from it listing every broker, and to its return to every ISR", c.partitions, c.rf, c.recordSize)
 	case kindConns:
-		return fmt.Sprintf("%d kgo clients started 64 at a time, each pinned to one of %d partitions (RF %d) and producing one %d B acks=all record every %v, linger 0, not idempotent; set-up timed from the new client to its first acknowledged record; then, with every client connected, server CPU per node, RSS per node and ack latency over %v; RSS per connection is the growth of the nodes' RSS over their idle RSS divided by the sockets they gained", r.opts.s9Conns, c.partitions, c.rf, c.recordSize, r.opts.s9Interval, r.opts.s9Window)
+		return fmt.Sprintf("%d kgo clients started %d at a time, each pinned to one of %d partitions (RF %d) and producing one %d B acks=all record every %v, linger 0, not idempotent; set-up timed from the new client to its first acknowledged record; then, with every client connected, server CPU per node, RSS per node and ack latency over %v; RSS per connection is the growth of the nodes' RSS over their idle RSS divided by the sockets they gained", r.opts.s9Conns, r.opts.s9Parallel, c.partitions, c.rf, c.recordSize, r.opts.s9Interval, r.opts.s9Window)
 	case kindReassign:
 		thr := "no throttle"
 		if sc.throttled {
