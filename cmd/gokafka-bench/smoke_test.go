@@ -203,12 +203,14 @@ func TestSmokeScenarioS9(t *testing.T) {
 // TestSmokeScenarioS10 moves a small partition with the throttle set and
 // checks that the reassignment completed (the runner fails the round
 // otherwise) with latencies before and during it, and that kfake, which
-// cannot reassign, was left out. Skipped with -short.
+// cannot reassign, was left out. The throttle (2 MB/s for 4 MB, one
+// second's burst allowed) keeps the move long enough for the producer to
+// send during it. Skipped with -short.
 func TestSmokeScenarioS10(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts servers; skipped with -short")
 	}
-	rounds := runSmoke(t, "-scenario", "s10-throttled", "-s10-bytes", "4MB", "-s10-before", "500ms", "-s10-throttle", "4MB", "-s10-rate", "200")
+	rounds := runSmoke(t, "-scenario", "s10-throttled", "-s10-bytes", "4MB", "-s10-before", "500ms", "-s10-throttle", "2MB", "-s10-rate", "200")
 	if len(rounds) != 1 || rounds[0].System != sysGokafka {
 		t.Fatalf("want one gokafka round, got %+v", rounds)
 	}
