@@ -4,6 +4,7 @@ import (
 	"context"
 	"net"
 	"runtime"
+	"sync"
 	"testing"
 	"time"
 
@@ -105,11 +106,27 @@ func TestConnectionThatLogsNothingBuildsNoLogger(t *testing.T) {
 		t.Fatalf("%d connections", len(srv.mu.conns))
 	}
 	for sc := range srv.mu.conns {
-		sc.reqLogMu.Lock()
-		built := sc.reqLogger != nil
-		sc.reqLogMu.Unlock()
-		if built || sc.logger != nil {
+		sc.logMu.Lock()
+		built := sc.reqLogger != nil || sc.logger != nil
+		sc.logMu.Unlock()
+		if built {
 			t.Error("a logger was built for a connection that logged nothing")
 		}
+	}
+}
+
+// A handler's goroutine may log through its request while the reader
+// logs for the connection: the logger built on first use must be built
+// once, without a race (go test -race).
+func TestConnectionLoggerBuiltOnceWhileHandlersLog(t *testing.T) {
+	c := &conn{srv: &Server{logger: zerolog.Nop()}, info: &ConnInfo{ID: 1, RemoteAddr: "127.0.0.1:1"}}
+	var wg sync.WaitGroup
+	var reader *zerolog.Logger
+	wg.Add(2)
+	go func() { defer wg.Done(); c.requestLogger("client-a").Debug().Msg("handler") }()
+	go func() { defer wg.Done(); reader = c.log() }()
+	wg.Wait()
+	if c.log() != reader {
+		t.Fatal("the connection's logger was built twice")
 	}
 }

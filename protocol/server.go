@@ -349,16 +349,16 @@ type conn struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 
+	// logMu guards the loggers below: the reader, the writer and a
+	// handler's own goroutines (through Request.Logger) may all log at
+	// once.
+	logMu sync.Mutex
 	// logger is the server's logger with the connection's fields, built
 	// by log on first use: most connections never log, and each logger
-	// with fields holds a buffer of its own (about half a kilobyte). The
-	// reader uses it, and the writer only once the reader has stopped
-	// (finish), so it needs no lock.
+	// with fields holds a buffer of its own (about half a kilobyte).
 	logger *zerolog.Logger
 	// reqLogger is logger with the client id of reqLoggerClient, built
-	// again only when a request brings another client id; reqLogMu
-	// guards both, as a handler's goroutines may log at once.
-	reqLogMu        sync.Mutex
+	// again only when a request brings another client id.
 	reqLogger       *zerolog.Logger
 	reqLoggerClient string
 
@@ -424,6 +424,12 @@ func (c *conn) beginShutdown() {
 // log is the connection's logger, with its conn, remote and listener
 // fields, built on first use.
 func (c *conn) log() *zerolog.Logger {
+	c.logMu.Lock()
+	defer c.logMu.Unlock()
+	return c.logLocked()
+}
+
+func (c *conn) logLocked() *zerolog.Logger {
 	if c.logger == nil {
 		lg := c.srv.logger.With().Uint64("conn", c.info.ID).Str("remote", c.info.RemoteAddr)
 		if c.listener != "" {
@@ -593,9 +599,11 @@ func (c *conn) secure() bool {
 	}
 	if ok {
 		c.info.SetPrincipal(Principal{Type: "User", Name: name})
-		l := c.log().With().Str("principal", "User:"+name).Logger()
+		c.logMu.Lock()
+		l := c.logLocked().With().Str("principal", "User:"+name).Logger()
 		c.logger = &l
-		c.logger.Debug().Msg("authenticated by TLS client certificate")
+		c.logMu.Unlock()
+		l.Debug().Msg("authenticated by TLS client certificate")
 	}
 	return true
 }
@@ -766,10 +774,10 @@ func throttleAfterResponse(resp kmsg.Response, version int16) bool {
 // request's handler first logs (Request.Logger), possibly from goroutines
 // of its own while the reader serves the request.
 func (c *conn) requestLogger(clientID string) *zerolog.Logger {
-	c.reqLogMu.Lock()
-	defer c.reqLogMu.Unlock()
+	c.logMu.Lock()
+	defer c.logMu.Unlock()
 	if c.reqLogger == nil || c.reqLoggerClient != clientID {
-		l := c.log().With().Str("client_id", clientID).Logger()
+		l := c.logLocked().With().Str("client_id", clientID).Logger()
 		c.reqLogger, c.reqLoggerClient = &l, clientID
 	}
 	return c.reqLogger
@@ -870,7 +878,10 @@ func (c *conn) finish() {
 	var ev *zerolog.Event
 	switch c.reason {
 	case CloseClient, CloseIdle, CloseShutdown:
-		if c.logger == nil {
+		c.logMu.Lock()
+		built := c.logger != nil
+		c.logMu.Unlock()
+		if !built {
 			probe := c.srv.logger.Debug()
 			if probe == nil {
 				// Not logged at this level: no logger is built for it.
