@@ -211,7 +211,7 @@ func Open(ctx context.Context, cfg Config, qc QuorumConfig, logger zerolog.Logge
 	if qc.SessionTimeout <= 0 {
 		qc.SessionTimeout = 9 * time.Second
 	}
-	c := &Controller{cfg: cfg, qc: qc, logger: logger, stop: make(chan struct{}), hbStop: make(chan struct{})}
+	c := &Controller{cfg: cfg, qc: qc, logger: logger, stop: make(chan struct{}), hbStop: make(chan struct{}), leaderChanged: make(chan struct{}, 1)}
 	c.now = cfg.Now
 	if c.now == nil {
 		c.now = time.Now
@@ -710,6 +710,10 @@ func (l *raftLog) watchLeader(ch chan raft.Observation, obs *raft.Observer) {
 			l.fsm.mu.Unlock()
 			if l.IsLeader() {
 				l.nudge()
+			}
+			select {
+			case c.leaderChanged <- struct{}{}:
+			default:
 			}
 		}
 	}
