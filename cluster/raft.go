@@ -736,7 +736,8 @@ func (c *Controller) Close() error {
 
 // Kill closes the controller as a killed process leaves it: the quorum
 // leadership is not handed over (the other voters elect a leader after
-// their election timeout), nothing else differs from Close.
+// controller.quorum.fetch.timeout.ms without it), nothing else differs
+// from Close.
 func (c *Controller) Kill() error {
 	c.killed.Store(true)
 	return c.Close()
