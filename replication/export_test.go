@@ -6,3 +6,6 @@ func ProducerStateLoaded(p *Partition) bool {
 	defer p.prod.mu.Unlock()
 	return p.prod.st != nil
 }
+
+// CheckISRs runs the ISR expiry check of every led partition now.
+func (m *Manager) CheckISRs() { m.checkISRs() }

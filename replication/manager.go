@@ -99,6 +99,9 @@ type Partition struct {
 		// fetchWaiters are the parked fetches reading this partition,
 		// signalled on the changes notifyLocked names.
 		fetchWaiters map[*fetchWaiter]struct{}
+		// sessions are the followers' fetch sessions this partition
+		// belongs to (session.go), marked dirty on the same changes.
+		sessions map[*SessionWatch]struct{}
 	}
 }
 
@@ -165,6 +168,9 @@ func (p *Partition) notifyLocked(followers, consumers bool) {
 		if (w.replica && followers) || (!w.replica && consumers) {
 			w.signal()
 		}
+	}
+	for w := range p.mu.sessions {
+		w.markDirty(p.TP, followers)
 	}
 }
 
@@ -1126,6 +1132,17 @@ type FetchParams struct {
 	ZeroCopy bool
 	// OnPark, if set, is called before the fetch parks to wait for data.
 	OnPark func()
+	// Session, for a follower's fetch in a fetch session, is the
+	// session's standing watch: the fetch registers the partitions it
+	// reads with it, parks on it, and records the session's fetch time
+	// for the partitions it leaves out (session.go). Partitions names
+	// only those the session's fetch must read.
+	Session *SessionWatch
+	// More, with Session, is called after each wait: it returns the
+	// session's partitions changed meanwhile that the fetch has not read
+	// yet, which it reads as well (their results follow the others'), and
+	// whether any partition changed at all.
+	More func() (extra []FetchPartition, changed bool)
 }
 
 // FetchResult is one partition's answer.
@@ -1151,6 +1168,11 @@ type FetchResult struct {
 	// result then carries no records.
 	PreferredReadReplica    int32
 	HasPreferredReadReplica bool
+	// Settled, in a session's fetch, means the follower needs nothing
+	// more of the partition until it changes: no error, nothing past its
+	// fetch offset, and the follower in the ISR. A session's next fetch
+	// may then leave it out.
+	Settled bool
 }
 
 // Fetch reads the partitions as a consumer or, with FromFollower, for a
@@ -1158,6 +1180,9 @@ type FetchResult struct {
 // watermark (a LEO, for followers) among them moves, MaxWait passes or ctx
 // ends, then reads again.
 func (m *Manager) Fetch(ctx context.Context, fp FetchParams) []FetchResult {
+	if fp.Session != nil {
+		return m.sessionFetch(ctx, fp)
+	}
 	var timer *time.Timer
 	var w *fetchWaiter
 	defer func() {
@@ -1181,7 +1206,11 @@ func (m *Manager) Fetch(ctx context.Context, fp FetchParams) []FetchResult {
 			w.changed.Store(false)
 			m.watchAll(w, fp.Partitions)
 		}
-		res, total, respondNow := m.readAll(ctx, fp, first)
+		recordFrom := len(fp.Partitions)
+		if first {
+			recordFrom = 0
+		}
+		res, total, respondNow := m.readAll(ctx, fp, recordFrom)
 		first = false
 		if total >= int64(fp.MinBytes) || respondNow || fp.MaxWait <= 0 || len(w.watched) == 0 {
 			return res
@@ -1209,12 +1238,77 @@ func (m *Manager) Fetch(ctx context.Context, fp FetchParams) []FetchResult {
 				// partitions would otherwise read them all twice.)
 				return res
 			}
-			res, _, _ = m.readAll(ctx, fp, false)
+			res, _, _ = m.readAll(ctx, fp, len(fp.Partitions))
 			return res
 		}
 		// The partitions may have been replaced (a role change): watch
 		// them afresh.
 		w.unwatchAll()
+	}
+}
+
+// sessionFetch is Fetch for a follower's fetch session: the partitions
+// stay registered with the session's watch between fetches, and the fetch
+// parks on the watch even when it reads no partition at all (an idle
+// session's fetch names none and nothing changed). After a wait it reads
+// the partitions that changed meanwhile too (fp.More).
+func (m *Manager) sessionFetch(ctx context.Context, fp FetchParams) []FetchResult {
+	w := fp.Session
+	w.roundMs.Store(m.now().UnixMilli())
+	var timer *time.Timer
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
+	recordFrom := 0
+	for {
+		for _, part := range fp.Partitions[recordFrom:] {
+			if p := m.Get(part.TP); p != nil {
+				w.watch(part.TP, p)
+			}
+		}
+		res, total, respondNow := m.readAll(ctx, fp, recordFrom)
+		if total >= int64(fp.MinBytes) || respondNow || fp.MaxWait <= 0 {
+			return res
+		}
+		CloseRegions(res) // read again after the wait
+		if timer == nil {
+			timer = time.NewTimer(fp.MaxWait)
+		}
+		if fp.OnPark != nil {
+			fp.OnPark()
+		}
+		parkedAt := m.now()
+		woke := false
+		select {
+		case <-w.ch:
+			woke = true
+		case <-timer.C:
+		case <-ctx.Done():
+		}
+		addParked(ctx, m.now().Sub(parkedAt))
+		changed := false
+		var extra []FetchPartition
+		if fp.More != nil {
+			extra, changed = fp.More()
+		}
+		recordFrom = len(fp.Partitions)
+		fp.Partitions = append(fp.Partitions, extra...)
+		if !woke {
+			if total == 0 && !changed {
+				// Nothing read and nothing changed since: the read
+				// stands.
+				return res
+			}
+			for _, part := range extra {
+				if p := m.Get(part.TP); p != nil {
+					w.watch(part.TP, p)
+				}
+			}
+			res, _, _ = m.readAll(ctx, fp, recordFrom)
+			return res
+		}
 	}
 }
 
@@ -1270,15 +1364,16 @@ func CloseRegions(res []FetchResult) {
 	}
 }
 
-// readAll reads every partition once. record is true for the first read of
-// a follower's fetch, whose position then goes to the ISR state machine
-// (as in Kafka, re-reads after a long-poll wait do not record again).
+// readAll reads every partition once. A follower's position in the
+// partitions from index recordFrom on goes to the ISR state machine: those
+// the fetch reads for the first time (as in Kafka, re-reads after a
+// long-poll wait do not record again).
 // respondNow is set when an error or a diverging epoch must be answered
 // without waiting.
 //
 // A read_committed read waits at most the fetch's MaxWait for the
 // producer state to load, then answers ErrProducerStateLoading.
-func (m *Manager) readAll(ctx context.Context, fp FetchParams, record bool) ([]FetchResult, int64, bool) {
+func (m *Manager) readAll(ctx context.Context, fp FetchParams, recordFrom int) ([]FetchResult, int64, bool) {
 	res := make([]FetchResult, len(fp.Partitions))
 	var total int64
 	respondNow := false
@@ -1287,7 +1382,12 @@ func (m *Manager) readAll(ctx context.Context, fp FetchParams, record bool) ([]F
 		budget = 1<<31 - 1
 	}
 	minOne := true
+	var rounds *atomic.Int64
+	if fp.Session != nil {
+		rounds = &fp.Session.roundMs
+	}
 	for i, part := range fp.Partitions {
+		record := i >= recordFrom
 		r := &res[i]
 		r.HighWatermark, r.LastStableOffset, r.LogStartOffset = -1, -1, -1
 		r.DivergingEpoch, r.DivergingEndOffset = -1, -1
@@ -1342,7 +1442,7 @@ func (m *Manager) readAll(ctx context.Context, fp FetchParams, record bool) ([]F
 			// follower's position is news all the same (Kafka reads such
 			// a partition with zero bytes and records it like any other).
 			if fp.FromFollower && record {
-				m.followerFetched(p, fp.ReplicaID, fp.ReplicaEpoch, part.Offset, part.LogStartOffset, leo)
+				r.Settled = m.followerFetched(p, fp.ReplicaID, fp.ReplicaEpoch, part.Offset, part.LogStartOffset, leo, rounds) && part.Offset >= leo
 				hw := p.log.HighWatermark()
 				r.HighWatermark, r.LastStableOffset = hw, hw
 			}
@@ -1396,7 +1496,7 @@ func (m *Manager) readAll(ctx context.Context, fp FetchParams, record bool) ([]F
 			}
 		}
 		if fp.FromFollower && record {
-			m.followerFetched(p, fp.ReplicaID, fp.ReplicaEpoch, part.Offset, part.LogStartOffset, leo)
+			r.Settled = m.followerFetched(p, fp.ReplicaID, fp.ReplicaEpoch, part.Offset, part.LogStartOffset, leo, rounds) && part.Offset >= leo
 			// The HW may have moved with this fetch; answer it.
 			hw := p.log.HighWatermark()
 			r.HighWatermark, r.LastStableOffset = hw, hw
@@ -1442,19 +1542,26 @@ func (p *Partition) checkDivergence(part FetchPartition) (epoch int32, end int64
 }
 
 // followerFetched records a follower's position, and the broker epoch its fetch
-// carried, with the ISR state machine.
-func (m *Manager) followerFetched(p *Partition, id int32, brokerEpoch, offset, logStart, leaderLEO int64) {
+// carried, with the ISR state machine. With rounds (the fetch is a
+// session's, see session.go) it reports whether the follower is settled
+// (leaderState.FollowerInSession).
+func (m *Manager) followerFetched(p *Partition, id int32, brokerEpoch, offset, logStart, leaderLEO int64, rounds *atomic.Int64) bool {
 	now := m.now().UnixMilli()
 	p.mu.Lock()
 	// The broker epoch first: a proposal this fetch triggers names it.
 	p.noteReplicaEpochLocked(id, brokerEpoch)
 	st := p.mu.st
 	var prop *ISRProposal
+	settled := false
 	if st != nil {
 		prop = p.applyLocked(st.FollowerFetched(id, offset, logStart, leaderLEO, now))
+		if rounds != nil {
+			settled = st.FollowerInSession(id, rounds)
+		}
 	}
 	p.mu.Unlock()
 	m.afterUnlock(p, st, prop)
+	return settled && prop == nil
 }
 
 // ListOffset answers ListOffsets for one partition: ts -1 latest, -2
