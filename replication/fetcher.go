@@ -161,6 +161,14 @@ type fetcher struct {
 	// sess is the fetch session with the leader (KIP-227); only the run
 	// goroutine uses it.
 	sess followerSession
+	// Kept from one fetch to the next by the run goroutine, so that an
+	// idle round over thousands of partitions allocates no new maps and
+	// slices: a spare map for the next fetch's partitions (the session's
+	// previous one), the partitions sent, and ready's lists.
+	spare      map[partition.TopicPartition]sessionPart
+	sent       map[partition.TopicPartition]sentPart
+	readyTrunc []*fetchState
+	readyFetch []*fetchState
 
 	// mu guards parts and the fetchStates in it. It is held neither
 	// across a network call nor while a log is written (appends,
@@ -279,6 +287,10 @@ func (f *fetcher) run() {
 func (f *fetcher) ready(now time.Time) (trunc, fetch []*fetchState, nextAt time.Time) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	clear(f.readyTrunc)
+	clear(f.readyFetch)
+	trunc, fetch = f.readyTrunc[:0], f.readyFetch[:0]
+	defer func() { f.readyTrunc, f.readyFetch = trunc, fetch }()
 	for _, s := range f.parts {
 		if now.Before(s.delayUntil) {
 			if nextAt.IsZero() || s.delayUntil.Before(nextAt) {
@@ -536,15 +548,20 @@ func (f *fetcher) fetch(states []*fetchState) {
 	req.MaxWaitMillis = int32(cfg.ReplicaFetchWaitMax.Milliseconds())
 	req.MinBytes = cfg.ReplicaFetchMinBytes
 	req.MaxBytes = cfg.ReplicaFetchResponseMaxBytes
-	type sentPart struct {
-		s      *fetchState
-		offset int64
-	}
 	// next is every partition this fetch reads, which becomes the
 	// session's; an incremental request names only those whose
 	// parameters changed since the session last had them.
-	next := make(map[partition.TopicPartition]sessionPart, len(states))
-	sent := map[partition.TopicPartition]sentPart{}
+	next := f.spare
+	f.spare = nil
+	if next == nil {
+		next = make(map[partition.TopicPartition]sessionPart, len(states))
+	}
+	clear(next)
+	if f.sent == nil {
+		f.sent = make(map[partition.TopicPartition]sentPart, len(states))
+	}
+	sent := f.sent
+	clear(sent)
 	// Which partitions the follower throttle applies to is read before
 	// the fetcher's lock is taken, so that lock never waits for a
 	// partition's (throttle.go).
@@ -588,9 +605,20 @@ func (f *fetcher) fetch(states []*fetchState) {
 	}
 	f.mu.Unlock()
 	if len(sent) == 0 {
+		f.spare = next
 		return
 	}
 	f.sess.build(req, next, cfg.ReplicaFetchMaxBytes)
+	prevParts := f.sess.parts
+	defer func() {
+		// The session holds next now, or nothing (refused, failed):
+		// whichever map it no longer holds serves the next fetch.
+		if f.sess.parts != nil {
+			f.spare = prevParts
+		} else {
+			f.spare = next
+		}
+	}()
 
 	ctx, cancel := context.WithTimeout(f.ctx, cfg.ReplicaSocketTimeout+cfg.ReplicaFetchWaitMax)
 	kresp, err := f.client.Request(ctx, req)
@@ -686,6 +714,12 @@ func (f *fetcher) fetch(states []*fetchState) {
 	for _, s := range outOfRange {
 		f.handleOutOfRange(s)
 	}
+}
+
+// sentPart is a partition a fetch sent, and the offset it asked for.
+type sentPart struct {
+	s      *fetchState
+	offset int64
 }
 
 // followerSession is the follower's side of a fetch session (Kafka's
