@@ -492,13 +492,13 @@ func (f *fetcher) truncate(states []*fetchState) {
 func (f *fetcher) truncateTo(s *fetchState, off int64) error {
 	lg := s.p.log
 	if leo := lg.LogEndOffset(); off < leo {
-		s.p.logger.Info().Int32("leader", f.leader).
+		s.p.logger().Info().Int32("leader", f.leader).
 			Int64("offset", off).Int64("log_end_offset", leo).Msg("truncating follower log by leader epoch")
 		s.p.producersTruncated()
 		err := lg.TruncateTo(off)
 		s.p.producersTruncated()
 		if err != nil {
-			s.p.logger.Warn().Err(err).Int32("leader", f.leader).Msg("truncation failed")
+			s.p.logger().Warn().Err(err).Int32("leader", f.leader).Msg("truncation failed")
 			return err
 		}
 		// Rebuild what the truncation dropped, in the background.
@@ -870,7 +870,7 @@ func (f *fetcher) applyPartition(s *fetchState, offset int64, rp *kmsg.FetchResp
 		if _, err := lg.AppendAsFollower(rp.RecordBatches); err != nil {
 			// The batches do not continue our log: it diverged in a way the
 			// epochs did not reveal yet. Truncate again by epoch.
-			s.p.logger.Warn().Err(err).Int32("leader", f.leader).Msg("appending replicated batches failed")
+			s.p.logger().Warn().Err(err).Int32("leader", f.leader).Msg("appending replicated batches failed")
 			return applyRetruncate
 		}
 		s.p.producersAppended(rp.RecordBatches)
@@ -880,7 +880,7 @@ func (f *fetcher) applyPartition(s *fetchState, offset int64, rp *kmsg.FetchResp
 	}
 	if rp.LogStartOffset > lg.LogStartOffset() {
 		if _, err := lg.DeleteRecordsBefore(min(rp.LogStartOffset, lg.HighWatermark())); err != nil && !errors.Is(err, partition.ErrOffsetOutOfRange) {
-			s.p.logger.Warn().Err(err).Int32("leader", f.leader).Msg("following the leader's log start offset")
+			s.p.logger().Warn().Err(err).Int32("leader", f.leader).Msg("following the leader's log start offset")
 		}
 	}
 	s.p.mu.Lock()
@@ -924,7 +924,7 @@ func (f *fetcher) handleOutOfRange(s *fetchState) {
 		if leaderStart <= lg.LogEndOffset() {
 			return
 		}
-		s.p.logger.Info().Int32("leader", f.leader).Int64("leader_log_start", leaderStart).
+		s.p.logger().Info().Int32("leader", f.leader).Int64("leader_log_start", leaderStart).
 			Int64("log_end_offset", lg.LogEndOffset()).Msg("follower log is behind the leader's log start; restarting it there")
 		s.p.producersTruncated()
 		err = lg.TruncateFullyAndStartAt(leaderStart)

@@ -43,8 +43,10 @@ type Partition struct {
 	log *partition.Log
 	// now is the manager's clock.
 	now func() time.Time
-	// logger carries the partition's topic and partition fields.
-	logger zerolog.Logger
+	// mlog is the manager's logger; logger adds the partition's fields
+	// when something is logged, so that thousands of idle partitions
+	// do not each keep a logger of their own.
+	mlog *zerolog.Logger
 
 	// roleMu is held shared across a leader append (from the leadership
 	// check to the end of the write) and exclusively by role changes, so
@@ -100,8 +102,9 @@ type Partition struct {
 		// signalled on the changes notifyLocked names.
 		fetchWaiters map[*fetchWaiter]struct{}
 		// sessions are the followers' fetch sessions this partition
-		// belongs to (session.go), marked dirty on the same changes.
-		sessions map[*SessionWatch]struct{}
+		// belongs to (session.go), marked dirty on the same changes; a
+		// few at most (one per follower, more only briefly).
+		sessions []*SessionWatch
 	}
 }
 
@@ -169,7 +172,7 @@ func (p *Partition) notifyLocked(followers, consumers bool) {
 			w.signal()
 		}
 	}
-	for w := range p.mu.sessions {
+	for _, w := range p.mu.sessions {
 		w.markDirty(p.TP, followers)
 	}
 }
@@ -410,7 +413,7 @@ func (m *Manager) Close() {
 	// final: snapshot it so the next start reads only the log past it.
 	for _, p := range parts {
 		if err := p.snapshotProducers(); err != nil {
-			p.logger.Warn().Err(err).Msg("producer state snapshot failed")
+			p.logger().Warn().Err(err).Msg("producer state snapshot failed")
 		}
 	}
 }
@@ -491,7 +494,7 @@ func (m *Manager) afterUnlock(p *Partition, st *leaderState, prop *ISRProposal) 
 	if prop == nil {
 		return
 	}
-	p.logger.Info().Ints32("isr", prop.NewISR).
+	p.logger().Info().Ints32("isr", prop.NewISR).
 		Int32("leader_epoch", prop.LeaderEpoch).Int32("partition_epoch", prop.PartitionEpoch).Msg("proposing ISR change")
 	// After Close nothing is sent; the proposal stays pending, as its
 	// outcome would be unknown anyway.
@@ -523,7 +526,7 @@ func (m *Manager) alterPartition(p *Partition, st *leaderState, prop ISRProposal
 	cancel()
 	outcome := alterOutcome(err)
 	if err != nil {
-		p.logger.Info().Err(err).Msg("ISR change not accepted")
+		p.logger().Info().Err(err).Msg("ISR change not accepted")
 	}
 	if outcome == AlterRetry {
 		// Do not hammer a controller that is down: the state machine
@@ -643,7 +646,7 @@ func (m *Manager) reconcile(prev, next *cluster.Image) error {
 		if err := m.logs.Delete(p.TP); err != nil && firstErr == nil {
 			firstErr = err
 		}
-		p.logger.Info().Msg("partition removed")
+		p.logger().Info().Msg("partition removed")
 	}
 	return firstErr
 }
@@ -790,7 +793,7 @@ func (m *Manager) ensure(tp partition.TopicPartition, pi *cluster.PartitionInfo,
 		if err != nil {
 			return fmt.Errorf("open log %s: %w", tp, err)
 		}
-		p = &Partition{TP: tp, log: lg, now: m.now, logger: partitionLogger(m.logger, tp)}
+		p = &Partition{TP: tp, log: lg, now: m.now, mlog: &m.logger}
 		p.prod.expiry = m.cfg.ProducerIDExpiration
 		p.prod.spawn = m.spawnProducerLoad
 		p.mu.hwMoved = make(chan struct{})
@@ -844,7 +847,7 @@ func (m *Manager) makeLeader(p *Partition, pi *cluster.PartitionInfo, minISR int
 		eff.merge(st.UpdateLeaderAndISR(li, now))
 	}
 	if newEpoch {
-		p.logger.Info().Int32("leader_epoch", pi.LeaderEpoch).
+		p.logger().Info().Int32("leader_epoch", pi.LeaderEpoch).
 			Int64("epoch_start_offset", st.EpochStart()).Int64("high_watermark", st.HW()).Ints32("isr", st.ISR()).Msg("became leader")
 	}
 	p.mu.isLeader = true
@@ -879,7 +882,7 @@ func (m *Manager) makeFollower(p *Partition, pi *cluster.PartitionInfo, im *clus
 	if st := p.mu.st; st != nil {
 		p.applyLocked(Effects{Done: st.Resign()})
 		p.mu.st = nil
-		p.logger.Info().Int32("leader_epoch", pi.LeaderEpoch).
+		p.logger().Info().Int32("leader_epoch", pi.LeaderEpoch).
 			Int32("leader", pi.Leader).Msg("became follower")
 	}
 	p.mu.isLeader = false
@@ -1660,4 +1663,15 @@ func (m *Manager) OffsetForLeaderEpoch(tp partition.TopicPartition, currentEpoch
 // partitionLogger is a partition's child of the manager's logger.
 func partitionLogger(l zerolog.Logger, tp partition.TopicPartition) zerolog.Logger {
 	return l.With().Str("topic", tp.Topic).Int32("partition", tp.Partition).Logger()
+}
+
+// logger returns a logger with the partition's topic and partition
+// fields.
+func (p *Partition) logger() *zerolog.Logger {
+	if p.mlog == nil {
+		l := zerolog.Nop()
+		return &l
+	}
+	l := partitionLogger(*p.mlog, p.TP)
+	return &l
 }

@@ -1,6 +1,7 @@
 package replication
 
 import (
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -155,16 +156,17 @@ func (w *SessionWatch) Watching() int {
 func (p *Partition) watchSession(w *SessionWatch) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.mu.sessions == nil {
-		p.mu.sessions = make(map[*SessionWatch]struct{}, 1)
+	if !slices.Contains(p.mu.sessions, w) {
+		p.mu.sessions = append(p.mu.sessions, w)
 	}
-	p.mu.sessions[w] = struct{}{}
 }
 
 func (p *Partition) unwatchSession(w *SessionWatch) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	delete(p.mu.sessions, w)
+	if i := slices.Index(p.mu.sessions, w); i >= 0 {
+		p.mu.sessions = slices.Delete(p.mu.sessions, i, i+1)
+	}
 	if len(p.mu.sessions) == 0 {
 		p.mu.sessions = nil
 	}
