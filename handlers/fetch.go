@@ -14,8 +14,10 @@ package handlers
 // fetch offset points into it; clients skip the records below their offset.
 //
 // Fetch sessions (KIP-227, fetch_session.go): a full fetch may open one,
-// an incremental fetch reads every partition of its session and is
-// answered with only those that have something new. Topics are named by
+// an incremental fetch reads every partition of its session (a
+// follower's: only those that changed since its previous fetch, see
+// replication/session.go) and is answered with only those that have
+// something new. Topics are named by
 // id from v13.
 // read_committed reads up to the last stable offset (the first offset of
 // the earliest transaction not yet decided, else the high watermark) and

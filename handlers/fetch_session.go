@@ -12,7 +12,10 @@ package handlers
 // parameters changed, and ForgottenTopics those leaving it; the broker
 // reads every partition of the session and answers only those with
 // something new (records, a moved high watermark, last stable offset or
-// log start offset, an error, a diverging epoch). Each answered
+// log start offset, an error, a diverging epoch). A follower's session
+// reads only the partitions that can have something new: those the
+// request names, those changed since its previous fetch (its watch,
+// replication/session.go) and those that fetch left unsettled. Each answered
 // incremental fetch moves the session's epoch on by one; a fetch naming an
 // unknown session gets FETCH_SESSION_ID_NOT_FOUND, the wrong epoch
 // INVALID_FETCH_SESSION_EPOCH, and a request whose version disagrees with
