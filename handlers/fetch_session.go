@@ -125,7 +125,8 @@ type fetchSession struct {
 	parts    map[fetchPartKey]*cachedPart
 	// order is the order partitions are read and answered in; one that
 	// is answered moves to the end, so that a response that fills up
-	// does not always favour the same partitions.
+	// does not always favour the same partitions. A session with a watch
+	// keeps none: it reads only the few partitions that changed.
 	order []fetchPartKey
 
 	// Taken by touch (under the cache's mu): the size the cache counts
@@ -352,7 +353,9 @@ func (s *fetchSession) update(r *kmsg.FetchRequest, useIDs bool) (int, []fetchPa
 		// New to the session: nothing answered yet, so the next
 		// response carries it.
 		s.parts[k] = &cachedPart{fetchEntry: e, hw: -1, lso: -1, logStart: -1}
-		s.order = append(s.order, k)
+		if s.watch == nil {
+			s.order = append(s.order, k)
+		}
 	}
 	removed := false
 	for _, ft := range r.ForgottenTopics {
@@ -371,7 +374,7 @@ func (s *fetchSession) update(r *kmsg.FetchRequest, useIDs bool) (int, []fetchPa
 			}
 		}
 	}
-	if removed {
+	if removed && s.watch == nil {
 		kept := s.order[:0]
 		for _, k := range s.order {
 			if _, ok := s.parts[k]; ok {
@@ -473,7 +476,7 @@ func (fc *fetchContext) respond(c *FetchSessionCache, answers []fetchAnswer) ([]
 		}
 	}
 	c.answered.Add(int64(len(moved)))
-	if len(moved) > 0 {
+	if len(moved) > 0 && s.watch == nil {
 		movedSet := make(map[fetchPartKey]struct{}, len(moved))
 		for _, k := range moved {
 			movedSet[k] = struct{}{}
@@ -513,9 +516,10 @@ func (c *FetchSessionCache) createSession(follower, useIDs bool, entries []fetch
 		id: id, privileged: follower, usesIDs: useIDs, created: now,
 		epoch: nextSessionEpoch(sessionEpochInitial),
 		parts: make(map[fetchPartKey]*cachedPart, len(entries)),
-		order: make([]fetchPartKey, 0, len(entries)),
 	}
-	if watch != nil {
+	if watch == nil {
+		s.order = make([]fetchPartKey, 0, len(entries))
+	} else {
 		s.watch = watch
 		s.byTP = make(map[partition.TopicPartition]fetchPartKey, len(entries))
 		s.pending = make(map[fetchPartKey]struct{})
@@ -529,7 +533,9 @@ func (c *FetchSessionCache) createSession(follower, useIDs bool, entries []fetch
 		a := &answers[i]
 		cp := &cachedPart{fetchEntry: *e, hw: a.hw, lso: a.lso, logStart: a.logStart}
 		s.parts[k] = cp
-		s.order = append(s.order, k)
+		if watch == nil {
+			s.order = append(s.order, k)
+		}
 		s.noteRead(k, cp, a)
 	}
 	s.cachedSize = -1
