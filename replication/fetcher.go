@@ -177,7 +177,9 @@ type fetcher struct {
 	// it stands still ready repeats its last lists and a fetch in an
 	// established session names nothing without reading every
 	// partition's log: an idle round costs the same for ten partitions
-	// as for ten thousand.
+	// as for ten thousand. A log start moved by this broker's own
+	// retention is not counted: the leader, which only records a
+	// follower's log start, hears of it with the partition's next change.
 	changes atomic.Uint64
 	// readyGen and readyNextAt are changes and the earliest delay as of
 	// ready's last pass over the partitions (readyGen 0: none yet).
