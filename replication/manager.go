@@ -94,9 +94,10 @@ type Partition struct {
 		proposalFrom   *leaderState
 		proposalSeq    uint64
 		proposalEpochs []int64
-		// hwMoved is closed (and replaced) whenever the high watermark,
-		// the log start offset or the role changes (HWMoved, for share
-		// fetches).
+		// hwMoved is closed whenever the high watermark, the log start
+		// offset or the role changes (HWMoved, for share fetches); nil
+		// until a share fetch asks for it, and again once closed, so an
+		// idle partition keeps no channel.
 		hwMoved chan struct{}
 		// fetchWaiters are the parked fetches reading this partition,
 		// signalled on the changes notifyLocked names.
@@ -163,8 +164,10 @@ func (p *Partition) unwatch(w *fetchWaiter) {
 // records or when their fetch's max wait ends.
 func (p *Partition) notifyLocked(followers, consumers bool) {
 	if consumers {
-		close(p.mu.hwMoved)
-		p.mu.hwMoved = make(chan struct{})
+		if p.mu.hwMoved != nil {
+			close(p.mu.hwMoved)
+			p.mu.hwMoved = nil
+		}
 	}
 	for w := range p.mu.fetchWaiters {
 		w.changed.Store(true)
@@ -796,7 +799,6 @@ func (m *Manager) ensure(tp partition.TopicPartition, pi *cluster.PartitionInfo,
 		p = &Partition{TP: tp, log: lg, now: m.now, mlog: &m.logger}
 		p.prod.expiry = m.cfg.ProducerIDExpiration
 		p.prod.spawn = m.spawnProducerLoad
-		p.mu.hwMoved = make(chan struct{})
 		p.mu.leaderEpoch = -1
 		p.mu.leader = -1
 		p.mu.waiters = make(map[uint64]chan error)
