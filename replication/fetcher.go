@@ -599,6 +599,9 @@ func (f *fetcher) fetch(states []*fetchState) {
 		// those the leader holds, and this request names none.
 		next, sent, names = f.sess.parts, f.sent, f.builtNames
 		req.SessionID, req.SessionEpoch = f.sess.id, f.sess.epoch
+		// Idle: the spare map, which only a busy fetcher reuses, is
+		// not worth keeping.
+		f.spare = nil
 	} else {
 		next, sent, names, throttled = f.buildFetch(req, states, im)
 		if len(sent) == 0 {
