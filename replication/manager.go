@@ -43,8 +43,10 @@ type Partition struct {
 	log *partition.Log
 	// now is the manager's clock.
 	now func() time.Time
-	// logger carries the partition's topic and partition fields.
-	logger zerolog.Logger
+	// mlog is the manager's logger; logger adds the partition's fields
+	// when something is logged, so that thousands of idle partitions
+	// do not each keep a logger of their own.
+	mlog *zerolog.Logger
 
 	// roleMu is held shared across a leader append (from the leadership
 	// check to the end of the write) and exclusively by role changes, so
@@ -101,6 +103,10 @@ type Partition struct {
 		// fetchWaiters are the parked fetches reading this partition,
 		// signalled on the changes notifyLocked names.
 		fetchWaiters map[*fetchWaiter]struct{}
+		// sessions are the followers' fetch sessions this partition
+		// belongs to (session.go), marked dirty on the same changes; a
+		// few at most (one per follower, more only briefly).
+		sessions []*SessionWatch
 	}
 }
 
@@ -167,6 +173,9 @@ func (p *Partition) notifyLocked(followers, consumers bool) {
 		if (w.replica && followers) || (!w.replica && consumers) {
 			w.signal()
 		}
+	}
+	for _, w := range p.mu.sessions {
+		w.markDirty(p.TP, followers)
 	}
 }
 
@@ -435,11 +444,11 @@ const closeSnapshotWriters = 32
 func (p *Partition) closeSnapshot() {
 	defer func() {
 		if r := recover(); r != nil {
-			p.logger.Error().Interface("panic", r).Bytes("stack", debug.Stack()).Msg("producer state snapshot panicked")
+			p.logger().Error().Interface("panic", r).Bytes("stack", debug.Stack()).Msg("producer state snapshot panicked")
 		}
 	}()
 	if err := p.snapshotProducers(); err != nil {
-		p.logger.Warn().Err(err).Msg("producer state snapshot failed")
+		p.logger().Warn().Err(err).Msg("producer state snapshot failed")
 	}
 }
 
@@ -519,7 +528,7 @@ func (m *Manager) afterUnlock(p *Partition, st *leaderState, prop *ISRProposal) 
 	if prop == nil {
 		return
 	}
-	p.logger.Info().Ints32("isr", prop.NewISR).
+	p.logger().Info().Ints32("isr", prop.NewISR).
 		Int32("leader_epoch", prop.LeaderEpoch).Int32("partition_epoch", prop.PartitionEpoch).Msg("proposing ISR change")
 	// After Close nothing is sent; the proposal stays pending, as its
 	// outcome would be unknown anyway.
@@ -551,7 +560,7 @@ func (m *Manager) alterPartition(p *Partition, st *leaderState, prop ISRProposal
 	cancel()
 	outcome := alterOutcome(err)
 	if err != nil {
-		p.logger.Info().Err(err).Msg("ISR change not accepted")
+		p.logger().Info().Err(err).Msg("ISR change not accepted")
 	}
 	if outcome == AlterRetry {
 		// Do not hammer a controller that is down: the state machine
@@ -671,7 +680,7 @@ func (m *Manager) reconcile(prev, next *cluster.Image) error {
 		if err := m.logs.Delete(p.TP); err != nil && firstErr == nil {
 			firstErr = err
 		}
-		p.logger.Info().Msg("partition removed")
+		p.logger().Info().Msg("partition removed")
 	}
 	return firstErr
 }
@@ -818,7 +827,7 @@ func (m *Manager) ensure(tp partition.TopicPartition, pi *cluster.PartitionInfo,
 		if err != nil {
 			return fmt.Errorf("open log %s: %w", tp, err)
 		}
-		p = &Partition{TP: tp, log: lg, now: m.now, logger: partitionLogger(m.logger, tp)}
+		p = &Partition{TP: tp, log: lg, now: m.now, mlog: &m.logger}
 		p.prod.expiry = m.cfg.ProducerIDExpiration
 		p.prod.spawn = m.spawnProducerLoad
 		p.mu.leaderEpoch = -1
@@ -871,7 +880,7 @@ func (m *Manager) makeLeader(p *Partition, pi *cluster.PartitionInfo, minISR int
 		eff.merge(st.UpdateLeaderAndISR(li, now))
 	}
 	if newEpoch {
-		p.logger.Info().Int32("leader_epoch", pi.LeaderEpoch).
+		p.logger().Info().Int32("leader_epoch", pi.LeaderEpoch).
 			Int64("epoch_start_offset", st.EpochStart()).Int64("high_watermark", st.HW()).Ints32("isr", st.ISR()).Msg("became leader")
 	}
 	p.mu.isLeader = true
@@ -906,7 +915,7 @@ func (m *Manager) makeFollower(p *Partition, pi *cluster.PartitionInfo, im *clus
 	if st := p.mu.st; st != nil {
 		p.applyLocked(Effects{Done: st.Resign()})
 		p.mu.st = nil
-		p.logger.Info().Int32("leader_epoch", pi.LeaderEpoch).
+		p.logger().Info().Int32("leader_epoch", pi.LeaderEpoch).
 			Int32("leader", pi.Leader).Msg("became follower")
 	}
 	p.mu.isLeader = false
@@ -1159,6 +1168,17 @@ type FetchParams struct {
 	ZeroCopy bool
 	// OnPark, if set, is called before the fetch parks to wait for data.
 	OnPark func()
+	// Session, for a follower's fetch in a fetch session, is the
+	// session's standing watch: the fetch registers the partitions it
+	// reads with it, parks on it, and records the session's fetch time
+	// for the partitions it leaves out (session.go). Partitions names
+	// only those the session's fetch must read.
+	Session *SessionWatch
+	// More, with Session, is called after each wait: it returns the
+	// session's partitions changed meanwhile that the fetch has not read
+	// yet, which it reads as well (their results follow the others'), and
+	// whether any partition changed at all.
+	More func() (extra []FetchPartition, changed bool)
 }
 
 // FetchResult is one partition's answer.
@@ -1184,6 +1204,11 @@ type FetchResult struct {
 	// result then carries no records.
 	PreferredReadReplica    int32
 	HasPreferredReadReplica bool
+	// Settled, in a session's fetch, means the follower needs nothing
+	// more of the partition until it changes: no error, nothing past its
+	// fetch offset, and the follower in the ISR. A session's next fetch
+	// may then leave it out.
+	Settled bool
 }
 
 // Fetch reads the partitions as a consumer or, with FromFollower, for a
@@ -1191,6 +1216,9 @@ type FetchResult struct {
 // watermark (a LEO, for followers) among them moves, MaxWait passes or ctx
 // ends, then reads again.
 func (m *Manager) Fetch(ctx context.Context, fp FetchParams) []FetchResult {
+	if fp.Session != nil {
+		return m.sessionFetch(ctx, fp)
+	}
 	var w *fetchWaiter
 	defer func() {
 		if w != nil {
@@ -1212,7 +1240,11 @@ func (m *Manager) Fetch(ctx context.Context, fp FetchParams) []FetchResult {
 			w.changed.Store(false)
 			m.watchAll(w, fp.Partitions)
 		}
-		res, total, respondNow := m.readAll(ctx, fp, first)
+		recordFrom := len(fp.Partitions)
+		if first {
+			recordFrom = 0
+		}
+		res, total, respondNow := m.readAll(ctx, fp, recordFrom)
 		first = false
 		if total >= int64(fp.MinBytes) || respondNow || fp.MaxWait <= 0 || len(w.watched) == 0 {
 			return res
@@ -1241,12 +1273,77 @@ func (m *Manager) Fetch(ctx context.Context, fp FetchParams) []FetchResult {
 				// partitions would otherwise read them all twice.)
 				return res
 			}
-			res, _, _ = m.readAll(ctx, fp, false)
+			res, _, _ = m.readAll(ctx, fp, len(fp.Partitions))
 			return res
 		}
 		// The partitions may have been replaced (a role change): watch
 		// them afresh.
 		w.unwatchAll()
+	}
+}
+
+// sessionFetch is Fetch for a follower's fetch session: the partitions
+// stay registered with the session's watch between fetches, and the fetch
+// parks on the watch even when it reads no partition at all (an idle
+// session's fetch names none and nothing changed). After a wait it reads
+// the partitions that changed meanwhile too (fp.More).
+func (m *Manager) sessionFetch(ctx context.Context, fp FetchParams) []FetchResult {
+	w := fp.Session
+	w.roundMs.Store(m.now().UnixMilli())
+	var timer *time.Timer
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
+	recordFrom := 0
+	for {
+		for _, part := range fp.Partitions[recordFrom:] {
+			if p := m.Get(part.TP); p != nil {
+				w.watch(part.TP, p)
+			}
+		}
+		res, total, respondNow := m.readAll(ctx, fp, recordFrom)
+		if total >= int64(fp.MinBytes) || respondNow || fp.MaxWait <= 0 {
+			return res
+		}
+		CloseRegions(res) // read again after the wait
+		if timer == nil {
+			timer = time.NewTimer(fp.MaxWait)
+		}
+		if fp.OnPark != nil {
+			fp.OnPark()
+		}
+		parkedAt := m.now()
+		woke := false
+		select {
+		case <-w.ch:
+			woke = true
+		case <-timer.C:
+		case <-ctx.Done():
+		}
+		addParked(ctx, m.now().Sub(parkedAt))
+		changed := false
+		var extra []FetchPartition
+		if fp.More != nil {
+			extra, changed = fp.More()
+		}
+		recordFrom = len(fp.Partitions)
+		fp.Partitions = append(fp.Partitions, extra...)
+		if !woke {
+			if total == 0 && !changed {
+				// Nothing read and nothing changed since: the read
+				// stands.
+				return res
+			}
+			for _, part := range extra {
+				if p := m.Get(part.TP); p != nil {
+					w.watch(part.TP, p)
+				}
+			}
+			res, _, _ = m.readAll(ctx, fp, recordFrom)
+			return res
+		}
 	}
 }
 
@@ -1341,15 +1438,16 @@ func CloseRegions(res []FetchResult) {
 	}
 }
 
-// readAll reads every partition once. record is true for the first read of
-// a follower's fetch, whose position then goes to the ISR state machine
-// (as in Kafka, re-reads after a long-poll wait do not record again).
+// readAll reads every partition once. A follower's position in the
+// partitions from index recordFrom on goes to the ISR state machine: those
+// the fetch reads for the first time (as in Kafka, re-reads after a
+// long-poll wait do not record again).
 // respondNow is set when an error or a diverging epoch must be answered
 // without waiting.
 //
 // A read_committed read waits at most the fetch's MaxWait for the
 // producer state to load, then answers ErrProducerStateLoading.
-func (m *Manager) readAll(ctx context.Context, fp FetchParams, record bool) ([]FetchResult, int64, bool) {
+func (m *Manager) readAll(ctx context.Context, fp FetchParams, recordFrom int) ([]FetchResult, int64, bool) {
 	res := make([]FetchResult, len(fp.Partitions))
 	var total int64
 	respondNow := false
@@ -1358,7 +1456,12 @@ func (m *Manager) readAll(ctx context.Context, fp FetchParams, record bool) ([]F
 		budget = 1<<31 - 1
 	}
 	minOne := true
+	var rounds *atomic.Int64
+	if fp.Session != nil {
+		rounds = &fp.Session.roundMs
+	}
 	for i, part := range fp.Partitions {
+		record := i >= recordFrom
 		r := &res[i]
 		r.HighWatermark, r.LastStableOffset, r.LogStartOffset = -1, -1, -1
 		r.DivergingEpoch, r.DivergingEndOffset = -1, -1
@@ -1413,7 +1516,7 @@ func (m *Manager) readAll(ctx context.Context, fp FetchParams, record bool) ([]F
 			// follower's position is news all the same (Kafka reads such
 			// a partition with zero bytes and records it like any other).
 			if fp.FromFollower && record {
-				m.followerFetched(p, fp.ReplicaID, fp.ReplicaEpoch, part.Offset, part.LogStartOffset, leo)
+				r.Settled = m.followerFetched(p, fp.ReplicaID, fp.ReplicaEpoch, part.Offset, part.LogStartOffset, leo, rounds) && part.Offset >= leo
 				hw := p.log.HighWatermark()
 				r.HighWatermark, r.LastStableOffset = hw, hw
 			}
@@ -1467,7 +1570,7 @@ func (m *Manager) readAll(ctx context.Context, fp FetchParams, record bool) ([]F
 			}
 		}
 		if fp.FromFollower && record {
-			m.followerFetched(p, fp.ReplicaID, fp.ReplicaEpoch, part.Offset, part.LogStartOffset, leo)
+			r.Settled = m.followerFetched(p, fp.ReplicaID, fp.ReplicaEpoch, part.Offset, part.LogStartOffset, leo, rounds) && part.Offset >= leo
 			// The HW may have moved with this fetch; answer it.
 			hw := p.log.HighWatermark()
 			r.HighWatermark, r.LastStableOffset = hw, hw
@@ -1513,19 +1616,26 @@ func (p *Partition) checkDivergence(part FetchPartition) (epoch int32, end int64
 }
 
 // followerFetched records a follower's position, and the broker epoch its fetch
-// carried, with the ISR state machine.
-func (m *Manager) followerFetched(p *Partition, id int32, brokerEpoch, offset, logStart, leaderLEO int64) {
+// carried, with the ISR state machine. With rounds (the fetch is a
+// session's, see session.go) it reports whether the follower is settled
+// (leaderState.FollowerInSession).
+func (m *Manager) followerFetched(p *Partition, id int32, brokerEpoch, offset, logStart, leaderLEO int64, rounds *atomic.Int64) bool {
 	now := m.now().UnixMilli()
 	p.mu.Lock()
 	// The broker epoch first: a proposal this fetch triggers names it.
 	p.noteReplicaEpochLocked(id, brokerEpoch)
 	st := p.mu.st
 	var prop *ISRProposal
+	settled := false
 	if st != nil {
 		prop = p.applyLocked(st.FollowerFetched(id, offset, logStart, leaderLEO, now))
+		if rounds != nil {
+			settled = st.FollowerInSession(id, rounds)
+		}
 	}
 	p.mu.Unlock()
 	m.afterUnlock(p, st, prop)
+	return settled && prop == nil
 }
 
 // ListOffset answers ListOffsets for one partition: ts -1 latest, -2
@@ -1624,4 +1734,15 @@ func (m *Manager) OffsetForLeaderEpoch(tp partition.TopicPartition, currentEpoch
 // partitionLogger is a partition's child of the manager's logger.
 func partitionLogger(l zerolog.Logger, tp partition.TopicPartition) zerolog.Logger {
 	return l.With().Str("topic", tp.Topic).Int32("partition", tp.Partition).Logger()
+}
+
+// logger returns a logger with the partition's topic and partition
+// fields.
+func (p *Partition) logger() *zerolog.Logger {
+	if p.mlog == nil {
+		l := zerolog.Nop()
+		return &l
+	}
+	l := partitionLogger(*p.mlog, p.TP)
+	return &l
 }
