@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -83,6 +84,10 @@ type Log struct {
 		cond    *sync.Cond
 		running bool
 	}
+	// timedFlush mirrors mu.cfg.FlushMs != math.MaxInt64, so that the
+	// Manager's flush.ms check skips, without a lock, the logs that have
+	// no flush.ms (all of them by default).
+	timedFlush atomic.Bool
 
 	mu struct {
 		sync.Mutex
@@ -151,6 +156,7 @@ func Open(fs FS, dir string, tp TopicPartition, cfg Config, logger zerolog.Logge
 	}
 	l.fl.cond = sync.NewCond(&l.fl.Mutex)
 	l.mu.cfg = cfg
+	l.timedFlush.Store(cfg.FlushMs != math.MaxInt64)
 	l.mu.lastFlush = now()
 	l.mu.truncatedTo = math.MaxInt64
 	l.mu.deleteHorizon = -1
@@ -557,6 +563,7 @@ func (l *Log) UpdateConfig(cfg Config) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.mu.cfg = cfg
+	l.timedFlush.Store(cfg.FlushMs != math.MaxInt64)
 }
 
 // TopicPartition returns the partition this log belongs to.

@@ -4,8 +4,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gokafka/gokafka/internal/testkit"
+	"github.com/rs/zerolog"
 )
 
 func TestManagerOpenCloseReopen(t *testing.T) {
@@ -129,5 +131,64 @@ func TestOffsetCheckpointFormat(t *testing.T) {
 		if _, err := decodeOffsetCheckpoint([]byte(bad)); err == nil {
 			t.Errorf("accepted %q", bad)
 		}
+	}
+}
+
+// The flush.ms check skips logs without flush.ms, and picks up a flush.ms
+// set later by a config change.
+func TestManagerFlushDueFlushesOnlyLogsWithFlushMs(t *testing.T) {
+	fs := NewMemFS()
+	clk := newClock()
+	mcfg := ManagerConfig{Dirs: []string{"/d"}, NodeID: 1, Defaults: smallConfig(), Now: clk.Now}
+	m, err := OpenManager(fs, mcfg, nil, testLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	plain, err := m.GetOrCreate(TopicPartition{Topic: "plain", Partition: 0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	timed, err := m.GetOrCreate(TopicPartition{Topic: "timed", Partition: 0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustAppend(t, plain, testkit.SimpleBatch(2, 1, 1), 0)
+	mustAppend(t, timed, testkit.SimpleBatch(2, 1, 1), 0)
+	clk.Advance(time.Hour)
+	m.FlushDue()
+	if plain.RecoveryPoint() != 0 || timed.RecoveryPoint() != 0 {
+		t.Fatalf("flushed without flush.ms: recovery points %d, %d", plain.RecoveryPoint(), timed.RecoveryPoint())
+	}
+	cfg := smallConfig()
+	cfg.FlushMs = 1000
+	timed.UpdateConfig(cfg)
+	clk.Advance(time.Second)
+	m.FlushDue()
+	if timed.RecoveryPoint() != 2 {
+		t.Fatalf("log with flush.ms 1000 not flushed after a second: recovery point %d", timed.RecoveryPoint())
+	}
+	if plain.RecoveryPoint() != 0 {
+		t.Fatalf("log without flush.ms flushed: recovery point %d", plain.RecoveryPoint())
+	}
+}
+
+// BenchmarkFlushDueIdle is the flush.ms check over 2,000 logs of which
+// none has flush.ms, as every second on an idle broker.
+func BenchmarkFlushDueIdle(b *testing.B) {
+	fs := NewMemFS()
+	m, err := OpenManager(fs, ManagerConfig{Dirs: []string{"/d"}, NodeID: 1, Defaults: smallConfig()}, nil, zerolog.Nop())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer m.Close()
+	for i := range 2000 {
+		if _, err := m.GetOrCreate(TopicPartition{Topic: "t", Partition: int32(i)}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ResetTimer()
+	for range b.N {
+		m.FlushDue()
 	}
 }
