@@ -592,9 +592,10 @@ func (f *fetcher) fetch(states []*fetchState) {
 	}
 	f.sess.build(req, next, cfg.ReplicaFetchMaxBytes)
 
-	ctx, cancel := context.WithTimeout(f.ctx, cfg.ReplicaSocketTimeout+cfg.ReplicaFetchWaitMax)
-	kresp, err := f.client.Request(ctx, req)
-	cancel()
+	// The client bounds each round trip by replica.socket.timeout.ms
+	// plus replica.fetch.wait.max.ms itself (newFetcher); a context of
+	// that deadline per fetch would only add a timer per round trip.
+	kresp, err := f.client.Request(f.ctx, req)
 	if err != nil {
 		f.sess.failed()
 		if f.ctx.Err() == nil {

@@ -92,9 +92,11 @@ type Partition struct {
 		proposalFrom   *leaderState
 		proposalSeq    uint64
 		proposalEpochs []int64
-		// hwMoved is closed (and replaced) whenever the high watermark,
-		// the log start offset or the role changes (HWMoved, for share
-		// fetches).
+		// hwMoved is closed whenever the high watermark, the log start
+		// offset or the role changes (HWMoved, for share fetches and
+		// the coordinators' log readers). It is made when asked for and
+		// dropped when closed, so that a change nobody waits for (nearly
+		// every acks=all produce) allocates nothing.
 		hwMoved chan struct{}
 		// fetchWaiters are the parked fetches reading this partition,
 		// signalled on the changes notifyLocked names.
@@ -156,9 +158,9 @@ func (p *Partition) unwatch(w *fetchWaiter) {
 // more for the HW those records moved). They learn the HW with the next
 // records or when their fetch's max wait ends.
 func (p *Partition) notifyLocked(followers, consumers bool) {
-	if consumers {
+	if consumers && p.mu.hwMoved != nil {
 		close(p.mu.hwMoved)
-		p.mu.hwMoved = make(chan struct{})
+		p.mu.hwMoved = nil
 	}
 	for w := range p.mu.fetchWaiters {
 		w.changed.Store(true)
@@ -289,6 +291,8 @@ type Manager struct {
 	closed bool
 
 	fetch fetchers
+	// waiters keeps released fetch waiters (getWaiter).
+	waiters sync.Pool
 	// loadSem bounds the producer-state loads running at once.
 	loadSem chan struct{}
 
@@ -817,7 +821,6 @@ func (m *Manager) ensure(tp partition.TopicPartition, pi *cluster.PartitionInfo,
 		p = &Partition{TP: tp, log: lg, now: m.now, logger: partitionLogger(m.logger, tp)}
 		p.prod.expiry = m.cfg.ProducerIDExpiration
 		p.prod.spawn = m.spawnProducerLoad
-		p.mu.hwMoved = make(chan struct{})
 		p.mu.leaderEpoch = -1
 		p.mu.leader = -1
 		p.mu.waiters = make(map[uint64]chan error)
@@ -1188,17 +1191,14 @@ type FetchResult struct {
 // watermark (a LEO, for followers) among them moves, MaxWait passes or ctx
 // ends, then reads again.
 func (m *Manager) Fetch(ctx context.Context, fp FetchParams) []FetchResult {
-	var timer *time.Timer
 	var w *fetchWaiter
 	defer func() {
-		if timer != nil {
-			timer.Stop()
-		}
 		if w != nil {
-			w.unwatchAll()
+			w.release()
 		}
 	}()
 	first := true
+	timing := false
 	for {
 		// Watch the partitions before reading them so that a change
 		// between the read and the wait is not missed. One waiter
@@ -1206,7 +1206,8 @@ func (m *Manager) Fetch(ctx context.Context, fp FetchParams) []FetchResult {
 		// partition.
 		if fp.MaxWait > 0 {
 			if w == nil {
-				w = &fetchWaiter{ch: make(chan struct{}, 1), replica: fp.FromFollower}
+				w = m.getWaiter()
+				w.replica = fp.FromFollower
 			}
 			w.changed.Store(false)
 			m.watchAll(w, fp.Partitions)
@@ -1217,8 +1218,9 @@ func (m *Manager) Fetch(ctx context.Context, fp FetchParams) []FetchResult {
 			return res
 		}
 		CloseRegions(res) // read again after the wait
-		if timer == nil {
-			timer = time.NewTimer(fp.MaxWait)
+		if !timing {
+			timing = true
+			w.startTimer(fp.MaxWait)
 		}
 		if fp.OnPark != nil {
 			fp.OnPark()
@@ -1228,7 +1230,7 @@ func (m *Manager) Fetch(ctx context.Context, fp FetchParams) []FetchResult {
 		select {
 		case <-w.ch:
 			woke = true
-		case <-timer.C:
+		case <-w.timer.C:
 		case <-ctx.Done():
 		}
 		addParked(ctx, m.now().Sub(parkedAt))
@@ -1259,6 +1261,45 @@ type fetchWaiter struct {
 	// changed is set by any change to a watched partition, including
 	// those that do not wake it (a follower's on a high watermark move).
 	changed atomic.Bool
+	// timer ends the wait at the fetch's MaxWait; kept, stopped, with
+	// the waiter.
+	timer *time.Timer
+	// pool is where release puts the waiter back (Manager.getWaiter).
+	pool *sync.Pool
+}
+
+// getWaiter returns a released waiter, with its channel and timer, or a
+// new one: a follower parks a fetch for every batch it replicates, and
+// each would otherwise allocate them again. The pool is the manager's,
+// not the process's, so that a waiter never outlives the manager (a test
+// bubble's timers and channels stay in their bubble).
+func (m *Manager) getWaiter() *fetchWaiter {
+	if w, ok := m.waiters.Get().(*fetchWaiter); ok {
+		return w
+	}
+	return &fetchWaiter{ch: make(chan struct{}, 1), pool: &m.waiters}
+}
+
+// startTimer starts the wait's deadline d from now.
+func (w *fetchWaiter) startTimer(d time.Duration) {
+	if w.timer == nil {
+		w.timer = time.NewTimer(d)
+		return
+	}
+	// A stopped timer (see release) delivers nothing stale: since Go
+	// 1.23 Stop and Reset discard a pending expiry.
+	w.timer.Reset(d)
+}
+
+// release deregisters w and stops its timer; no partition holds it any
+// more, so nothing signals it after this, and it goes back to the pool.
+func (w *fetchWaiter) release() {
+	w.unwatchAll()
+	if w.timer != nil {
+		w.timer.Stop()
+	}
+	clear(w.watched[:cap(w.watched)])
+	w.pool.Put(w)
 }
 
 func (w *fetchWaiter) signal() {
