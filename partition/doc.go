@@ -51,10 +51,13 @@
 // far, base offset of the batch that reached it) at the same moments and
 // when a segment stops being active, so an inactive segment's last time
 // entry is its max timestamp. Unlike Kafka, index files are not
-// preallocated and memory-mapped: they are append-only files mirrored in
-// memory, so there is nothing to trim on close and a torn index is simply
-// a short file. segment.index.bytes still bounds them and rolls the segment
-// when full.
+// preallocated and memory-mapped: the entries live in memory and the files
+// are append-only copies written by open-append-close (index.go) when the
+// log is flushed, a truncation is made durable or the log is closed, so a
+// segment holds one descriptor (its log file), there is nothing to trim on
+// close, and a torn index is simply a short file. Loading extends an index
+// that lags its log over the tail it scans and rebuilds a missing one.
+// segment.index.bytes still bounds them and rolls the segment when full.
 //
 // Checkpoints are written to "<name>.tmp", fsynced, renamed over the old
 // file, and the directory is fsynced; a crash leaves the old or the new one.
@@ -64,7 +67,8 @@
 // The recovery point is the offset below which everything is fsynced. A
 // flush round (Log.Flush) syncs the directory if segments were created,
 // then every segment from the one holding recoveryPoint-1 to the active
-// one (indexes too, except the active segment's), writes the epoch
+// one (indexes too, written out first; the active segment's are written
+// but not synced, recovery rebuilds them), writes the epoch
 // checkpoint first if it changed, and only then raises the recovery point.
 // After an unclean shutdown, Open re-reads every segment from the one
 // holding recoveryPoint-1: each batch's frame, magic, CRC and offsets are
@@ -76,9 +80,11 @@
 // last index entry; one failing it is recovered the same way. Producer
 // snapshots above the recovered end are deleted.
 //
-// An append is all or nothing: if the log or an index write fails, the
-// segment's files are cut back to its in-memory state (and, should that
-// fail too, cut back before the next write). A roll or full truncation
+// An append is all or nothing: if the log write fails, the segment's file
+// is cut back to its in-memory state (and, should that fail too, cut back
+// before the next write); index entries are added in memory only, so an
+// index write that fails fails the flush instead, and the recovery point
+// stays. A roll or full truncation
 // creates the new segment before removing old ones, so a failure leaves the
 // log unchanged and never without a segment.
 //
@@ -110,6 +116,10 @@
 //	mu                everything else: segment list and sizes, LEO, HW, log
 //	                  start, recovery point, epoch cache, config. Methods that
 //	                  need it held end in "Locked".
+//	index.ioMu        one per index file: its name and what the file holds.
+//	                  Taken after mu (or without it); mu is never taken
+//	                  while holding it. Held across the file's open,
+//	                  write or truncate and close, never across an fsync.
 //
 // fl is taken before mu and never together with lifeMu. Append and
 // AppendAsFollower hold only mu, including for the write(2) into the page

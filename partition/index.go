@@ -35,7 +35,7 @@ type index struct {
 
 	// ioMu guards the file's name and state below; it is taken after
 	// Log.mu (never Log.mu while holding it) and held across the file's
-	// I/O, so only persist may hold it during an fsync.
+	// open, write or truncate and close, never across an fsync.
 	ioMu sync.Mutex
 	path string
 	// disk is how many bytes of buf the file holds; junk is set when it
@@ -50,6 +50,9 @@ type index struct {
 	// missing is set when open found no file (and created an empty one):
 	// a segment with data then needs its indexes rebuilt.
 	missing bool
+	// changes counts writes and truncations, so that an fsync run without
+	// ioMu marks the file durable only if nothing changed it meanwhile.
+	changes uint64
 }
 
 // openIndex reads the index file at path into memory, creating it empty
@@ -111,6 +114,7 @@ func (ix *index) cutFile(size int) error {
 	}
 	ix.disk = min(ix.disk, size)
 	ix.junk, ix.durable = true, false
+	ix.changes++
 	if ix.gone {
 		return nil
 	}
@@ -129,12 +133,13 @@ func (ix *index) cutFile(size int) error {
 }
 
 // persist writes the entries of snap (a snapshot of buf) that the file
-// lacks and, if sync, fsyncs it. The file is opened only when there is
-// something to do.
+// lacks and, if sync, fsyncs it (after releasing ioMu: the descriptor stays
+// valid whatever a rename does meanwhile). The file is opened only when
+// there is something to do.
 func (ix *index) persist(snap []byte, sync bool) error {
 	ix.ioMu.Lock()
-	defer ix.ioMu.Unlock()
 	if ix.gone {
+		ix.ioMu.Unlock()
 		return nil
 	}
 	if ix.disk > len(snap) {
@@ -144,16 +149,24 @@ func (ix *index) persist(snap []byte, sync bool) error {
 	}
 	write := snap != nil && ix.disk < len(snap)
 	if !write && !ix.junk && (!sync || ix.durable) {
+		ix.ioMu.Unlock()
 		return nil
 	}
 	f, err := ix.fs.OpenFile(ix.path, os.O_WRONLY|os.O_APPEND, 0)
 	if err != nil {
+		ix.ioMu.Unlock()
 		return err
 	}
 	err = ix.writeLocked(f, snap, write)
+	changes := ix.changes
+	ix.ioMu.Unlock()
 	if err == nil && sync {
 		if err = f.Sync(); err == nil {
-			ix.durable = true
+			ix.ioMu.Lock()
+			if ix.changes == changes {
+				ix.durable = true
+			}
+			ix.ioMu.Unlock()
 		}
 	}
 	if cerr := f.Close(); err == nil {
@@ -164,6 +177,8 @@ func (ix *index) persist(snap []byte, sync bool) error {
 
 func (ix *index) writeLocked(f File, snap []byte, write bool) error {
 	if ix.junk {
+		ix.changes++
+		ix.durable = false
 		if err := f.Truncate(int64(ix.disk)); err != nil {
 			return err
 		}
@@ -173,6 +188,7 @@ func (ix *index) writeLocked(f File, snap []byte, write bool) error {
 		return nil
 	}
 	ix.durable = false
+	ix.changes++
 	n, err := f.Write(snap[ix.disk:])
 	if err == nil && n != len(snap)-ix.disk {
 		err = errors.New("short write to index")

@@ -389,7 +389,9 @@ func (s *segment) recoverLocked(cfg Config, onBatch func(h BatchHeader)) (recove
 	if err != nil {
 		return recoverResult{}, err
 	}
-	br := bufio.NewReaderSize(io.NewSectionReader(s.log, 0, fileSize), 1<<20)
+	// Sized to the file: after a crash, a broker with thousands of small
+	// partitions recovers thousands of active segments.
+	br := bufio.NewReaderSize(io.NewSectionReader(s.log, 0, fileSize), int(min(max(fileSize, 4<<10), 1<<20)))
 	var (
 		pos      int64
 		body     []byte
