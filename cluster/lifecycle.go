@@ -122,12 +122,18 @@ func (c *Controller) RegisterBroker(ctx context.Context, info BrokerInfo) error 
 	if exists && cur.Incarnation == info.Incarnation {
 		return nil
 	}
-	if exists && !cur.Fenced {
+	cleanRestart := exists && info.PreviousEpoch > 0 && info.PreviousEpoch == cur.Epoch
+	if exists && !cur.Fenced && !cleanRestart {
 		// Kafka's ClusterControlManager: a new incarnation of a broker
 		// whose session is still alive is refused, so that a second
 		// process (or a forged registration) cannot take over a live
 		// broker's identity and address. A broker not heard from since
 		// this controller took over, or past its session, may re-register.
+		// So may the next run of a broker that shut down cleanly without
+		// being fenced (its controlled shutdown timed out, or it was the
+		// only node): the broker epoch it wrote at exit (KIP-966's
+		// previous broker epoch) proves that run has ended, and it would
+		// otherwise wait out a session it cannot be using.
 		if c.sessions.Alive(info.NodeID, c.now()) {
 			return fmt.Errorf("%w: broker %d is registered with another incarnation and its session is alive", kerr.DuplicateBrokerRegistration, info.NodeID)
 		}
@@ -155,7 +161,7 @@ func (c *Controller) RegisterBroker(ctx context.Context, info BrokerInfo) error 
 	}
 	c.sessions.Seen(info.NodeID, c.now())
 	c.logger.Info().Int32("broker", info.NodeID).Str("host", info.Host).Int32("port", info.Port).
-		Bool("clean_shutdown", exists && info.PreviousEpoch > 0 && info.PreviousEpoch == cur.Epoch).Msg("broker registered")
+		Bool("clean_shutdown", cleanRestart).Msg("broker registered")
 	return nil
 }
 

@@ -70,6 +70,22 @@ func TestNewRunOfALiveBrokerIsDuplicateRegistration(t *testing.T) {
 	if b := c.Image().Brokers[2]; b.Host != "127.0.0.1" || b.Fenced {
 		t.Fatalf("broker 2 after the refused registration: %+v", b)
 	}
+	// A run that proves the previous one exited cleanly (the broker epoch
+	// it wrote at exit) registers at once, fenced or not: the previous
+	// run's controlled shutdown may have timed out.
+	if err := c.RegisterBroker(ctx, BrokerInfo{NodeID: 2, Host: "127.0.0.1", Port: 9002, Incarnation: newIncarnation(),
+		PreviousEpoch: c.Image().Brokers[2].Epoch}); err != nil {
+		t.Fatalf("registration after a clean exit without controlled shutdown: %v", err)
+	}
+	if _, _, err := c.BrokerHeartbeat(ctx, 2, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	// A wrong previous epoch proves nothing.
+	err = c.RegisterBroker(ctx, BrokerInfo{NodeID: 2, Host: "127.0.0.1", Port: 9002, Incarnation: newIncarnation(),
+		PreviousEpoch: c.Image().Brokers[2].Epoch + 100})
+	if !errors.Is(err, kerr.DuplicateBrokerRegistration) {
+		t.Fatalf("registration with a wrong previous epoch: %v, want DUPLICATE_BROKER_REGISTRATION", err)
+	}
 	// Once it asked to be fenced (a controlled shutdown), its next run
 	// registers at once.
 	if _, _, err := c.BrokerHeartbeat(ctx, 2, true, nil); err != nil {
