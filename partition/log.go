@@ -117,6 +117,9 @@ type Log struct {
 		deleteHorizon int64
 		closed        bool
 	}
+	// created is set when Open created the log's directory: a new,
+	// empty log.
+	created bool
 	// forceRecover names segments to re-validate at open whatever the
 	// recovery point: those a completed swap put in place (cleaner.go).
 	forceRecover map[int64]bool
@@ -168,6 +171,13 @@ func (l *Log) load(opts OpenOptions) error {
 	if err != nil {
 		return err
 	}
+	if l.created {
+		// A log this open created is empty: its leader-epoch cache is
+		// empty and right without a checkpoint, which is written with
+		// the first epoch (as Kafka's). Writing an empty one cost every
+		// new partition two fsyncs.
+		epochsOK = true
+	}
 	now := l.now()
 	if err := l.openSegments(bases, now); err != nil {
 		return err
@@ -213,6 +223,7 @@ func (l *Log) scanDir() ([]int64, error) {
 		if err := l.fs.SyncDir(l.parent); err != nil {
 			return nil, err
 		}
+		l.created = true
 	}
 	names, err := l.fs.ReadDir(l.dir)
 	if err != nil {

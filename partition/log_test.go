@@ -560,3 +560,25 @@ func TestOSFSLog(t *testing.T) {
 		t.Fatalf("left behind %v", ents)
 	}
 }
+
+func TestNewLogWritesItsLeaderEpochCheckpointWithTheFirstEpoch(t *testing.T) {
+	fs := NewMemFS()
+	l := openTestLog(t, fs, smallConfig(), OpenOptions{CleanShutdown: true})
+	if ok, _, _ := fs.Stat("/data/t-0/leader-epoch-checkpoint"); ok {
+		t.Fatal("a new, empty log wrote a leader-epoch-checkpoint")
+	}
+	mustAppend(t, l, testkit.SimpleBatch(2, 1, 1), 4)
+	l.Close()
+	if got := string(readFileBytes(t, fs, "/data/t-0/leader-epoch-checkpoint")); got != "0\n1\n4 0\n" {
+		t.Fatalf("checkpoint %q after the first epoch", got)
+	}
+	// Reopened without a checkpoint (a crash right after creation), an
+	// empty log is still empty and epoch-less.
+	fs2 := NewMemFS()
+	openTestLog(t, fs2, smallConfig(), OpenOptions{CleanShutdown: true}).Close()
+	l2 := openTestLog(t, fs2, smallConfig(), OpenOptions{})
+	defer l2.Close()
+	if ep, end := l2.EndOffsetForEpoch(0); ep != -1 || end != -1 {
+		t.Fatalf("empty log: epoch %d end %d", ep, end)
+	}
+}
