@@ -24,6 +24,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/gokafka/gokafka/internal/kconfig"
+
 	kgosasl "github.com/twmb/franz-go/pkg/sasl"
 	"github.com/twmb/franz-go/pkg/sasl/oauth"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
@@ -104,21 +106,11 @@ func (cfg *Config) mechSetting(listener, mech, prop string) (string, bool) {
 	return v, ok
 }
 
-func splitList(s string) []string {
-	var out []string
-	for _, p := range strings.Split(s, ",") {
-		if p = strings.TrimSpace(p); p != "" {
-			out = append(out, p)
-		}
-	}
-	return out
-}
-
 // enabledMechanisms is listener's sasl.enabled.mechanisms: its own
 // setting, else the broker-wide one.
 func (cfg *Config) enabledMechanisms(listener string) []string {
 	if v, ok := cfg.setting(listener, "", "sasl.enabled.mechanisms"); ok {
-		return splitList(strings.ToUpper(v))
+		return kconfig.List(strings.ToUpper(v))
 	}
 	return cfg.SASL.EnabledMechanisms
 }
@@ -195,7 +187,7 @@ func saslServerConfig(ctx context.Context, cfg *Config, listener string, store s
 				oc = &sasl.OAuthConfig{JWKS: jwks, PrincipalClaim: cfg.SASL.SubClaim, ScopeClaim: cfg.SASL.ScopeClaim,
 					ClockSkew: cfg.SASL.ClockSkew, ExpectedAudience: cfg.SASL.ExpectedAudience, ExpectedIssuer: cfg.SASL.ExpectedIssuer}
 				if v, ok := cfg.setting(listener, mech, "sasl.oauthbearer.expected.audience"); ok {
-					oc.ExpectedAudience = splitList(v)
+					oc.ExpectedAudience = kconfig.List(v)
 				}
 				if v, ok := cfg.setting(listener, mech, "sasl.oauthbearer.expected.issuer"); ok {
 					oc.ExpectedIssuer = v

@@ -20,6 +20,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/gokafka/gokafka/internal/kconfig"
+
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/gokafka/gokafka/acl"
@@ -92,8 +94,8 @@ func (h *Handlers) incrementalAlter(ctx context.Context, res kmsg.IncrementalAlt
 			if !ok {
 				base = def.Default
 			}
-			items := splitList(base)
-			for _, v := range splitList(value) {
+			items := kconfig.List(base)
+			for _, v := range kconfig.List(value) {
 				i := slices.Index(items, v)
 				if c.Op == 2 && i < 0 {
 					items = append(items, v)
@@ -107,14 +109,4 @@ func (h *Handlers) incrementalAlter(ctx context.Context, res kmsg.IncrementalAlt
 		}
 	}
 	return h.setConfigs(ctx, res.ResourceType, res.ResourceName, next, validateOnly)
-}
-
-func splitList(s string) []string {
-	var out []string
-	for _, v := range strings.Split(s, ",") {
-		if v = strings.TrimSpace(v); v != "" {
-			out = append(out, v)
-		}
-	}
-	return out
 }

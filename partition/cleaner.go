@@ -573,10 +573,8 @@ func (c *cleaner) cleanGroup(l *Log, group []segView) (*segment, error) {
 	if err := flush(); err != nil {
 		return nil, err
 	}
-	if err := ns.finalTimeEntryLocked(); err != nil {
-		return nil, err
-	}
-	if err := errors.Join(ns.log.Sync(), ns.idx.f.Sync(), ns.tidx.f.Sync()); err != nil {
+	ns.finalTimeEntryLocked()
+	if err := errors.Join(ns.log.Sync(), ns.persistIndexesLocked(true)); err != nil {
 		return nil, err
 	}
 	ok = true

@@ -34,9 +34,10 @@ func readRaw(t *testing.T, l *Log) []byte {
 
 // TestDiskFullAppendFailsAndKeepsAcknowledged fills a real, size-limited
 // filesystem (a tmpfs, which needs root to mount) from several logs at
-// once, so that the full disk is met by log writes and by index writes
-// (whichever needs a new page first): appends past it fail with ENOSPC and
-// change nothing, and once space is freed every acknowledged batch
+// once, so that the full disk is met by log writes (appends past it fail
+// with ENOSPC and change nothing) and by index writes (flushes fail, so
+// nothing is acknowledged), whichever needs a new page first; once space
+// is freed every acknowledged batch
 // (appended without error, then flushed) is there, in memory and after a
 // reopen with full recovery.
 func TestDiskFullAppendFailsAndKeepsAcknowledged(t *testing.T) {
@@ -57,9 +58,11 @@ func TestDiskFullAppendFailsAndKeepsAcknowledged(t *testing.T) {
 			_ = syscall.Unmount(dir, syscall.MNT_DETACH)
 		}
 	})
-	// Room to free later.
+	// Room to free later: enough for every log's pending index entries
+	// (held in memory while the disk was full, see index) to take a new
+	// page in each index file.
 	filler := filepath.Join(dir, "filler")
-	if err := os.WriteFile(filler, make([]byte, 128<<10), 0o644); err != nil {
+	if err := os.WriteFile(filler, make([]byte, 256<<10), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	cfg := DefaultConfig()

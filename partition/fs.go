@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 )
 
 // File is the subset of *os.File the log needs. Writes always go to the end
@@ -119,7 +120,13 @@ type MemFS struct {
 	// node.dir set.
 	cur     map[string]*memNode
 	durable map[string]*memNode
+	// open counts handles opened and not yet closed (OpenFiles).
+	open atomic.Int64
 }
+
+// OpenFiles returns how many handles are open: a process's file
+// descriptors, for tests that check what a log keeps open.
+func (m *MemFS) OpenFiles() int { return int(m.open.Load()) }
 
 type memNode struct {
 	dir    bool
@@ -216,7 +223,8 @@ func (m *MemFS) OpenFile(name string, flag int, perm os.FileMode) (File, error) 
 		n.data = n.data[:0:0]
 		n.mu.Unlock()
 	}
-	return &memFile{node: n, name: p, appendMode: flag&os.O_APPEND != 0, readOnly: flag&(os.O_WRONLY|os.O_RDWR) == 0}, nil
+	m.open.Add(1)
+	return &memFile{fs: m, node: n, name: p, appendMode: flag&os.O_APPEND != 0, readOnly: flag&(os.O_WRONLY|os.O_RDWR) == 0}, nil
 }
 
 // Remove implements FS.
@@ -379,6 +387,7 @@ func (m *MemFS) wasMovedLocked(n *memNode) bool {
 }
 
 type memFile struct {
+	fs         *MemFS
 	node       *memNode
 	name       string
 	appendMode bool
@@ -448,6 +457,7 @@ func (f *memFile) Close() error {
 		return errClosedFile
 	}
 	f.closed = true
+	f.fs.open.Add(-1)
 	return nil
 }
 

@@ -2,9 +2,11 @@ package partition
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"os"
 	"sort"
+	"sync"
 )
 
 const (
@@ -12,74 +14,198 @@ const (
 	timeIndexEntrySize   = 12 // timestamp int64, relative offset uint32
 )
 
-// index is an append-only sparse index file with an in-memory copy of its
-// contents. The copy is what lookups search; the file exists so a restart
-// does not have to rescan the segment. Invariant: buf equals the file's
-// contents and len(buf) is a multiple of the entry size.
+// index is a sparse index kept in memory and written out to its file
+// without holding a descriptor: entries are appended to buf only, and
+// persist copies what the file lacks with an open-append-close (plus an
+// fsync when asked) when the log is flushed, its truncation made durable,
+// or the log closed. A partition therefore holds one descriptor per
+// segment (the log file) instead of three. Like Kafka's mmapped indexes,
+// the file may lag the log after a crash: loading checks it and recovery
+// rebuilds it (Log.load).
 //
-// Readers search a snapshot of buf (slice header copied under Log.mu). That
-// is safe because appends only write beyond every snapshot's length and
-// truncation happens under Log.lifeMu held exclusively, when no reader runs.
+// buf is guarded by Log.mu. Readers search a snapshot of buf (slice header
+// copied under Log.mu). That is safe because appends only write beyond
+// every snapshot's length and truncation happens under Log.lifeMu held
+// exclusively, when no reader runs; for the same reason persist reads a
+// snapshot taken under Log.mu without it.
 type index struct {
-	f         File
-	path      string
+	fs        FS
 	entrySize int
 	buf       []byte
+
+	// ioMu guards the file's name and state below; it is taken after
+	// Log.mu (never Log.mu while holding it) and held across the file's
+	// I/O, so only persist may hold it during an fsync.
+	ioMu sync.Mutex
+	path string
+	// disk is how many bytes of buf the file holds; junk is set when it
+	// may hold more after a failed write or truncation (cut at the next
+	// persist); durable when it has been fsynced since it last changed.
+	disk    int
+	junk    bool
+	durable bool
+	// gone is set once the segment's files are removed: persist must not
+	// bring them back.
+	gone bool
+	// missing is set when open found no file (and created an empty one):
+	// a segment with data then needs its indexes rebuilt.
+	missing bool
 }
 
+// openIndex reads the index file at path into memory, creating it empty
+// when missing (as Kafka lays out a segment's files); no descriptor stays
+// open.
 func openIndex(fs FS, path string, entrySize int) (*index, error) {
-	f, err := fs.OpenFile(path, os.O_CREATE|os.O_RDWR|os.O_APPEND, 0o644)
+	data, ok, err := readWholeFile(fs, path)
 	if err != nil {
 		return nil, err
 	}
-	data, _, err := readWholeFile(fs, path)
-	if err != nil {
-		f.Close()
-		return nil, err
+	if !ok {
+		f, err := fs.OpenFile(path, os.O_CREATE|os.O_WRONLY, 0o644)
+		if err != nil {
+			return nil, err
+		}
+		if err := f.Close(); err != nil {
+			return nil, err
+		}
 	}
-	return &index{f: f, path: path, entrySize: entrySize, buf: data}, nil
+	// A file just created empty has no contents to fsync (its name is the
+	// directory sync's business).
+	return &index{fs: fs, path: path, entrySize: entrySize, buf: data, disk: len(data), durable: true, missing: !ok}, nil
 }
 
 func (ix *index) entries() int { return len(ix.buf) / ix.entrySize }
 
-// appendRaw writes pre-encoded entries.
-func (ix *index) appendRaw(b []byte) error {
-	if len(b) == 0 {
-		return nil
-	}
-	if _, err := ix.f.Write(b); err != nil {
-		// Leave the file as the in-memory copy says it is.
-		_ = ix.f.Truncate(int64(len(ix.buf)))
-		return err
-	}
+// appendRaw adds pre-encoded entries to the in-memory index; persist
+// writes them out.
+func (ix *index) appendRaw(b []byte) {
 	ix.buf = append(ix.buf, b...)
-	return nil
 }
 
-// truncateEntries keeps the first n entries.
+// truncateEntries keeps the first n entries, cutting the file at once if
+// it holds more (so that, as for the log file, the cut needs only an fsync
+// to be durable).
 func (ix *index) truncateEntries(n int) error {
 	if n*ix.entrySize >= len(ix.buf) {
 		return nil
 	}
-	if err := ix.f.Truncate(int64(n * ix.entrySize)); err != nil {
-		return err
-	}
 	// A fresh array so that nothing can observe later appends through an
 	// old snapshot's backing array.
 	ix.buf = append([]byte(nil), ix.buf[:n*ix.entrySize]...)
+	return ix.cutFile(len(ix.buf))
+}
+
+// reset replaces the whole in-memory index (rebuild after recovery) and
+// empties the file.
+func (ix *index) reset(b []byte) error {
+	ix.buf = append([]byte(nil), b...)
+	return ix.cutFile(0)
+}
+
+// cutFile truncates the file to size bytes if it may hold more.
+func (ix *index) cutFile(size int) error {
+	ix.ioMu.Lock()
+	defer ix.ioMu.Unlock()
+	if ix.disk <= size && !ix.junk {
+		return nil
+	}
+	ix.disk = min(ix.disk, size)
+	ix.junk, ix.durable = true, false
+	if ix.gone {
+		return nil
+	}
+	f, err := ix.fs.OpenFile(ix.path, os.O_WRONLY, 0)
+	if err != nil {
+		return err
+	}
+	err = f.Truncate(int64(size))
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		ix.junk = false
+	}
+	return err
+}
+
+// persist writes the entries of snap (a snapshot of buf) that the file
+// lacks and, if sync, fsyncs it. The file is opened only when there is
+// something to do.
+func (ix *index) persist(snap []byte, sync bool) error {
+	ix.ioMu.Lock()
+	defer ix.ioMu.Unlock()
+	if ix.gone {
+		return nil
+	}
+	if ix.disk > len(snap) {
+		// The file is ahead of this snapshot (another caller persisted a
+		// newer one): a snapshot is always a prefix of the newer buf.
+		snap = nil
+	}
+	write := snap != nil && ix.disk < len(snap)
+	if !write && !ix.junk && (!sync || ix.durable) {
+		return nil
+	}
+	f, err := ix.fs.OpenFile(ix.path, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		return err
+	}
+	err = ix.writeLocked(f, snap, write)
+	if err == nil && sync {
+		if err = f.Sync(); err == nil {
+			ix.durable = true
+		}
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+func (ix *index) writeLocked(f File, snap []byte, write bool) error {
+	if ix.junk {
+		if err := f.Truncate(int64(ix.disk)); err != nil {
+			return err
+		}
+		ix.junk = false
+	}
+	if !write {
+		return nil
+	}
+	ix.durable = false
+	n, err := f.Write(snap[ix.disk:])
+	if err == nil && n != len(snap)-ix.disk {
+		err = errors.New("short write to index")
+	}
+	if err != nil {
+		// Leave the file as disk says it is, or note that it is not.
+		if terr := f.Truncate(int64(ix.disk)); terr != nil {
+			ix.junk = true
+		}
+		return err
+	}
+	ix.disk = len(snap)
 	return nil
 }
 
-// reset replaces the whole index (rebuild after recovery).
-func (ix *index) reset(b []byte) error {
-	if err := ix.f.Truncate(0); err != nil {
+// rename moves the file (a segment's suffix change) under ioMu so that no
+// persist writes to the old name meanwhile.
+func (ix *index) rename(fs FS, path string) error {
+	ix.ioMu.Lock()
+	defer ix.ioMu.Unlock()
+	if err := fs.Rename(ix.path, path); err != nil {
 		return err
 	}
-	ix.buf = nil
-	return ix.appendRaw(b)
+	ix.path = path
+	return nil
 }
 
-func (ix *index) close() error { return ix.f.Close() }
+// markGone records that the segment's files are being removed.
+func (ix *index) markGone() {
+	ix.ioMu.Lock()
+	ix.gone = true
+	ix.ioMu.Unlock()
+}
 
 func putOffsetEntry(dst []byte, rel uint32, pos uint32) []byte {
 	dst = binary.BigEndian.AppendUint32(dst, rel)

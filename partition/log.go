@@ -123,6 +123,9 @@ type Log struct {
 	// forceRecover names segments to re-validate at open whatever the
 	// recovery point: those a completed swap put in place (cleaner.go).
 	forceRecover map[int64]bool
+	// loadSnapshots are the producer snapshots scanDir found, for load
+	// (saves a second listing of the directory).
+	loadSnapshots []int64
 }
 
 // Open opens (creating if needed) the log of tp under the log dir dir,
@@ -240,6 +243,7 @@ func (l *Log) scanDir() ([]int64, error) {
 			bases = append(bases, b)
 		}
 	}
+	l.loadSnapshots = producerSnapshotEnds(names)
 	for _, n := range names {
 		p := filepath.Join(l.dir, n)
 		switch {
@@ -335,7 +339,7 @@ func (l *Log) recoverSegments(recoverFrom int) error {
 	for i := 0; i < len(l.mu.segs); i++ {
 		s := l.mu.segs[i]
 		if i < recoverFrom {
-			if err := s.loadLocked(); err == nil {
+			if err := s.loadLocked(cfg); err == nil {
 				if i+1 < len(l.mu.segs) {
 					if s.next > l.mu.segs[i+1].base {
 						err = fmt.Errorf("segment %d overlaps segment %d", s.base, l.mu.segs[i+1].base)
@@ -412,9 +416,14 @@ func (l *Log) settleOffsets(opts OpenOptions, now time.Time) error {
 	}
 	// Producer snapshots above the log end describe batches lost to a
 	// crash or to a truncation interrupted before it removed them.
-	if err := l.removeProducerSnapshotsAboveLocked(l.mu.leo); err != nil {
+	if l.mu.truncPending {
+		// A fresh start at the log start may have removed some.
+		l.loadSnapshots = nil
+	}
+	if err := l.removeSnapshotsAboveLocked(l.mu.leo, l.loadSnapshots); err != nil {
 		return err
 	}
+	l.loadSnapshots = nil
 	l.mu.hw = min(max(opts.HighWatermark, l.mu.logStart), l.mu.leo)
 	if opts.CleanShutdown {
 		l.mu.recoveryPoint = l.mu.leo
@@ -469,7 +478,11 @@ func (l *Log) persistRecovery(opts OpenOptions, recoverFrom int) error {
 	if l.mu.truncPending {
 		// Removed snapshots or a fresh start at the log start (clean
 		// shutdown; recovery above already synced everything otherwise).
-		if err := syncFiles(l.fs, l.dir, l.mu.newSegments, l.mu.cut); err != nil {
+		var views []segView
+		for _, s := range l.mu.cut {
+			views = append(views, segView{s: s, idx: s.idx.buf, tidx: s.tidx.buf})
+		}
+		if err := syncFiles(l.fs, l.dir, l.mu.newSegments, views); err != nil {
 			return err
 		}
 		l.mu.truncPending, l.mu.newSegments, l.mu.cut = false, false, nil
@@ -480,7 +493,7 @@ func (l *Log) persistRecovery(opts OpenOptions, recoverFrom int) error {
 // syncRecoveredLocked is used only while opening, before the log is shared.
 func (l *Log) syncRecoveredLocked(from int) error {
 	for _, s := range l.mu.segs[min(from, len(l.mu.segs)):] {
-		if err := errors.Join(s.log.Sync(), s.idx.f.Sync(), s.tidx.f.Sync()); err != nil {
+		if err := errors.Join(s.log.Sync(), s.persistIndexesLocked(true)); err != nil {
 			return err
 		}
 	}
@@ -787,9 +800,7 @@ func (l *Log) rollLocked(base int64, now time.Time) error {
 		if base < old.next {
 			return fmt.Errorf("roll at %d below the active segment's end %d", base, old.next)
 		}
-		if err := old.finalTimeEntryLocked(); err != nil {
-			return err
-		}
+		old.finalTimeEntryLocked()
 	}
 	s, err := createSegment(l.fs, l.dir, base, now)
 	if err != nil {
@@ -1030,7 +1041,7 @@ func (l *Log) syncRound() error {
 	// round ended in may have rolled since, and its index (not synced while
 	// it was active) must be synced before the recovery point moves past it.
 	from := l.floorSegLocked(l.mu.recoveryPoint - 1)
-	segs := append([]*segment(nil), l.mu.segs[from:]...)
+	segs := l.viewsLocked(from)
 	dirSync := l.mu.newSegments
 	l.mu.newSegments = false
 	l.mu.Unlock()
@@ -1039,13 +1050,18 @@ func (l *Log) syncRound() error {
 	if dirSync {
 		err = l.fs.SyncDir(l.dir)
 	}
-	for i, s := range segs {
+	for i, v := range segs {
 		if err != nil {
 			break
 		}
-		err = s.log.Sync()
-		if err == nil && i < len(segs)-1 {
-			err = errors.Join(s.idx.f.Sync(), s.tidx.f.Sync())
+		err = v.s.log.Sync()
+		if err == nil {
+			// The active segment's index is written but not synced:
+			// recovery, which starts at the segment holding the recovery
+			// point, rebuilds it. Writing it here keeps the file close to
+			// the log (and its disk space taken) as entries accrue, one
+			// per index.interval.bytes.
+			err = persistIndexes(v.s, v.idx, v.tidx, i < len(segs)-1)
 		}
 	}
 	l.mu.Lock()
@@ -1336,10 +1352,12 @@ func (l *Log) syncTruncation() error {
 	l.mu.truncPending = false
 	// Only segments still in the list: the others' files are gone.
 	var segs []*segment
+	var views []segView
 	for _, c := range l.mu.cut {
 		for _, s := range l.mu.segs {
 			if s == c {
 				segs = append(segs, s)
+				views = append(views, segView{s: s, idx: s.idx.buf, tidx: s.tidx.buf})
 			}
 		}
 	}
@@ -1347,7 +1365,7 @@ func (l *Log) syncTruncation() error {
 	dirSync := l.mu.newSegments
 	l.mu.newSegments = false
 	l.mu.Unlock()
-	err := syncFiles(l.fs, l.dir, dirSync, segs)
+	err := syncFiles(l.fs, l.dir, dirSync, views)
 	l.lifeMu.RUnlock()
 	if err == nil && l.afterTruncate != nil {
 		err = l.afterTruncate()
@@ -1366,15 +1384,16 @@ func (l *Log) syncTruncation() error {
 	return nil
 }
 
-// syncFiles fsyncs dir (if dirSync) and the three files of each segment.
-func syncFiles(fs FS, dir string, dirSync bool, segs []*segment) error {
+// syncFiles fsyncs dir (if dirSync) and the log file of each segment and
+// persists and fsyncs its indexes (from the snapshots in the views).
+func syncFiles(fs FS, dir string, dirSync bool, segs []segView) error {
 	if dirSync {
 		if err := fs.SyncDir(dir); err != nil {
 			return err
 		}
 	}
-	for _, s := range segs {
-		if err := errors.Join(s.log.Sync(), s.idx.f.Sync(), s.tidx.f.Sync()); err != nil {
+	for _, v := range segs {
+		if err := errors.Join(v.s.log.Sync(), persistIndexes(v.s, v.idx, v.tidx, true)); err != nil {
 			return err
 		}
 	}
@@ -1622,8 +1641,13 @@ func (l *Log) Close() error {
 	var errs []error
 	errs = append(errs, ferr, eerr)
 	if len(l.mu.segs) > 0 {
-		a := l.active()
-		errs = append(errs, a.finalTimeEntryLocked(), a.idx.f.Sync(), a.tidx.f.Sync())
+		l.active().finalTimeEntryLocked()
+	}
+	// Every index the files lack goes out now (those already durable cost
+	// nothing), so that the next start after this clean shutdown loads
+	// them instead of scanning the segments.
+	for _, s := range l.mu.segs {
+		errs = append(errs, s.persistIndexesLocked(true))
 	}
 	for _, s := range l.mu.segs {
 		errs = append(errs, s.close())

@@ -54,9 +54,17 @@ func (l *Log) WriteProducerSnapshot(end int64, data []byte) error {
 // be trusted once the log grows past their offset again. The caller makes
 // the removal durable (see syncTruncation).
 func (l *Log) removeProducerSnapshotsAboveLocked(end int64) error {
-	ends, err := l.producerSnapshots()
-	if err != nil {
-		return err
+	return l.removeSnapshotsAboveLocked(end, nil)
+}
+
+// removeSnapshotsAboveLocked is removeProducerSnapshotsAboveLocked given
+// the snapshots in the directory, or nil to list them.
+func (l *Log) removeSnapshotsAboveLocked(end int64, ends []int64) error {
+	if ends == nil {
+		var err error
+		if ends, err = l.producerSnapshots(); err != nil {
+			return err
+		}
 	}
 	var errs []error
 	for _, e := range ends {
@@ -97,7 +105,13 @@ func (l *Log) producerSnapshots() ([]int64, error) {
 	if err != nil {
 		return nil, err
 	}
-	var ends []int64
+	return producerSnapshotEnds(names), nil
+}
+
+// producerSnapshotEnds returns the end offsets of the producer snapshots among a
+// directory's names, in order (empty, not nil).
+func producerSnapshotEnds(names []string) []int64 {
+	ends := []int64{}
 	for _, n := range names {
 		if !strings.HasSuffix(n, producerSnapshotSuffix) {
 			continue
@@ -107,5 +121,5 @@ func (l *Log) producerSnapshots() ([]int64, error) {
 		}
 	}
 	sort.Slice(ends, func(i, j int) bool { return ends[i] < ends[j] })
-	return ends, nil
+	return ends
 }

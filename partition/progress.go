@@ -2,8 +2,6 @@ package partition
 
 import (
 	"fmt"
-	"path/filepath"
-	"strings"
 	"sync"
 	"time"
 
@@ -15,7 +13,10 @@ import (
 // logged every recoveryLogInterval while loading lasts.
 type RecoveryProgress struct {
 	Partitions, PartitionsDone int
-	Segments, SegmentsDone     int
+	// Segments is exact once every partition is done; before, it is
+	// estimated from the partitions done (counting them up front meant
+	// listing every partition directory before opening any).
+	Segments, SegmentsDone int
 	// BytesDone is the size of the logs loaded so far.
 	BytesDone int64
 	Elapsed   time.Duration
@@ -29,14 +30,14 @@ func (p RecoveryProgress) MBPerSecond() float64 {
 	return float64(p.BytesDone) / (1 << 20) / p.Elapsed.Seconds()
 }
 
-// ETA estimates the time left from the segment rate so far; 0 when
+// ETA estimates the time left from the partition rate so far; 0 when
 // nothing is done yet or everything is.
 func (p RecoveryProgress) ETA() time.Duration {
-	if p.SegmentsDone == 0 || p.SegmentsDone >= p.Segments {
+	if p.PartitionsDone == 0 || p.PartitionsDone >= p.Partitions {
 		return 0
 	}
-	perSeg := p.Elapsed / time.Duration(p.SegmentsDone)
-	return perSeg * time.Duration(p.Segments-p.SegmentsDone)
+	perPart := p.Elapsed / time.Duration(p.PartitionsDone)
+	return perPart * time.Duration(p.Partitions-p.PartitionsDone)
 }
 
 func (p RecoveryProgress) String() string {
@@ -58,24 +59,12 @@ type recoveryTracker struct {
 	logger  zerolog.Logger
 }
 
-// newRecoveryTracker counts the segment files of jobs up front (one
-// directory listing per partition) so that progress has a total.
+// newRecoveryTracker tracks the opening of jobs.
 func (m *Manager) newRecoveryTracker(jobs []openJob) *recoveryTracker {
 	t := &recoveryTracker{now: m.now, report: m.cfg.Progress, logger: m.logger}
 	t.start = t.now()
 	t.lastLog = t.start
 	t.p.Partitions = len(jobs)
-	for _, j := range jobs {
-		names, err := m.fsFor(j.dir).ReadDir(filepath.Join(j.dir, j.tp.String()))
-		if err != nil {
-			continue // Open reports it
-		}
-		for _, n := range names {
-			if strings.HasSuffix(n, logSuffix) {
-				t.p.Segments++
-			}
-		}
-	}
 	return t
 }
 
@@ -85,7 +74,9 @@ func (t *recoveryTracker) opened(segs int, size int64) {
 	now := t.now()
 	t.p.PartitionsDone++
 	t.p.SegmentsDone += segs
-	t.p.Segments = max(t.p.Segments, t.p.SegmentsDone)
+	// The partitions left are taken to have as many segments as those
+	// done, on average.
+	t.p.Segments = t.p.SegmentsDone + (t.p.Partitions-t.p.PartitionsDone)*t.p.SegmentsDone/t.p.PartitionsDone
 	t.p.BytesDone += size
 	t.p.Elapsed = now.Sub(t.start)
 	p := t.p

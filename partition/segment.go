@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -38,8 +39,10 @@ func parseSegmentName(name, suffix string) (int64, bool) {
 	return v, true
 }
 
-// segment is one .log file and its two indexes. The file handles are
-// immutable after creation; every other field is guarded by Log.mu.
+// segment is one .log file and its two indexes. The log's handle is
+// immutable after creation and the only descriptor a segment holds (the
+// indexes live in memory, see index); every other field is guarded by
+// Log.mu.
 type segment struct {
 	base int64
 	log  File
@@ -112,7 +115,6 @@ func openSegmentFiles(fs FS, dir string, base int64, suffix string, now time.Tim
 	tidx, err := openIndex(fs, stem+timeIndexSuffix+suffix, timeIndexEntrySize)
 	if err != nil {
 		lf.Close()
-		idx.close()
 		return nil, err
 	}
 	return &segment{
@@ -122,12 +124,27 @@ func openSegmentFiles(fs FS, dir string, base int64, suffix string, now time.Tim
 }
 
 func (s *segment) close() error {
-	return errors.Join(s.log.Close(), s.idx.close(), s.tidx.close())
+	return s.log.Close()
+}
+
+// persistIndexes writes out the index entries the files lack (snapshots
+// taken under Log.mu, or the segment not yet shared) and, if sync, fsyncs
+// them. The caller holds Log.lifeMu, so no truncation runs meanwhile.
+func persistIndexes(s *segment, idx, tidx []byte, sync bool) error {
+	return errors.Join(s.idx.persist(idx, sync), s.tidx.persist(tidx, sync))
+}
+
+// persistIndexesLocked is persistIndexes with Log.mu held (or the segment
+// not shared).
+func (s *segment) persistIndexesLocked(sync bool) error {
+	return persistIndexes(s, s.idx.buf, s.tidx.buf, sync)
 }
 
 // removeFiles deletes the segment's files; the log file goes first so that
 // a crash in between leaves an orphan index, which open discards.
 func (s *segment) removeFiles(fs FS) error {
+	s.idx.markGone()
+	s.tidx.markGone()
 	return removeSegmentFiles(fs, s.stem(), s.suffix)
 }
 
@@ -153,13 +170,16 @@ func (s *segment) stem() string {
 // open handles are unaffected.
 func (s *segment) renameFiles(fs FS, suffix string) error {
 	stem := s.stem()
-	for _, suf := range []string{indexSuffix, timeIndexSuffix, logSuffix} {
-		if err := fs.Rename(stem+suf+s.suffix, stem+suf+suffix); err != nil {
-			return err
-		}
+	if err := s.idx.rename(fs, stem+indexSuffix+suffix); err != nil {
+		return err
+	}
+	if err := s.tidx.rename(fs, stem+timeIndexSuffix+suffix); err != nil {
+		return err
+	}
+	if err := fs.Rename(stem+logSuffix+s.suffix, stem+logSuffix+suffix); err != nil {
+		return err
 	}
 	s.path, s.suffix = stem+logSuffix+suffix, suffix
-	s.idx.path, s.tidx.path = stem+indexSuffix+suffix, stem+timeIndexSuffix+suffix
 	return nil
 }
 
@@ -177,10 +197,10 @@ func (s *segment) indexFull(cfg Config) bool {
 }
 
 // appendLocked writes whole batches (already carrying their final offsets)
-// at the end of the segment and extends the indexes. It is all or nothing:
-// if the log write or either index write fails, the files are cut back and
-// the in-memory state restored, so that a retry writes the same offsets
-// once and the segment never runs ahead of the log end offset.
+// at the end of the segment and extends the (in-memory) indexes. It is all
+// or nothing: if the log write fails, the file is cut back and the
+// in-memory state restored, so that a retry writes the same offsets once
+// and the segment never runs ahead of the log end offset.
 func (s *segment) appendLocked(data []byte, hdrs []BatchHeader, cfg Config) error {
 	if s.unclean {
 		if err := s.repairLocked(); err != nil {
@@ -196,9 +216,8 @@ func (s *segment) appendLocked(data []byte, hdrs []BatchHeader, cfg Config) erro
 	}
 	if err == nil {
 		s.size += int64(len(data))
-		if err = s.indexBatchesLocked(start, hdrs, cfg); err == nil {
-			return nil
-		}
+		s.indexBatchesLocked(start, hdrs, cfg)
+		return nil
 	}
 	// Undo: the in-memory state is the truth, the files are cut back to it.
 	*s = saved
@@ -215,16 +234,16 @@ func (s *segment) appendLocked(data []byte, hdrs []BatchHeader, cfg Config) erro
 // next append (or roll) retries it first, so that nothing is ever written
 // after bytes that were never acknowledged.
 func (s *segment) repairLocked() error {
-	err := errors.Join(s.log.Truncate(s.size), s.idx.f.Truncate(int64(len(s.idx.buf))), s.tidx.f.Truncate(int64(len(s.tidx.buf))))
+	err := s.log.Truncate(s.size)
 	s.unclean = err != nil
 	return err
 }
 
 // indexBatchesLocked updates the in-memory state and the indexes for whole
 // batches that are in the file starting at position start.
-func (s *segment) indexBatchesLocked(start int64, hdrs []BatchHeader, cfg Config) error {
+func (s *segment) indexBatchesLocked(start int64, hdrs []BatchHeader, cfg Config) {
 	if len(hdrs) == 0 {
-		return nil
+		return
 	}
 	var ie, te []byte
 	maxIdx := int(cfg.SegmentIndexBytes) / offsetIndexEntrySize
@@ -255,23 +274,24 @@ func (s *segment) indexBatchesLocked(start int64, hdrs []BatchHeader, cfg Config
 		pos += int64(h.Size())
 	}
 	s.next = hdrs[len(hdrs)-1].NextOffset()
-	return errors.Join(s.idx.appendRaw(ie), s.tidx.appendRaw(te))
+	s.idx.appendRaw(ie)
+	s.tidx.appendRaw(te)
 }
 
 // finalTimeEntryLocked records the segment's max timestamp in the time index
 // when it stops being active (roll, close), so that the last entry of an
 // inactive segment's time index is its max timestamp (Kafka does the same in
 // onBecomeInactiveSegment).
-func (s *segment) finalTimeEntryLocked() error {
+func (s *segment) finalTimeEntryLocked() {
 	if s.maxTs < 0 || s.offMaxTs < s.base {
-		return nil
+		return
 	}
 	if n := s.tidx.entries(); n > 0 {
 		if ts, _ := timeEntry(s.tidx.buf, n-1); ts >= s.maxTs {
-			return nil
+			return
 		}
 	}
-	return s.tidx.appendRaw(putTimeEntry(nil, s.maxTs, s.rel(s.offMaxTs)))
+	s.tidx.appendRaw(putTimeEntry(nil, s.maxTs, s.rel(s.offMaxTs)))
 }
 
 // readHeaderAt reads the batch header at pos. A short read is reported as
@@ -293,12 +313,21 @@ func readHeaderAt(f io.ReaderAt, pos int64, buf []byte) (BatchHeader, error) {
 	return parseHeaderUnchecked(buf), nil
 }
 
+var scanReaders = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 64<<10) }}
+
 // scanHeaders walks the batch headers from position `from` to `to`,
 // reading sequentially through a buffer, and calls fn for each whole batch.
 // It returns the position after the last whole, sane batch and the error
 // that stopped it early (nil at `to`).
 func scanHeaders(f io.ReaderAt, from, to int64, fn func(h BatchHeader, pos int64) bool) (int64, error) {
-	br := bufio.NewReaderSize(io.NewSectionReader(f, from, to-from), 64<<10)
+	// Pooled: a start-up loading thousands of partitions scans thousands
+	// of (mostly short) tails.
+	br := scanReaders.Get().(*bufio.Reader)
+	br.Reset(io.NewSectionReader(f, from, to-from))
+	defer func() {
+		br.Reset(nil)
+		scanReaders.Put(br)
+	}()
 	var hb [BatchHeaderSize]byte
 	pos := from
 	for pos < to {
@@ -377,11 +406,10 @@ func (s *segment) recoverLocked(cfg Config, onBatch func(h BatchHeader)) (recove
 	if err := s.tidx.reset(nil); err != nil {
 		return recoverResult{}, err
 	}
-	flushKept := func() error {
-		err := s.indexBatchesLocked(keptPos, kept, cfg)
+	flushKept := func() {
+		s.indexBatchesLocked(keptPos, kept, cfg)
 		keptPos = pos
 		kept = kept[:0]
-		return err
 	}
 	for pos < fileSize {
 		if fileSize-pos < BatchHeaderSize {
@@ -424,14 +452,10 @@ func (s *segment) recoverLocked(cfg Config, onBatch func(h BatchHeader)) (recove
 			onBatch(h)
 		}
 		if len(kept) == 4096 {
-			if err := flushKept(); err != nil {
-				return recoverResult{}, err
-			}
+			flushKept()
 		}
 	}
-	if err := flushKept(); err != nil {
-		return recoverResult{}, err
-	}
+	flushKept()
 	s.size = pos
 	res := recoverResult{truncatedBytes: fileSize - pos, reason: reason}
 	if pos < fileSize {
@@ -450,9 +474,11 @@ func crc32Update(head, body []byte) uint32 {
 // loadLocked fills the in-memory state of a segment whose indexes passed
 // their sanity check, without reading it all: the tail after the last index
 // entry is scanned to find the end, the max timestamp comes from the time
-// index plus that tail. A torn tail is reported as an error, and the caller
-// falls back to recoverLocked.
-func (s *segment) loadLocked() error {
+// index plus that tail. The indexes are extended over the tail, so that an
+// index file that lags its log (written only at flushes, or lost in a
+// crash) ends up as a rebuild would make it. A torn tail is reported as an
+// error, and the caller falls back to recoverLocked.
+func (s *segment) loadLocked(cfg Config) error {
 	fileSize := s.size
 	if err := checkOffsetIndex(s.idx.buf, fileSize); err != nil {
 		return err
@@ -466,6 +492,9 @@ func (s *segment) loadLocked() error {
 			return fmt.Errorf("index entries for an empty segment")
 		}
 		return nil
+	}
+	if s.idx.missing || s.tidx.missing {
+		return fmt.Errorf("index file missing")
 	}
 	var from int64
 	if n := s.idx.entries(); n > 0 {
@@ -487,17 +516,35 @@ func (s *segment) loadLocked() error {
 	}
 	s.rollBaseTs = first.MaxTimestamp
 	var last BatchHeader
-	var lastPos int64
+	// The batch at from carries the last offset-index entry (or is the
+	// first batch): indexing restarts there as appending left it.
+	s.bytesSinceIndex = 0
+	var (
+		kept    []BatchHeader
+		keptPos = from
+		bad     error
+	)
 	end, err := scanHeaders(s.log, from, fileSize, func(h BatchHeader, pos int64) bool {
-		if h.MaxTimestamp > s.maxTs {
-			s.maxTs, s.offMaxTs = h.MaxTimestamp, h.BaseOffset
+		if h.BaseOffset < s.base || !s.canHold(h.LastOffset()) || (last.BatchLength > 0 && h.BaseOffset < last.NextOffset()) {
+			bad = fmt.Errorf("batch at %d..%d out of range or order in segment %d", h.BaseOffset, h.LastOffset(), s.base)
+			return false
 		}
-		last, lastPos = h, pos
+		kept = append(kept, h)
+		last = h
+		if len(kept) == 4096 {
+			s.indexBatchesLocked(keptPos, kept, cfg)
+			keptPos = pos + int64(h.Size())
+			kept = kept[:0]
+		}
 		return true
 	})
+	if err == nil {
+		err = bad
+	}
 	if err != nil {
 		return err
 	}
+	s.indexBatchesLocked(keptPos, kept, cfg)
 	if end != fileSize || last.BatchLength == 0 {
 		return fmt.Errorf("segment tail does not end on a batch boundary")
 	}
@@ -505,7 +552,6 @@ func (s *segment) loadLocked() error {
 		return fmt.Errorf("last offset %d out of range for segment %d", last.LastOffset(), s.base)
 	}
 	s.next = last.NextOffset()
-	s.bytesSinceIndex = fileSize - lastPos
 	if n := s.tidx.entries(); n > 0 {
 		if _, rel := timeEntry(s.tidx.buf, n-1); s.base+int64(rel) >= s.next {
 			return fmt.Errorf("time index entry beyond segment end")

@@ -402,10 +402,40 @@ func (m *Manager) Close() {
 	m.wg.Wait()
 	// With fetchers stopped and produces failed, the producer state is
 	// final: snapshot it so the next start reads only the log past it.
+	// Each snapshot is a file of its own, fsynced: with thousands of
+	// partitions one after another they took most of a clean shutdown,
+	// so closeSnapshotWriters write them at once.
+	work := make(chan *Partition)
+	var wg sync.WaitGroup
+	for range min(closeSnapshotWriters, len(parts)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for p := range work {
+				p.closeSnapshot()
+			}
+		}()
+	}
 	for _, p := range parts {
-		if err := p.snapshotProducers(); err != nil {
-			p.logger.Warn().Err(err).Msg("producer state snapshot failed")
+		work <- p
+	}
+	close(work)
+	wg.Wait()
+}
+
+// closeSnapshotWriters is how many producer snapshots Close writes at
+// once: fsyncs of different files overlap in the filesystem's journal.
+const closeSnapshotWriters = 32
+
+// closeSnapshot writes the partition's producer snapshot at Close.
+func (p *Partition) closeSnapshot() {
+	defer func() {
+		if r := recover(); r != nil {
+			p.logger.Error().Interface("panic", r).Bytes("stack", debug.Stack()).Msg("producer state snapshot panicked")
 		}
+	}()
+	if err := p.snapshotProducers(); err != nil {
+		p.logger.Warn().Err(err).Msg("producer state snapshot failed")
 	}
 }
 

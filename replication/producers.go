@@ -228,7 +228,7 @@ func (p *Partition) loadProducers(ctx context.Context, gen uint64, ld *producerL
 		ld.err = err
 		close(ld.done)
 	}()
-	st, from, err := p.readProducerSnapshot()
+	st, from, snapEnd, err := p.readProducerSnapshot()
 	if err != nil {
 		return
 	}
@@ -249,30 +249,51 @@ func (p *Partition) loadProducers(ctx context.Context, gen uint64, ld *producerL
 			continue
 		}
 		// What is left was appended during the last pass.
+		installed := false
 		if err = scanProducers(ctx, p.log, st, st.End(), p.now); err == nil && p.prod.st == nil {
 			p.prod.st = st
 			p.prod.segments = p.log.NumSegments()
+			installed = true
 		}
 		p.prod.mu.Unlock()
+		if installed && snapEnd > 0 {
+			p.noteSnapshotOnDisk(gen, st, snapEnd)
+		}
 		return
 	}
 }
 
-// readProducerSnapshot returns the state of the latest valid snapshot and
-// the offset to read the log from, or an empty state and the log start.
-func (p *Partition) readProducerSnapshot() (*idempotent.State, int64, error) {
+// noteSnapshotOnDisk records that the snapshot the state st was loaded
+// from, at end, is on disk, so that a Close with nothing appended since
+// does not write it again (Kafka skips such a snapshot too), unless a
+// truncation replaced st meanwhile.
+func (p *Partition) noteSnapshotOnDisk(gen uint64, st *idempotent.State, end int64) {
+	p.prod.snapMu.Lock()
+	defer p.prod.snapMu.Unlock()
+	p.prod.mu.Lock()
+	same := p.prod.gen == gen && p.prod.st == st
+	p.prod.mu.Unlock()
+	if same && end > p.prod.written {
+		p.prod.written = end
+	}
+}
+
+// readProducerSnapshot returns the state of the latest valid snapshot, the
+// offset to read the log from and the snapshot's end offset, or an empty
+// state, the log start and -1.
+func (p *Partition) readProducerSnapshot() (*idempotent.State, int64, int64, error) {
 	st := idempotent.NewState()
-	from := p.log.LogStartOffset()
+	from, snapEnd := p.log.LogStartOffset(), int64(-1)
 	end, data, ok, err := p.log.LatestProducerSnapshot()
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, -1, err
 	}
 	if ok {
 		if snap, err := idempotent.UnmarshalSnapshot(data); err == nil && snap.End() == end {
-			st, from = snap, end
+			st, from, snapEnd = snap, end, end
 		}
 	}
-	return st, from, nil
+	return st, from, snapEnd, nil
 }
 
 // scanProducers folds the batches of lg from offset from into st, stamped

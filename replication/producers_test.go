@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"os"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -206,5 +208,44 @@ func TestRule9_ProducerExpiryFollowsTheInjectedClock(t *testing.T) {
 	}
 	if _, err := produceIdem(rm, p, idemBatch(1, 7, 0, 10)); err != nil {
 		t.Fatalf("batch of a producer idle past producer.id.expiration.ms: %v, want it accepted as from a new producer", err)
+	}
+}
+
+// A Close with nothing appended since the producer state was loaded from
+// its snapshot leaves that snapshot as it is (Kafka skips it too): a
+// restart of a broker with thousands of partitions does not rewrite and
+// fsync thousands of unchanged files.
+func TestRule9_CloseKeepsUnchangedProducerSnapshot(t *testing.T) {
+	s := newStack(t)
+	s.createTopic(t, "t", 1, nil)
+	p := tp("t", 0)
+	if _, err := produceIdem(s.rm, p, idemBatch(3, 7, 0, 0)); err != nil {
+		t.Fatal(err)
+	}
+	s.rm.Close()
+	snapFile := func() os.FileInfo {
+		t.Helper()
+		names, err := filepath.Glob(filepath.Join(s.logDir, "t-0", "*.snapshot"))
+		if err != nil || len(names) != 1 {
+			t.Fatalf("snapshots %v (%v), want one", names, err)
+		}
+		fi, err := os.Stat(names[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fi
+	}
+	before := snapFile()
+
+	rm := newManager(t, s.logs, s.ctrl)
+	eventually(t, "the new manager leads t-0", func() bool { return rm.Get(p) != nil && rm.Get(p).IsLeader() })
+	// A retry is answered from the producer state, loaded from the
+	// snapshot, and appends nothing.
+	if _, err := produceIdem(rm, p, idemBatch(3, 7, 0, 0)); err != nil {
+		t.Fatal(err)
+	}
+	rm.Close()
+	if after := snapFile(); !os.SameFile(before, after) {
+		t.Fatalf("unchanged producer snapshot %s rewritten at Close", after.Name())
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/gokafka/gokafka/internal/kconfig"
 )
 
 // Properties are the ssl.* properties this package reads, with Kafka's
@@ -123,7 +125,7 @@ func Parse(props map[string]string) (Config, error) {
 	default:
 		errs = append(errs, fmt.Errorf("ssl.client.auth=%s: want none, requested or required", ca))
 	}
-	for _, p := range splitList(get("ssl.enabled.protocols")) {
+	for _, p := range kconfig.List(get("ssl.enabled.protocols")) {
 		v, ok := protocolVersions[p]
 		if !ok {
 			errs = append(errs, fmt.Errorf("ssl.enabled.protocols: unknown protocol %q", p))
@@ -137,7 +139,7 @@ func Parse(props map[string]string) (Config, error) {
 	if c.MinVersion == 0 && len(errs) == 0 {
 		errs = append(errs, errors.New("ssl.enabled.protocols is empty"))
 	}
-	suites, err := cipherSuites(splitList(get("ssl.cipher.suites")))
+	suites, err := cipherSuites(kconfig.List(get("ssl.cipher.suites")))
 	if err != nil {
 		errs = append(errs, err)
 	}
@@ -157,16 +159,6 @@ func Parse(props map[string]string) (Config, error) {
 
 // HasKeystore reports whether a key pair is configured.
 func (c *Config) HasKeystore() bool { return c.KeystoreLocation != "" || c.KeystoreChain != "" }
-
-func splitList(s string) []string {
-	var out []string
-	for _, p := range strings.Split(s, ",") {
-		if p = strings.TrimSpace(p); p != "" {
-			out = append(out, p)
-		}
-	}
-	return out
-}
 
 // cipherSuites maps IANA names (which Java uses too) to Go's ids. The
 // TLS 1.3 suites are always on in Go, so naming them changes nothing.

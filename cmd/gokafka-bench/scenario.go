@@ -399,9 +399,9 @@ func (r *runner) startup(ctx context.Context, srv *server) ([]metric, error) {
 // resident memory, per node (a one-process peer's cost is shared among
 // its nodes).
 func (r *runner) idle(ctx context.Context, srv *server, sc scenario) ([]metric, error) {
-	// Each replica holds its segment's log, offset index and time index
-	// open; a node short of descriptors fails its log dir and stops.
-	if need := sc.partitions*sc.rf/sc.Nodes*3 + 1000; sc.partitions > 0 {
+	// Each replica holds its segment's log file open (the indexes are
+	// in memory); a node short of descriptors fails its log dir and stops.
+	if need := sc.partitions*sc.rf/sc.Nodes + 1000; sc.partitions > 0 {
 		if limit, ok := openFilesLimit(); ok && uint64(need) > limit {
 			return nil, fmt.Errorf("%d partitions RF %d need about %d open files per node; RLIMIT_NOFILE allows %d here", sc.partitions, sc.rf, need, limit)
 		}

@@ -4,8 +4,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"strings"
 	"time"
+
+	"github.com/gokafka/gokafka/internal/kconfig"
 
 	"github.com/gokafka/gokafka/tlsconf"
 )
@@ -32,13 +33,7 @@ func runCerts(args []string, stdout, stderr io.Writer) int {
 		fs.Usage()
 		return 2
 	}
-	var hs []string
-	for _, h := range strings.Split(*hosts, ",") {
-		if h = strings.TrimSpace(h); h != "" {
-			hs = append(hs, h)
-		}
-	}
-	written, err := tlsconf.GenerateDir(*dir, fs.Args(), hs, time.Duration(*days)*24*time.Hour)
+	written, err := tlsconf.GenerateDir(*dir, fs.Args(), kconfig.List(*hosts), time.Duration(*days)*24*time.Hour)
 	if err != nil {
 		fmt.Fprintln(stderr, "gokafka certs:", err)
 		return 1

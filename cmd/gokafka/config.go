@@ -178,7 +178,7 @@ var properties = []property{
 	{"shutdown.timeout.ms", "30000", "How long in-flight requests may take to finish at shutdown."},
 	{"log.level", "info", "trace, debug, info, warn or error."},
 	{"log.format", "console", "console or json."},
-	{"http.listener", "127.0.0.1:9644", "host:port of the HTTP listener serving /metrics (Prometheus), /livez and /readyz; empty turns it off."},
+	{"http.listener", defaultHTTPListener, "host:port of the HTTP listener serving /metrics (Prometheus), /livez and /readyz; empty turns it off."},
 	{"metrics.partition.series.max", "1000", "Per-partition metric series (log size, offsets, ISR) are exported while this broker hosts at most this many partitions; 0 turns them off."},
 	{"debug.pprof.listener", "", "host:port serving Go's net/http/pprof profiles (off when empty); for profiling only, never on a public interface."},
 }

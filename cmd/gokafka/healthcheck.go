@@ -12,7 +12,8 @@ import (
 	"time"
 )
 
-// defaultHTTPListener is http.listener's default.
+// defaultHTTPListener is http.listener's default, shared by the
+// settings table and the healthcheck, which runs without loading them.
 const defaultHTTPListener = "127.0.0.1:9644"
 
 // healthcheck is `gokafka healthcheck`: it asks the local broker's
