@@ -189,6 +189,11 @@ type Controller struct {
 	// signalled on every published image; nil runs watchers on the
 	// publishing goroutine.
 	watchKick chan struct{}
+	// watched is the offset of the last image every watcher has been
+	// given; watchedMoved is closed (and replaced) when it grows. Both
+	// guarded by watchMu.
+	watched      int64
+	watchedMoved chan struct{}
 
 	// alters holds AlterPartition calls waiting for proposeMu; whoever
 	// takes it next commits them all in one metadata entry (alterMu
@@ -321,6 +326,45 @@ func (c *Controller) deliver(next *Image) {
 		w.last = next
 		c.watchMu.Unlock()
 		c.runWatcher(w, prev, next)
+	}
+	c.watchMu.Lock()
+	if next.Offset > c.watched {
+		c.watched = next.Offset
+		if c.watchedMoved != nil {
+			close(c.watchedMoved)
+			c.watchedMoved = nil
+		}
+	}
+	c.watchMu.Unlock()
+}
+
+var errControllerClosed = errors.New("metadata controller closed")
+
+// AwaitWatchers returns once every watcher has been given the image
+// current when it was called, or a later one, or when ctx ends. The
+// change methods return once a change is in the image; this waits for
+// this broker to act on it too (its replicas, coordinators, quotas).
+// It must not be called from a watcher.
+func (c *Controller) AwaitWatchers(ctx context.Context) error {
+	target := c.Image().Offset
+	for {
+		c.watchMu.Lock()
+		if c.watched >= target || c.watchKick == nil {
+			c.watchMu.Unlock()
+			return nil
+		}
+		if c.watchedMoved == nil {
+			c.watchedMoved = make(chan struct{})
+		}
+		moved := c.watchedMoved
+		c.watchMu.Unlock()
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-c.stop:
+			return errControllerClosed
+		case <-moved:
+		}
 	}
 }
 

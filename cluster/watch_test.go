@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"context"
 	"sync"
 	"testing"
 	"time"
@@ -151,5 +152,40 @@ func TestWatcherRegisteredLateStartsFromTheCurrentImage(t *testing.T) {
 	call := w.waitFor(t, func(_, next *Image) bool { return next.Topic("after") != nil })
 	if call[0] == nil || call[0].Offset < seen.Offset {
 		t.Fatalf("prev %v is older than the image current at registration (offset %d)", call[0], seen.Offset)
+	}
+}
+
+func TestAwaitWatchersReturnsOnceEveryWatcherHasTheImage(t *testing.T) {
+	c := newController(t)
+	w := newBlockingWatcher("slow")
+	c.Watch(w.fn)
+	var releaseOnce sync.Once
+	release := func() { releaseOnce.Do(func() { close(w.release) }) }
+	t.Cleanup(release)
+	mustCreate(t, c, TopicSpec{Name: "slow", NumPartitions: 1, ReplicationFactor: 1})
+	target := c.Image().Offset
+	<-w.entered
+	seen := make(chan bool, 1)
+	go func() {
+		err := c.AwaitWatchers(context.Background())
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		ok := err == nil
+		if ok {
+			ok = false
+			for _, call := range w.calls {
+				ok = ok || call[1].Offset >= target
+			}
+		}
+		seen <- ok
+	}()
+	release()
+	select {
+	case ok := <-seen:
+		if !ok {
+			t.Fatal("AwaitWatchers returned before the watcher had the image")
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("AwaitWatchers is blocked")
 	}
 }
