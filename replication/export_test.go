@@ -6,3 +6,7 @@ func ProducerStateLoaded(p *Partition) bool {
 	defer p.prod.mu.Unlock()
 	return p.prod.st != nil
 }
+
+// ReconcileVisits is how many partition records m's metadata application
+// has examined.
+func ReconcileVisits(m *Manager) int64 { return m.reconcileVisits.Load() }
