@@ -647,14 +647,14 @@ func (l *Log) afterAppend(info AppendInfo, epochChanged, flushDue bool, leo int6
 	if err != nil {
 		return AppendInfo{}, err
 	}
-	if epochChanged {
-		if err := l.writeEpochCheckpoint(); err != nil {
-			// Not fatal: the recovery point does not advance past batches
-			// of the new epoch before the checkpoint is written (Flush
-			// writes it first), and recovery rebuilds it from batches.
-			l.logger.Warn().Err(err).Msg("writing leader-epoch-checkpoint")
-		}
-	}
+	// A new epoch leaves the cache dirty, written by the next flush
+	// (syncRound) before the recovery point passes the batch: recovery
+	// re-derives epochs from the batches past the recovery point, so a
+	// checkpoint that misses them loses nothing. Writing it here, with
+	// two fsyncs, on the append path was most of the cost of the first
+	// record to each of thousands of new partitions, on the leader and
+	// on every follower. Kafka too flushes it with the log (KAFKA-15046).
+	_ = epochChanged
 	if flushDue {
 		if err := l.flushTo(leo); err != nil {
 			return AppendInfo{}, err
