@@ -298,11 +298,13 @@ type watcher struct {
 
 // Watch implements Metadata.
 func (c *Controller) Watch(fn func(prev, next *Image)) {
-	w := &watcher{fn: fn}
-	c.watchMu.Lock()
 	// The caller reads the current image after registering: an image
-	// published before that is not delivered again.
-	w.last = c.Image()
+	// published before that is not delivered again. (Read before
+	// watchMu: imgMu and watchMu are never nested. One published in
+	// between is delivered from this older one, which costs a watcher
+	// at most some work again.)
+	w := &watcher{fn: fn, last: c.Image()}
+	c.watchMu.Lock()
 	c.watches = append(c.watches, w)
 	c.watchMu.Unlock()
 }
