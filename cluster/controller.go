@@ -168,6 +168,8 @@ type Controller struct {
 	// sessions tracks, on the active controller, when each broker last
 	// heartbeated. Guarded by proposeMu.
 	sessions *sessions
+	// leaderChanged wakes leaderLoop when the quorum's leader changes.
+	leaderChanged chan struct{}
 	// now is the controller's clock.
 	now func() time.Time
 

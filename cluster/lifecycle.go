@@ -304,22 +304,68 @@ func (c *Controller) ControlledShutdown(ctx context.Context) error {
 }
 
 // leaderLoop runs on every node and acts while this node leads the
-// quorum: it gives a new cluster its id and fences brokers whose session
-// expired.
+// quorum: it fences brokers whose session expired, and rebalances
+// leaderships when auto.leader.rebalance.enable is on. It sleeps until
+// the first session can expire or the rebalance is due (see
+// nextLeaderCheck), or until shortly after the leadership changes.
 func (c *Controller) leaderLoop() {
 	defer c.wg.Done()
-	t := time.NewTicker(max(c.qc.SessionTimeout/20, 50*time.Millisecond))
+	// A leadership's first check, which starts every broker's session,
+	// comes a moment after the leadership does.
+	first := max(c.qc.SessionTimeout/20, 50*time.Millisecond)
+	t := time.NewTimer(first)
 	defer t.Stop()
 	for {
 		select {
 		case <-c.stop:
 			return
+		case <-c.leaderChanged:
+			t.Reset(first)
+			continue
 		case <-t.C:
 		}
 		c.checkSessions()
 		c.maybeRebalanceLeaders()
+		t.Reset(c.nextLeaderCheck())
 	}
 }
+
+// nextLeaderCheck is how long leaderLoop may sleep after a check: until
+// the first broker session can expire or the next leader rebalance is
+// due, by the controller's clock. A session started after this (a
+// broker registering, or unfenced by its heartbeat) expires no sooner
+// than a session timeout from now, which bounds the sleep; off the
+// leadership, only a leadership change (which wakes the loop) starts
+// work.
+func (c *Controller) nextLeaderCheck() time.Duration {
+	wait := c.qc.SessionTimeout + time.Millisecond
+	if !c.IsLeader() {
+		return wait
+	}
+	now := c.now()
+	c.proposeMu.Lock()
+	at, ok := c.sessions.NextExpiry(c.Image(), c.caughtUpTerm)
+	c.proposeMu.Unlock()
+	if ok {
+		wait = min(wait, at.Sub(now))
+	}
+	if c.cfg.AutoLeaderRebalanceEnable && c.cfg.LeaderImbalanceCheckInterval > 0 {
+		c.rebalanceMu.Lock()
+		last := c.lastRebalance
+		c.rebalanceMu.Unlock()
+		if !last.IsZero() {
+			wait = min(wait, last.Add(c.cfg.LeaderImbalanceCheckInterval).Sub(now))
+		} else {
+			wait = 0
+		}
+	}
+	// Not a busy loop if the clock stands still (a test's) or the
+	// check failed: at most a few checks a second.
+	return max(wait, minLeaderCheck)
+}
+
+// minLeaderCheck is the shortest sleep of leaderLoop.
+const minLeaderCheck = 100 * time.Millisecond
 
 // checkSessions fences, on the active controller, every broker whose
 // session expired.

@@ -76,9 +76,18 @@ type QuorumConfig struct {
 	// fenced and its leaderships move.
 	HeartbeatInterval time.Duration
 	SessionTimeout    time.Duration
-	// ElectionTimeout is the raft election and heartbeat timeout of a
-	// multi-voter quorum (a quorum of one uses 50 ms).
+	// ElectionTimeout is controller.quorum.election.timeout.ms: how long
+	// a candidate of a multi-voter quorum waits for votes before asking
+	// again (raft makes it at least FetchTimeout).
 	ElectionTimeout time.Duration
+	// FetchTimeout is controller.quorum.fetch.timeout.ms: a voter that
+	// hears nothing from the leader for this long asks for an election,
+	// the leader heartbeats each voter at a tenth to a fifth of it, and
+	// steps down once a majority has not answered for this long. 0 is
+	// Kafka's default, 2 s.
+	FetchTimeout time.Duration
+	// commitTimeout overrides defaultCommitTimeout (tests).
+	commitTimeout time.Duration
 	// TLS, when set, runs the CONTROLLER listener inside TLS (an SSL or
 	// SASL_SSL controller listener): raft traffic and the Kafka-protocol
 	// requests alike, in both directions.
@@ -112,6 +121,10 @@ type raftLog struct {
 	voters int
 	// applyTimeout bounds one proposal.
 	applyTimeout time.Duration
+	// nudgeCh asks nudgeLoop to tell the followers the commit index;
+	// proposing counts the proposals under way (see nudgeLoop).
+	nudgeCh   chan struct{}
+	proposing atomic.Int32
 }
 
 // fsm applies committed commands. Apply, Snapshot and Restore are called
@@ -204,7 +217,7 @@ func Open(ctx context.Context, cfg Config, qc QuorumConfig, logger zerolog.Logge
 	if qc.SessionTimeout <= 0 {
 		qc.SessionTimeout = 9 * time.Second
 	}
-	c := &Controller{cfg: cfg, qc: qc, logger: logger, stop: make(chan struct{}), hbStop: make(chan struct{})}
+	c := &Controller{cfg: cfg, qc: qc, logger: logger, stop: make(chan struct{}), hbStop: make(chan struct{}), leaderChanged: make(chan struct{}, 1)}
 	c.now = cfg.Now
 	if c.now == nil {
 		c.now = time.Now
@@ -226,15 +239,13 @@ func Open(ctx context.Context, cfg Config, qc QuorumConfig, logger zerolog.Logge
 
 	var trans raft.Transport
 	var servers []raft.Server
-	startTimeout := soloTimeout
+	tm := quorumTimings(qc)
 	if len(qc.Voters) == 0 {
-		// A quorum of one: no network, and short timeouts; with no
-		// peers there is nothing to lose contact with. The election
-		// itself is started at once below (see electNow).
+		// A quorum of one: no network. The election itself is started at
+		// once below (see electNow).
 		addr, t := raft.NewInmemTransport(raft.ServerAddress("node-" + string(rc.LocalID)))
 		trans = t
 		servers = []raft.Server{{ID: rc.LocalID, Address: addr}}
-		rc.HeartbeatTimeout, rc.ElectionTimeout, rc.LeaderLeaseTimeout = 2*soloTimeout, 2*soloTimeout, soloTimeout
 	} else {
 		found := false
 		for _, v := range qc.Voters {
@@ -258,28 +269,17 @@ func Open(ctx context.Context, cfg Config, qc QuorumConfig, logger zerolog.Logge
 		m.routes = qc.PeerRoutes
 		c.mux = m
 		trans = raft.NewNetworkTransportWithLogger(raftStream{m}, 3, 10*time.Second, rc.Logger)
-		et := qc.ElectionTimeout
-		if et <= 0 {
-			et = 500 * time.Millisecond
-		}
-		// Raft starts with twice the timeouts and is lowered to them
-		// right after (see electNow): that wakes its follower loop, so
-		// a node that finds no leader asks for one at once instead of
-		// after a random 1-2 timeouts. With pre-vote (on in this raft)
-		// asking costs nothing: a node whose peers are not up yet is
-		// refused and waits a normal timeout, one joining a quorum that
-		// has a leader is refused by every voter that hears from it, and
-		// the term only moves once a majority granted the pre-vote. So a
-		// fresh cluster elects its leader when its last voter starts.
-		rc.HeartbeatTimeout, rc.ElectionTimeout, rc.LeaderLeaseTimeout = 2*et, 2*et, et/2
-		startTimeout = et
 	}
-	// With no new entry, the leader tells each follower the commit index
-	// every CommitTimeout (randomised up to twice that), and followers
-	// apply only what they know is committed. 5 ms made an idle leader
-	// send ~270 AppendEntries a second; 50 ms (raft's default) bounds how
-	// late a follower applies a change at one tenth of that cost.
-	rc.CommitTimeout = 50 * time.Millisecond
+	// Raft starts with twice the timeouts and is lowered to them right
+	// after (see electNow): that wakes its follower loop, so a node that
+	// finds no leader asks for one at once instead of after a random 1-2
+	// timeouts. With pre-vote (on in this raft) asking costs nothing: a
+	// node whose peers are not up yet is refused and waits a normal
+	// timeout, one joining a quorum that has a leader is refused by every
+	// voter that hears from it, and the term only moves once a majority
+	// granted the pre-vote. So a fresh cluster elects its leader when its
+	// last voter starts, whatever the timeouts.
+	tm.start(rc)
 
 	store, err := raftboltdb.NewBoltStore(filepath.Join(qc.Dir, "raft.db"))
 	if err != nil {
@@ -324,18 +324,19 @@ func Open(ctx context.Context, cfg Config, qc QuorumConfig, logger zerolog.Logge
 	// one up and asked usually wins, and a later one that has heard from
 	// the leader by its turn does not ask.
 	if rank := voterRank(qc.Voters, cfg.NodeID); rank == 0 {
-		electNow(r, rc, startTimeout)
+		electNow(r, rc, tm)
 	} else {
 		stop := c.stop
-		time.AfterFunc(time.Duration(rank)*min(startTimeout/5, startStagger), func() {
+		time.AfterFunc(time.Duration(rank)*min(tm.election/5, startStagger), func() {
 			select {
 			case <-stop:
 			default:
-				electNow(r, rc, startTimeout)
+				electNow(r, rc, tm)
 			}
 		})
 	}
-	l := &raftLog{r: r, ctrl: c, fsm: f, store: store, trans: trans, voters: len(qc.Voters), applyTimeout: 10 * time.Second}
+	l := &raftLog{r: r, ctrl: c, fsm: f, store: store, trans: trans, voters: len(qc.Voters), applyTimeout: 10 * time.Second,
+		nudgeCh: make(chan struct{}, 1)}
 	c.log = l
 
 	obsCh := make(chan raft.Observation, 16)
@@ -344,9 +345,10 @@ func Open(ctx context.Context, cfg Config, qc QuorumConfig, logger zerolog.Logge
 		return ok
 	})
 	r.RegisterObserver(obs)
-	c.wg.Add(2)
+	c.wg.Add(3)
 	go l.watchLeader(obsCh, obs)
 	go c.leaderLoop()
+	go l.nudgeLoop()
 
 	if qc.Observer {
 		// The active controller adds this node to the quorum, after
@@ -363,28 +365,92 @@ func Open(ctx context.Context, cfg Config, qc QuorumConfig, logger zerolog.Logge
 	return c, nil
 }
 
-// soloTimeout is the heartbeat and election timeout of a one-node quorum.
-// Its election does not wait for it (see electNow); its leader loop
-// checks its lease at this period, so it is not smaller: an idle broker
-// should not wake a hundred times a second.
-const soloTimeout = 50 * time.Millisecond
+// soloTimeout is the heartbeat, election and lease timeout of a one-node
+// quorum. Its election does not wait for it (see electNow), and it never
+// loses contact with a majority of itself; its leader only checks its
+// lease this often.
+const soloTimeout = time.Second
+
+// defaultCommitTimeout is raft's CommitTimeout in a multi-voter quorum.
+// With no new entry, the leader tells each follower the commit index
+// every CommitTimeout (randomised up to twice that) in an AppendEntries
+// that reads the log store: a KRaft follower's idle fetch cadence
+// (replica.fetch.wait.max.ms, 500 ms) rather than raft's 50 ms. Followers
+// do not wait for it to apply a proposal: the leader nudges them at once
+// (see nudgeLoop).
+const defaultCommitTimeout = 500 * time.Millisecond
+
+// defaultFetchTimeout is Kafka's controller.quorum.fetch.timeout.ms.
+const defaultFetchTimeout = 2 * time.Second
+
+// timings are a quorum's steady-state raft timeouts.
+type timings struct {
+	// heartbeat is raft's HeartbeatTimeout: a follower that hears
+	// nothing for a random 1-2 of it asks for an election, and the
+	// leader heartbeats each follower every random 1/10-2/10 of it.
+	heartbeat time.Duration
+	// election is raft's ElectionTimeout, a candidate's wait for votes;
+	// raft wants it no smaller than heartbeat.
+	election time.Duration
+	// lease is raft's LeaderLeaseTimeout: a leader that has not heard
+	// from a majority for this long steps down. Fixed at start, and at
+	// most heartbeat.
+	lease time.Duration
+	// commit is raft's CommitTimeout (see defaultCommitTimeout).
+	commit time.Duration
+}
+
+// quorumTimings are the timeouts of qc's quorum. In a multi-voter quorum
+// they follow KRaft's: a voter elects after controller.quorum.fetch
+// .timeout.ms without the leader, a leader resigns after as long without
+// a majority (KRaft: 1.5 times it), and heartbeats come every 200-400 ms
+// (a KRaft follower fetches every 500 ms when idle). The lease spans at
+// least five heartbeat intervals, so a leader starved of CPU for a
+// moment does not step down.
+func quorumTimings(qc QuorumConfig) timings {
+	if len(qc.Voters) == 0 {
+		return timings{heartbeat: soloTimeout, election: soloTimeout, lease: soloTimeout, commit: defaultCommitTimeout}
+	}
+	fetch := qc.FetchTimeout
+	if fetch <= 0 {
+		fetch = defaultFetchTimeout
+	}
+	et := qc.ElectionTimeout
+	if et <= 0 {
+		et = 500 * time.Millisecond
+	}
+	commit := defaultCommitTimeout
+	if qc.commitTimeout > 0 {
+		commit = qc.commitTimeout
+	}
+	return timings{heartbeat: fetch, election: max(et, fetch), lease: fetch, commit: commit}
+}
+
+// start sets rc's timeouts for raft's start: twice tm's heartbeat and
+// election timeouts, lowered to tm's by electNow. The leader lease cannot
+// change after start and may never exceed the heartbeat timeout, so it is
+// the steady-state one from the start.
+func (tm timings) start(rc *raft.Config) {
+	rc.HeartbeatTimeout, rc.ElectionTimeout = 2*tm.heartbeat, 2*tm.election
+	rc.LeaderLeaseTimeout = tm.lease
+	rc.CommitTimeout = tm.commit
+}
 
 // electNow makes a node that knows no leader ask for an election now
 // instead of after a random heartbeat timeout: lowering the heartbeat
-// timeout of a running raft to timeout wakes its follower loop, which
-// finds no recent leader contact and starts an election at once (a
-// pre-vote first, in a quorum of more than one). Start-up waits for the
-// quorum to have a leader, so this takes 50-100 ms off every start of a
-// single node and up to two election timeouts off a cluster's.
-func electNow(r *raft.Raft, rc *raft.Config, timeout time.Duration) {
-	// The timeouts were validated when raft started with twice them;
-	// halving keeps them valid (the lease is at most half of them).
+// timeout of a running raft (started with twice tm's) to tm's wakes its
+// follower loop, which finds no recent leader contact and starts an
+// election at once (a pre-vote first, in a quorum of more than one).
+// Start-up waits for the quorum to have a leader, so this takes one to
+// two heartbeat timeouts off every start.
+func electNow(r *raft.Raft, rc *raft.Config, tm timings) {
+	// The lease (tm.lease) is at most tm.heartbeat: still valid.
 	_ = r.ReloadConfig(raft.ReloadableConfig{
 		TrailingLogs:      rc.TrailingLogs,
 		SnapshotInterval:  rc.SnapshotInterval,
 		SnapshotThreshold: rc.SnapshotThreshold,
-		HeartbeatTimeout:  timeout,
-		ElectionTimeout:   timeout,
+		HeartbeatTimeout:  tm.heartbeat,
+		ElectionTimeout:   tm.election,
 	})
 }
 
@@ -429,7 +495,7 @@ func (c *Controller) waitReady(ctx context.Context) error {
 					return err
 				}
 			}
-			if c.log.AppliedIndex() >= c.log.LastIndex() && c.Image().ClusterID != "" {
+			if applied(c.log) && c.Image().ClusterID != "" {
 				return nil
 			}
 		}
@@ -439,6 +505,14 @@ func (c *Controller) waitReady(ctx context.Context) error {
 		case <-tick.C:
 		}
 	}
+}
+
+// applied reports whether log has applied every command it holds.
+func applied(log Log) bool {
+	if l, ok := log.(*raftLog); ok {
+		return l.commandsApplied()
+	}
+	return log.AppliedIndex() >= log.LastIndex()
 }
 
 // ensureClusterID gives a new cluster its id, once, from the leader.
@@ -473,6 +547,9 @@ func (l *raftLog) Propose(ctx context.Context, cmds ...*Command) error {
 	if d, ok := ctx.Deadline(); ok {
 		timeout = min(timeout, time.Until(d))
 	}
+	l.proposing.Add(1)
+	defer l.nudge()
+	defer l.proposing.Add(-1)
 	fut := l.r.Apply(b, timeout)
 	if err := fut.Error(); err != nil {
 		if errors.Is(err, raft.ErrNotLeader) || errors.Is(err, raft.ErrLeadershipLost) {
@@ -484,6 +561,87 @@ func (l *raftLog) Propose(ctx context.Context, cmds ...*Command) error {
 		return res.err
 	}
 	return nil
+}
+
+// nudge asks nudgeLoop to tell the followers the commit index.
+func (l *raftLog) nudge() {
+	select {
+	case l.nudgeCh <- struct{}{}:
+	default:
+	}
+}
+
+// nudgeLoop makes followers apply a proposal as soon as it is committed.
+// Raft tells a follower that an entry is committed only in the next
+// AppendEntries it sends it: one carrying a later entry, or the one it
+// sends after CommitTimeout without new entries. So once a proposal is
+// applied here, with no other proposal under way (whose entry would carry
+// the news), the leader appends a barrier, an entry the state machine
+// does not see, whose AppendEntries carries the commit index; the
+// barrier's own commit reaches the followers later, which changes nothing
+// for them. A new leader nudges too, for the entries of the previous term
+// it committed. Requests coalesce: one barrier at a time.
+func (l *raftLog) nudgeLoop() {
+	c := l.ctrl
+	defer c.wg.Done()
+	if len(c.qc.Voters) == 0 {
+		// A quorum of one has no follower to tell.
+		return
+	}
+	for {
+		select {
+		case <-c.stop:
+			return
+		case <-l.nudgeCh:
+		}
+		if l.proposing.Load() > 0 || l.r.State() != raft.Leader {
+			// The proposal under way nudges when it is done; a
+			// follower has nobody to tell.
+			continue
+		}
+		// Closing does not wait for the barrier: raft's shutdown, after
+		// this loop is gone, answers it.
+		fut := l.r.Barrier(l.applyTimeout)
+		done := make(chan error, 1)
+		go func() { done <- fut.Error() }()
+		select {
+		case <-c.stop:
+			return
+		case err := <-done:
+			if err != nil {
+				c.logger.Debug().Err(err).Msg("telling the followers the metadata commit index")
+			}
+		}
+	}
+}
+
+// commandsApplied reports whether this node has applied every command of
+// its log: the entries it holds beyond the last applied are raft's own
+// (barriers, a new leader's no-op, configurations), which the state
+// machine does not see. A follower learns that the last entry it holds
+// is committed only with the leader's next AppendEntries, and that
+// entry is usually such a barrier (see nudgeLoop).
+func (l *raftLog) commandsApplied() bool {
+	applied, last := l.r.AppliedIndex(), l.r.LastIndex()
+	if applied >= last {
+		return true
+	}
+	if last-applied > 64 {
+		return false
+	}
+	for i := applied + 1; i <= last; i++ {
+		var e raft.Log
+		if err := l.store.GetLog(i, &e); err != nil {
+			if errors.Is(err, raft.ErrLogNotFound) {
+				continue
+			}
+			return false
+		}
+		if e.Type == raft.LogCommand {
+			return false
+		}
+	}
+	return true
 }
 
 // Leader implements Log.
@@ -561,6 +719,13 @@ func (l *raftLog) watchLeader(ch chan raft.Observation, obs *raft.Observer) {
 			l.fsm.mu.Lock()
 			l.fsm.publishLocked()
 			l.fsm.mu.Unlock()
+			if l.IsLeader() {
+				l.nudge()
+			}
+			select {
+			case c.leaderChanged <- struct{}{}:
+			default:
+			}
 		}
 	}
 }
@@ -582,7 +747,8 @@ func (c *Controller) Close() error {
 
 // Kill closes the controller as a killed process leaves it: the quorum
 // leadership is not handed over (the other voters elect a leader after
-// their election timeout), nothing else differs from Close.
+// controller.quorum.fetch.timeout.ms without it), nothing else differs
+// from Close.
 func (c *Controller) Kill() error {
 	c.killed.Store(true)
 	return c.Close()

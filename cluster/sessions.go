@@ -62,3 +62,25 @@ func (s *sessions) Expired(im *Image, now time.Time, term uint64) []int32 {
 	}
 	return out // in id order, as BrokerIDs gives them
 }
+
+// NextExpiry returns when the first unfenced broker of im would expire if
+// not heard from again, in the leadership of raft term term: after
+// Expired, the time the next Expired can find one. ok is false when no
+// session runs (none heard from yet, or a term not checked yet: Expired
+// starts those sessions).
+func (s *sessions) NextExpiry(im *Image, term uint64) (at time.Time, ok bool) {
+	if s.term != term {
+		return time.Time{}, false
+	}
+	for id, b := range im.Brokers {
+		last, seen := s.lastSeen[id]
+		if !seen || b.Fenced {
+			continue
+		}
+		// Expired wants strictly more than the timeout.
+		if exp := last.Add(s.timeout + time.Millisecond); !ok || exp.Before(at) {
+			at, ok = exp, true
+		}
+	}
+	return at, ok
+}

@@ -133,3 +133,57 @@ func TestControllerFencesExpiredSessionsByItsClock(t *testing.T) {
 		t.Fatalf("leader %d after its broker's session expired, want 1", p.Leader)
 	}
 }
+
+// The controller's session check sleeps until the first broker session can
+// expire by the controller's clock, instead of polling: woken then, it
+// fences the silent broker; a heartbeat moves the next check later.
+func TestControllerSessionCheckDueWhenTheFirstSessionCanExpire(t *testing.T) {
+	var mu sync.Mutex
+	now := time.Unix(1000, 0)
+	cfg := testConfig()
+	cfg.Now = func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	advance := func(d time.Duration) { mu.Lock(); now = now.Add(d); mu.Unlock() }
+	ctx := context.Background()
+	c, _, err := OpenInMemory(ctx, cfg, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	timeout := c.qc.SessionTimeout
+	if got, want := c.nextLeaderCheck(), timeout+time.Millisecond; got != want {
+		t.Fatalf("next check in %v with no broker, want when a session started now can expire, %v", got, want)
+	}
+	for _, id := range []int32{1, 2} {
+		if err := c.RegisterBroker(ctx, BrokerInfo{NodeID: id, Host: "h", Port: 9000 + id, Incarnation: newIncarnation()}); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := c.BrokerHeartbeat(ctx, id, false, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.checkSessions()
+	if got, want := c.nextLeaderCheck(), timeout+time.Millisecond; got != want {
+		t.Fatalf("next check in %v, want when both sessions can expire, %v", got, want)
+	}
+	advance(4 * time.Second)
+	if _, _, err := c.BrokerHeartbeat(ctx, 1, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	due := c.nextLeaderCheck()
+	if want := timeout + time.Millisecond - 4*time.Second; due != want {
+		t.Fatalf("next check in %v, want when broker 2's session can expire, %v", due, want)
+	}
+	advance(due - 2*time.Millisecond)
+	c.checkSessions()
+	if c.Image().Brokers[2].Fenced {
+		t.Fatal("broker 2 fenced before its session expired")
+	}
+	advance(2 * time.Millisecond)
+	c.checkSessions()
+	if im := c.Image(); !im.Brokers[2].Fenced || im.Brokers[1].Fenced {
+		t.Fatalf("fenced: 1 %v, 2 %v; want only 2 at its check", im.Brokers[1].Fenced, im.Brokers[2].Fenced)
+	}
+	if got, want := c.nextLeaderCheck(), 4*time.Second; got != want {
+		t.Fatalf("next check in %v, want when broker 1's session can expire, %v", got, want)
+	}
+}

@@ -14,8 +14,10 @@ package handlers
 // fetch offset points into it; clients skip the records below their offset.
 //
 // Fetch sessions (KIP-227, fetch_session.go): a full fetch may open one,
-// an incremental fetch reads every partition of its session and is
-// answered with only those that have something new. Topics are named by
+// an incremental fetch reads every partition of its session (a
+// follower's: only those that changed since its previous fetch, see
+// replication/session.go) and is answered with only those that have
+// something new. Topics are named by
 // id from v13.
 // read_committed reads up to the last stable offset (the first offset of
 // the earliest transaction not yet decided, else the high watermark) and
@@ -108,6 +110,23 @@ func (h *Handlers) fetch(ctx context.Context, req *protocol.Request) (kmsg.Respo
 		}
 	}()
 	slots := planFetch(req, fc.entries, resp, im, useIDs, &params, allowed)
+	// A follower's session keeps a watch on its partitions from the full
+	// fetch that opens it on, and each of its fetches reads only those
+	// that need it (fetch_session.go).
+	var watch *replication.SessionWatch
+	switch {
+	case fc.kind == fetchFull && params.FromFollower && r.SessionEpoch == sessionEpochInitial && h.sessions.max > 0:
+		watch = h.replicas.NewSessionWatch(params.ReplicaID)
+		params.Session = watch
+	case fc.kind == fetchIncremental && fc.session.watch != nil:
+		params.Session = fc.session.watch
+		params.More = func() ([]replication.FetchPartition, bool) {
+			extra, changed := fc.more()
+			n := len(params.Partitions)
+			slots = append(slots, planFetch(req, extra, resp, im, useIDs, &params, allowed)...)
+			return params.Partitions[n:], changed
+		}
+	}
 	results := h.replicas.Fetch(ctx, params)
 	for i, res := range results {
 		n := int64(len(res.Records))
@@ -121,6 +140,9 @@ func (h *Handlers) fetch(ctx context.Context, req *protocol.Request) (kmsg.Respo
 	if !params.FromFollower {
 		if throttled := h.throttleFetch(ctx, req, results); throttled != nil {
 			replication.CloseRegions(results)
+			if watch != nil {
+				watch.Close()
+			}
 			if fc.kind == fetchIncremental {
 				throttled.SessionID = fc.session.id
 			}
@@ -129,13 +151,17 @@ func (h *Handlers) fetch(ctx context.Context, req *protocol.Request) (kmsg.Respo
 	}
 	switch fc.kind {
 	case fetchFull:
-		resp.SessionID = h.sessions.createSession(params.FromFollower, useIDs, fc.entries, fetchAnswers(resp, slots, results))
+		resp.SessionID = h.sessions.createSession(params.FromFollower, useIDs, fc.entries, fetchAnswers(resp, slots, results, params.Partitions), watch)
+		if resp.SessionID == 0 && watch != nil {
+			watch.Close()
+		}
 		if resp.SessionID != 0 {
 			req.Logger().Debug().Int32("session_id", resp.SessionID).Bool("follower", params.FromFollower).
 				Int("partitions", len(fc.entries)).Msg("fetch session created")
 		}
 	case fetchIncremental:
-		keep, ok := fc.respond(h.sessions, fetchAnswers(resp, slots, results))
+		h.sessions.read.Add(int64(len(params.Partitions)))
+		keep, ok := fc.respond(h.sessions, fetchAnswers(resp, slots, results, params.Partitions))
 		if !ok {
 			// Another fetch of the session was answered meanwhile.
 			replication.CloseRegions(results)
@@ -307,7 +333,7 @@ func fillFetchResponse(req *protocol.Request, resp *kmsg.FetchResponse, slots []
 
 // fetchAnswers lists, per slot, what the response says of its partition,
 // for the fetch session to compare with what it said last.
-func fetchAnswers(resp *kmsg.FetchResponse, slots []fetchSlot, results []replication.FetchResult) []fetchAnswer {
+func fetchAnswers(resp *kmsg.FetchResponse, slots []fetchSlot, results []replication.FetchResult, reads []replication.FetchPartition) []fetchAnswer {
 	answers := make([]fetchAnswer, len(slots))
 	for i, s := range slots {
 		a := &answers[i]
@@ -321,6 +347,7 @@ func fetchAnswers(resp *kmsg.FetchResponse, slots []fetchSlot, results []replica
 		a.hw, a.lso, a.logStart = res.HighWatermark, res.LastStableOffset, res.LogStartOffset
 		a.hasRecords = len(res.Records) > 0 || (res.Region != nil && res.Region.Len > 0)
 		a.diverging = res.HasDivergingEpoch
+		a.tp, a.settled = reads[s.idx].TP, res.Settled
 	}
 	return answers
 }

@@ -12,7 +12,10 @@ package handlers
 // parameters changed, and ForgottenTopics those leaving it; the broker
 // reads every partition of the session and answers only those with
 // something new (records, a moved high watermark, last stable offset or
-// log start offset, an error, a diverging epoch). Each answered
+// log start offset, an error, a diverging epoch). A follower's session
+// reads only the partitions that can have something new: those the
+// request names, those changed since its previous fetch (its watch,
+// replication/session.go) and those that fetch left unsettled. Each answered
 // incremental fetch moves the session's epoch on by one; a fetch naming an
 // unknown session gets FETCH_SESSION_ID_NOT_FOUND, the wrong epoch
 // INVALID_FETCH_SESSION_EPOCH, and a request whose version disagrees with
@@ -41,6 +44,9 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/gokafka/gokafka/partition"
+	"github.com/gokafka/gokafka/replication"
 )
 
 const (
@@ -88,6 +94,10 @@ type fetchAnswer struct {
 	errCode               int16
 	hw, lso, logStart     int64
 	hasRecords, diverging bool
+	// tp is the partition read, by name ("" when the topic id is
+	// unknown); settled is replication.FetchResult.Settled.
+	tp      partition.TopicPartition
+	settled bool
 }
 
 // cachedPart is a session's partition: its fetch parameters and what the
@@ -95,6 +105,9 @@ type fetchAnswer struct {
 type cachedPart struct {
 	fetchEntry
 	hw, lso, logStart int64
+	// tp is the partition's name as last read, in a session with a
+	// watch.
+	tp partition.TopicPartition
 }
 
 // fetchSession is one cached session.
@@ -112,7 +125,8 @@ type fetchSession struct {
 	parts    map[fetchPartKey]*cachedPart
 	// order is the order partitions are read and answered in; one that
 	// is answered moves to the end, so that a response that fills up
-	// does not always favour the same partitions.
+	// does not always favour the same partitions. A session with a watch
+	// keeps none: it reads only the few partitions that changed.
 	order []fetchPartKey
 
 	// Taken by touch (under the cache's mu): the size the cache counts
@@ -120,6 +134,18 @@ type fetchSession struct {
 	// new sessions.
 	cachedSize          int
 	evictPriv, evictAll bool
+
+	// A follower's session keeps a watch registered with its partitions
+	// (replication/session.go), and a fetch reads only the partitions
+	// that need it: those the request names, those the watch saw change,
+	// and pending ones, which the previous fetch left unsettled (an
+	// error, records not yet fetched, a follower outside the ISR). The
+	// others have nothing new, so Kafka's incremental response would
+	// leave them out anyway. byTP finds a changed partition's key by
+	// name.
+	watch   *replication.SessionWatch
+	byTP    map[partition.TopicPartition]fetchPartKey
+	pending map[fetchPartKey]struct{}
 }
 
 // FetchSessionCache holds the broker's fetch sessions.
@@ -135,7 +161,7 @@ type FetchSessionCache struct {
 
 	// Counters, for tests and metrics.
 	created, evicted, incremental atomic.Int64
-	named, answered               atomic.Int64
+	named, answered, read         atomic.Int64
 }
 
 // NewFetchSessionCache returns a cache of at most slots sessions; now is
@@ -156,9 +182,10 @@ type FetchSessionStats struct {
 	// Created, Evicted and Incremental count sessions created, sessions
 	// evicted, and incremental fetches answered; Named and Answered the
 	// partitions those fetches named (to add, change or forget) and
-	// their responses carried.
+	// their responses carried; Read the partitions those fetches read
+	// (a follower's session reads only those that changed).
 	Created, Evicted, Incremental int64
-	Named, Answered               int64
+	Named, Answered, Read         int64
 }
 
 // Stats returns the cache's counts.
@@ -168,7 +195,7 @@ func (c *FetchSessionCache) Stats() FetchSessionStats {
 	return FetchSessionStats{
 		Sessions: len(c.sessions), Partitions: c.numPartitions,
 		Created: c.created.Load(), Evicted: c.evicted.Load(), Incremental: c.incremental.Load(),
-		Named: c.named.Load(), Answered: c.answered.Load(),
+		Named: c.named.Load(), Answered: c.answered.Load(), Read: c.read.Load(),
 	}
 }
 
@@ -187,6 +214,8 @@ type fetchContext struct {
 	reqEpoch int32
 	// entries are the partitions to read, in response order.
 	entries []fetchEntry
+	// visiting, with a session's watch, are the keys of entries.
+	visiting map[fetchPartKey]struct{}
 }
 
 // newContext classifies a request (FetchManager.newContext) and returns
@@ -219,7 +248,8 @@ func (c *FetchSessionCache) newContext(version int16, r *kmsg.FetchRequest, foll
 		s.mu.Unlock()
 		return nil, kerr.FetchSessionTopicIDError.Code
 	}
-	c.named.Add(int64(s.update(r, useIDs)))
+	named, changed := s.update(r, useIDs)
+	c.named.Add(int64(named))
 	if len(s.parts) == 0 {
 		s.mu.Unlock()
 		c.removeLocked(s)
@@ -227,12 +257,62 @@ func (c *FetchSessionCache) newContext(version int16, r *kmsg.FetchRequest, foll
 	}
 	c.touchLocked(s, now)
 	s.epoch = nextSessionEpoch(r.SessionEpoch)
-	fc := &fetchContext{kind: fetchIncremental, session: s, reqEpoch: r.SessionEpoch, entries: make([]fetchEntry, 0, len(s.order))}
+	fc := &fetchContext{kind: fetchIncremental, session: s, reqEpoch: r.SessionEpoch}
+	if s.watch != nil {
+		fc.visiting = make(map[fetchPartKey]struct{}, len(changed)+len(s.pending))
+		for _, k := range changed {
+			fc.visit(k)
+		}
+		for k := range s.pending {
+			fc.visit(k)
+		}
+		clear(s.pending)
+		s.watch.TakeDirty(func(tp partition.TopicPartition) {
+			if k, ok := s.byTP[tp]; ok {
+				fc.visit(k)
+			}
+		})
+		s.mu.Unlock()
+		return fc, 0
+	}
+	fc.entries = make([]fetchEntry, 0, len(s.order))
 	for _, k := range s.order {
 		fc.entries = append(fc.entries, s.parts[k].fetchEntry)
 	}
 	s.mu.Unlock()
 	return fc, 0
+}
+
+// visit adds the session's partition k to the fetch's reads, once. Under
+// the session's mu.
+func (fc *fetchContext) visit(k fetchPartKey) {
+	if _, dup := fc.visiting[k]; dup {
+		return
+	}
+	cp := fc.session.parts[k]
+	if cp == nil {
+		return
+	}
+	fc.visiting[k] = struct{}{}
+	fc.entries = append(fc.entries, cp.fetchEntry)
+}
+
+// more returns the session's partitions that changed since the fetch
+// started and that it does not read yet, adding them to its entries, and
+// whether any partition changed at all (replication.FetchParams.More).
+func (fc *fetchContext) more() ([]fetchEntry, bool) {
+	s := fc.session
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := len(fc.entries)
+	changed := false
+	s.watch.TakeDirty(func(tp partition.TopicPartition) {
+		changed = true
+		if k, ok := s.byTP[tp]; ok {
+			fc.visit(k)
+		}
+	})
+	return fc.entries[n:], changed
 }
 
 // requestEntries lists the request's partitions once each, in the order
@@ -258,12 +338,14 @@ func partKey(e *fetchEntry, useIDs bool) fetchPartKey {
 // update applies an incremental request to the session
 // (FetchSession.update): named partitions are added or take their new
 // parameters, then forgotten ones leave. It returns how many partitions
-// the request named. Under s.mu.
-func (s *fetchSession) update(r *kmsg.FetchRequest, useIDs bool) int {
+// the request named, and the keys of those added or changed. Under s.mu.
+func (s *fetchSession) update(r *kmsg.FetchRequest, useIDs bool) (int, []fetchPartKey) {
 	entries := requestEntries(r, useIDs)
 	named := len(entries)
+	changed := make([]fetchPartKey, 0, len(entries))
 	for _, e := range entries {
 		k := partKey(&e, useIDs)
+		changed = append(changed, k)
 		if cp := s.parts[k]; cp != nil {
 			cp.p = e.p
 			continue
@@ -271,7 +353,9 @@ func (s *fetchSession) update(r *kmsg.FetchRequest, useIDs bool) int {
 		// New to the session: nothing answered yet, so the next
 		// response carries it.
 		s.parts[k] = &cachedPart{fetchEntry: e, hw: -1, lso: -1, logStart: -1}
-		s.order = append(s.order, k)
+		if s.watch == nil {
+			s.order = append(s.order, k)
+		}
 	}
 	removed := false
 	for _, ft := range r.ForgottenTopics {
@@ -283,13 +367,14 @@ func (s *fetchSession) update(r *kmsg.FetchRequest, useIDs bool) int {
 			} else {
 				k.name = ft.Topic
 			}
-			if _, ok := s.parts[k]; ok {
+			if cp, ok := s.parts[k]; ok {
 				delete(s.parts, k)
 				removed = true
+				s.forgetWatched(k, cp)
 			}
 		}
 	}
-	if removed {
+	if removed && s.watch == nil {
 		kept := s.order[:0]
 		for _, k := range s.order {
 			if _, ok := s.parts[k]; ok {
@@ -298,7 +383,43 @@ func (s *fetchSession) update(r *kmsg.FetchRequest, useIDs bool) int {
 		}
 		s.order = kept
 	}
-	return named
+	return named, changed
+}
+
+// forgetWatched drops partition k, which left the session, from its
+// watch. Under s.mu.
+func (s *fetchSession) forgetWatched(k fetchPartKey, cp *cachedPart) {
+	if s.watch == nil {
+		return
+	}
+	delete(s.pending, k)
+	if cp.tp.Topic == "" {
+		return
+	}
+	if s.byTP[cp.tp] == k {
+		delete(s.byTP, cp.tp)
+		s.watch.Forget(cp.tp)
+	}
+}
+
+// noteRead records, in a session with a watch, where partition k was
+// read and whether the next fetch must read it again. Under s.mu.
+func (s *fetchSession) noteRead(k fetchPartKey, cp *cachedPart, a *fetchAnswer) {
+	if s.watch == nil {
+		return
+	}
+	if a.tp.Topic != "" && cp.tp != a.tp {
+		if cp.tp.Topic != "" && s.byTP[cp.tp] == k {
+			delete(s.byTP, cp.tp)
+		}
+		cp.tp = a.tp
+	}
+	if cp.tp.Topic != "" {
+		s.byTP[cp.tp] = k
+	}
+	if !a.settled || a.errCode != 0 {
+		s.pending[k] = struct{}{}
+	}
 }
 
 // respond decides which of an incremental fetch's partitions its response
@@ -313,6 +434,15 @@ func (fc *fetchContext) respond(c *FetchSessionCache, answers []fetchAnswer) ([]
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.epoch != nextSessionEpoch(fc.reqEpoch) {
+		if s.watch != nil {
+			// This fetch took the session's changes; the fetch that
+			// is answered instead must read them.
+			for k := range fc.visiting {
+				if _, ok := s.parts[k]; ok {
+					s.pending[k] = struct{}{}
+				}
+			}
+		}
 		return nil, false
 	}
 	c.incremental.Add(1)
@@ -325,6 +455,7 @@ func (fc *fetchContext) respond(c *FetchSessionCache, answers []fetchAnswer) ([]
 			continue // forgotten by a later request
 		}
 		a := &answers[i]
+		s.noteRead(k, cp, a)
 		must := a.hasRecords || a.diverging
 		if a.hw != cp.hw {
 			must, cp.hw = true, a.hw
@@ -345,7 +476,7 @@ func (fc *fetchContext) respond(c *FetchSessionCache, answers []fetchAnswer) ([]
 		}
 	}
 	c.answered.Add(int64(len(moved)))
-	if len(moved) > 0 {
+	if len(moved) > 0 && s.watch == nil {
 		movedSet := make(map[fetchPartKey]struct{}, len(moved))
 		for _, k := range moved {
 			movedSet[k] = struct{}{}
@@ -369,7 +500,11 @@ func (fc *fetchContext) respond(c *FetchSessionCache, answers []fetchAnswer) ([]
 // createSession opens a session for a full fetch that was answered with
 // answers (FullFetchContext.updateAndGenerateResponseData), returning its
 // id, or 0 when the cache has no room for it.
-func (c *FetchSessionCache) createSession(follower, useIDs bool, entries []fetchEntry, answers []fetchAnswer) int32 {
+//
+// watch, if not nil, is the watch the full fetch read its partitions
+// with, which a follower's session keeps; the caller closes it when no
+// session is created.
+func (c *FetchSessionCache) createSession(follower, useIDs bool, entries []fetchEntry, answers []fetchAnswer, watch *replication.SessionWatch) int32 {
 	now := c.now()
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -381,7 +516,13 @@ func (c *FetchSessionCache) createSession(follower, useIDs bool, entries []fetch
 		id: id, privileged: follower, usesIDs: useIDs, created: now,
 		epoch: nextSessionEpoch(sessionEpochInitial),
 		parts: make(map[fetchPartKey]*cachedPart, len(entries)),
-		order: make([]fetchPartKey, 0, len(entries)),
+	}
+	if watch == nil {
+		s.order = make([]fetchPartKey, 0, len(entries))
+	} else {
+		s.watch = watch
+		s.byTP = make(map[partition.TopicPartition]fetchPartKey, len(entries))
+		s.pending = make(map[fetchPartKey]struct{})
 	}
 	for i := range entries {
 		e := &entries[i]
@@ -390,8 +531,12 @@ func (c *FetchSessionCache) createSession(follower, useIDs bool, entries []fetch
 			continue
 		}
 		a := &answers[i]
-		s.parts[k] = &cachedPart{fetchEntry: *e, hw: a.hw, lso: a.lso, logStart: a.logStart}
-		s.order = append(s.order, k)
+		cp := &cachedPart{fetchEntry: *e, hw: a.hw, lso: a.lso, logStart: a.logStart}
+		s.parts[k] = cp
+		if watch == nil {
+			s.order = append(s.order, k)
+		}
+		s.noteRead(k, cp, a)
 	}
 	s.cachedSize = -1
 	c.sessions[id] = s
@@ -485,5 +630,8 @@ func (c *FetchSessionCache) removeLocked(s *fetchSession) {
 	delete(c.sessions, s.id)
 	if s.cachedSize > 0 {
 		c.numPartitions -= s.cachedSize
+	}
+	if s.watch != nil {
+		s.watch.Close()
 	}
 }

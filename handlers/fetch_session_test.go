@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/gokafka/gokafka/partition"
 	"github.com/gokafka/gokafka/protocol"
 )
 
@@ -207,7 +208,7 @@ func openTestSession(c *FetchSessionCache, follower bool, n int) int32 {
 	for i := range entries {
 		entries[i] = fetchEntry{topic: "t", p: fetchPartition(int32(i), 0, 1)}
 	}
-	return c.createSession(follower, false, entries, make([]fetchAnswer, n))
+	return c.createSession(follower, false, entries, make([]fetchAnswer, n), nil)
 }
 
 // touchTestSession sends an incremental fetch naming nothing in session id.
@@ -286,4 +287,71 @@ func TestFetchSessionCacheEviction(t *testing.T) {
 	if st := c.Stats(); st.Evicted != 3 || st.Sessions != 2 || st.Partitions != 51 {
 		t.Fatalf("stats %+v, want 3 evicted, 2 sessions of 51 partitions", st)
 	}
+}
+
+// followerFetch is sessionFetch from follower 2 (v12: Fetch's ReplicaID).
+func followerFetch(t *testing.T, h *Handlers, id, epoch int32, parts ...kmsg.FetchRequestTopicPartition) *kmsg.FetchResponse {
+	t.Helper()
+	req := fetchReq(12, 1<<20, parts...)
+	r := req.Body.(*kmsg.FetchRequest)
+	r.ReplicaID, r.SessionID, r.SessionEpoch = 2, id, epoch
+	if len(parts) == 0 {
+		r.Topics = nil
+	}
+	out, err := h.fetch(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp := out.(*kmsg.FetchResponse)
+	if resp.ErrorCode != 0 {
+		t.Fatalf("follower fetch: error %d", resp.ErrorCode)
+	}
+	return resp
+}
+
+// A follower's session fetch reads only the partitions that changed since
+// its previous fetch, or that it names: an idle round over many
+// partitions reads none of them (so records no position with the ISR
+// state machine and registers no waiter per partition), and a record
+// produced to one partition among them is still answered by the next
+// fetch, as is the high watermark the follower's fetch of it moves.
+func TestFollowerSessionReadsOnlyChangedPartitions(t *testing.T) {
+	const n = 50
+	h := limitsStack(t, Config{NodeID: 1}, n, 1, 2)
+	var all []kmsg.FetchRequestTopicPartition
+	for p := range int32(n) {
+		all = append(all, fetchPartition(p, 0, 1<<20))
+	}
+	full := followerFetch(t, h, 0, 0, all...)
+	if full.SessionID == 0 {
+		t.Fatal("no session opened")
+	}
+	id := full.SessionID
+	read := func() int64 { return h.sessions.Stats().Read }
+	round := func(epoch int32, want string, wantRead int64, parts ...kmsg.FetchRequestTopicPartition) *kmsg.FetchResponse {
+		t.Helper()
+		before := read()
+		resp := followerFetch(t, h, id, epoch, parts...)
+		if got := answered(resp); got != want {
+			t.Fatalf("epoch %d answered %s, want %s", epoch, got, want)
+		}
+		if got := read() - before; got != wantRead {
+			t.Fatalf("epoch %d read %d partitions, want %d", epoch, got, wantRead)
+		}
+		return resp
+	}
+	round(1, "[]", 0)
+	round(2, "[]", 0)
+	if _, err := h.replicas.Produce(context.Background(), partition.TopicPartition{Topic: "t", Partition: 17}, testBatch(1, 10), 1, 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	round(3, "[17+]", 1)
+	resp := round(4, "[17]", 1, fetchPartition(17, 1, 1<<20))
+	if hw := resp.Topics[0].Partitions[0].HighWatermark; hw != 1 {
+		t.Fatalf("high watermark %d after the follower fetched the record, want 1", hw)
+	}
+	// The high watermark that fetch moved marks the partition changed
+	// once more; then it is left alone.
+	round(5, "[]", 1)
+	round(6, "[]", 0)
 }

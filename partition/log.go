@@ -128,6 +128,16 @@ type Log struct {
 	loadSnapshots []int64
 }
 
+// tpFields adds a partition's topic and partition fields to each event
+// of its log's logger. A hook costs a log a few dozen bytes; a logger
+// context built with With costs over half a kilobyte, which thousands of
+// partitions would each keep.
+type tpFields TopicPartition
+
+func (f tpFields) Run(e *zerolog.Event, _ zerolog.Level, _ string) {
+	e.Str("topic", f.Topic).Int32("partition", f.Partition)
+}
+
 // Open opens (creating if needed) the log of tp under the log dir dir,
 // recovering it if the broker did not shut down cleanly.
 func Open(fs FS, dir string, tp TopicPartition, cfg Config, logger zerolog.Logger, opts OpenOptions) (*Log, error) {
@@ -140,7 +150,7 @@ func Open(fs FS, dir string, tp TopicPartition, cfg Config, logger zerolog.Logge
 	}
 	l := &Log{
 		fs: fs, dir: filepath.Join(dir, tp.String()), parent: dir, tp: tp, now: now,
-		logger: logger.With().Str("topic", tp.Topic).Int32("partition", tp.Partition).Logger(),
+		logger: logger.Hook(tpFields(tp)),
 	}
 	l.fl.cond = sync.NewCond(&l.fl.Mutex)
 	l.mu.cfg = cfg

@@ -37,6 +37,12 @@ type Client struct {
 	// byte fields stay valid only until the next request.
 	reuse bool
 	buf   []byte
+	// formatter encodes requests with the client id; out is the encoded
+	// request, kept for the next one (it is written before exchange
+	// returns), and size the response's length prefix.
+	formatter *kmsg.RequestFormatter
+	out       []byte
+	size      [4]byte
 	// auth, when set, authenticates every new connection (a peer's SASL
 	// listener); reauthAt is when the current connection's session
 	// must be renewed (zero: never).
@@ -208,6 +214,10 @@ func (c *Client) authenticate(ctx context.Context) error {
 	}
 }
 
+// maxKeptRequestBuffer bounds the encoded-request buffer a client keeps
+// for its next request (follower fetches and controller calls are small).
+const maxKeptRequestBuffer = 64 << 10
+
 // exchange writes req on the open connection and reads its response.
 func (c *Client) exchange(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
 	deadline := time.Now().Add(c.timeout)
@@ -224,16 +234,24 @@ func (c *Client) exchange(ctx context.Context, req kmsg.Request) (kmsg.Response,
 
 	c.corr++
 	corr := c.corr
-	id := c.clientID
-	buf := kmsg.NewRequestFormatter(kmsg.FormatterClientID(id)).AppendRequest(nil, req, corr)
-	if _, err := c.conn.Write(buf); err != nil {
+	if c.formatter == nil {
+		c.formatter = kmsg.NewRequestFormatter(kmsg.FormatterClientID(c.clientID))
+	}
+	buf := c.formatter.AppendRequest(c.out[:0], req, corr)
+	if cap(buf) <= maxKeptRequestBuffer {
+		c.out = buf
+	}
+	_, err := c.conn.Write(buf)
+	if req.Key() == saslAuthenticateKey {
+		clear(buf) // credentials do not stay in the kept buffer
+	}
+	if err != nil {
 		return nil, err
 	}
-	var size [4]byte
-	if _, err := io.ReadFull(c.conn, size[:]); err != nil {
+	if _, err := io.ReadFull(c.conn, c.size[:]); err != nil {
 		return nil, err
 	}
-	n := binary.BigEndian.Uint32(size[:])
+	n := binary.BigEndian.Uint32(c.size[:])
 	if n < 4 || n > 1<<30 {
 		return nil, fmt.Errorf("response size %d invalid", n)
 	}

@@ -26,7 +26,7 @@ func FuzzServeFrame(f *testing.F) {
 	}
 	srv := NewServer(DefaultConfig(), reg, zerolog.Nop())
 	f.Fuzz(func(t *testing.T, frame []byte) {
-		c := &conn{srv: srv, info: &ConnInfo{}, logger: zerolog.Nop()}
+		c := &conn{srv: srv, info: &ConnInfo{}}
 		// A nil handler panics; serve recovers it as a handler panic, so
 		// reaching it is fine: decoding already succeeded.
 		c.serve(frame)
@@ -53,7 +53,7 @@ func FuzzServeSASLFrames(f *testing.F) {
 	srv := NewServer(DefaultConfig(), reg, zerolog.Nop())
 	cfg := &sasl.ServerConfig{Mechanisms: sasl.Supported, PlainUsers: map[string]string{"alice": "alice-secret"}, OAuth: &sasl.OAuthConfig{}}
 	f.Fuzz(func(t *testing.T, first, second []byte) {
-		c := &conn{srv: srv, info: &ConnInfo{}, logger: zerolog.Nop(), sasl: &saslConn{cfg: cfg}}
+		c := &conn{srv: srv, info: &ConnInfo{}, sasl: &saslConn{cfg: cfg}}
 		if _, ok, closeAfter := c.serveFrame(first); !ok || closeAfter {
 			return
 		}

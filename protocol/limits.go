@@ -47,14 +47,17 @@ type budget struct {
 	mu    sync.Mutex
 	limit int64
 	used  int64
-	freed chan struct{} // closed and replaced whenever something is given back
+	// freed, made by a taker that has to wait, is closed by the next
+	// give; nil while nobody waits, so that a give under the limit (every
+	// request's) allocates nothing.
+	freed chan struct{}
 }
 
 func newBudget(limit int64) *budget {
 	if limit <= 0 {
 		return nil
 	}
-	return &budget{limit: limit, freed: make(chan struct{})}
+	return &budget{limit: limit}
 }
 
 // take takes n once anything is left (n may exceed what is left), waiting
@@ -69,6 +72,9 @@ func (b *budget) take(ctx context.Context, n int64) bool {
 			b.used += n
 			b.mu.Unlock()
 			return true
+		}
+		if b.freed == nil {
+			b.freed = make(chan struct{})
 		}
 		ch := b.freed
 		b.mu.Unlock()
@@ -86,8 +92,10 @@ func (b *budget) give(n int64) {
 	}
 	b.mu.Lock()
 	b.used -= n
-	close(b.freed)
-	b.freed = make(chan struct{})
+	if b.freed != nil {
+		close(b.freed)
+		b.freed = nil
+	}
 	b.mu.Unlock()
 }
 

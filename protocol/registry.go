@@ -30,8 +30,9 @@ type Request struct {
 
 	// park gives back the request's queued.max.requests slot (Park).
 	park func()
-	// logger is the connection's logger with the request's client id.
-	logger *zerolog.Logger
+	// conn builds the connection's logger with the request's client id
+	// when the handler first logs; nil outside a connection.
+	conn *conn
 }
 
 var nopLogger = zerolog.Nop()
@@ -40,10 +41,10 @@ var nopLogger = zerolog.Nop()
 // conn, remote and client_id fields (and principal once connections
 // authenticate). A Request made outside a connection logs nowhere.
 func (r *Request) Logger() *zerolog.Logger {
-	if r.logger == nil {
+	if r.conn == nil {
 		return &nopLogger
 	}
-	return r.logger
+	return r.conn.requestLogger(r.ClientID)
 }
 
 // ConnInfo identifies a client connection.

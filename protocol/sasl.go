@@ -116,7 +116,7 @@ func (c *conn) serveSASL(in []byte) (frame, saslAction) {
 			s.reauth, s.principal, s.prevMech = true, c.info.Principal().Name, s.mech
 			return c.saslHandshake(h, in)
 		case !s.expiry.IsZero() && !c.now().Before(s.expiry):
-			c.logger.Info().Str("principal", c.info.Principal().String()).Str("api", kmsg.NameForKey(h.key)).
+			c.log().Info().Str("principal", c.info.Principal().String()).Str("api", kmsg.NameForKey(h.key)).
 				Msg("closing the connection: its SASL session expired and the client did not re-authenticate")
 			c.setReason(CloseSessionExpired, fmt.Errorf("session of %s expired at %s", c.info.Principal(), s.expiry.UTC().Format(time.RFC3339)))
 			return frame{}, saslClose
@@ -135,7 +135,7 @@ func (c *conn) serveSASL(in []byte) (frame, saslAction) {
 	if s.stage == saslAuthenticate {
 		what = "SASL authentication"
 	}
-	c.logger.Warn().Str("api", kmsg.NameForKey(h.key)).Int16("version", h.version).
+	c.log().Warn().Str("api", kmsg.NameForKey(h.key)).Int16("version", h.version).
 		Msgf("unexpected Kafka request of type %s during %s; closing the connection", kmsg.NameForKey(h.key), what)
 	c.setReason(CloseIllegalSASLState, fmt.Errorf("%s (%d) before authentication", kmsg.NameForKey(h.key), h.key))
 	return frame{}, saslClose
@@ -175,7 +175,7 @@ func (c *conn) saslHandshake(h header, in []byte) (frame, saslAction) {
 	resp.SupportedMechanisms = append([]string(nil), s.cfg.Mechanisms...)
 	fail := func(msg string) (frame, saslAction) {
 		resp.ErrorCode = kerr.UnsupportedSaslMechanism.Code
-		c.logger.Warn().Str("client_id", h.clientID).Str("mechanism", req.Mechanism).Strs("enabled", s.cfg.Mechanisms).
+		c.log().Warn().Str("client_id", h.clientID).Str("mechanism", req.Mechanism).Strs("enabled", s.cfg.Mechanisms).
 			Msg("failed authentication: " + msg)
 		c.setReason(CloseAuthenticationFailed, errors.New(msg))
 		s.failed = true
@@ -222,7 +222,7 @@ func (c *conn) saslToken(token []byte, h *header) (frame, saslAction) {
 		if errors.As(err, &se) {
 			msg = se.Msg
 		}
-		ev := c.logger.Warn().Str("client_id", clientID).Str("mechanism", s.mech).Err(err)
+		ev := c.log().Warn().Str("client_id", clientID).Str("mechanism", s.mech).Err(err)
 		if p := s.sess.Principal(); p != "" {
 			ev = ev.Str("user", p)
 		}
@@ -248,7 +248,7 @@ func (c *conn) saslToken(token []byte, h *header) (frame, saslAction) {
 		}
 		p := Principal{Type: "User", Name: s.sess.Principal()}
 		c.info.SetPrincipal(p)
-		c.logger.Debug().Str("client_id", clientID).Str("mechanism", s.mech).Str("principal", p.String()).
+		c.log().Debug().Str("client_id", clientID).Str("mechanism", s.mech).Str("principal", p.String()).
 			Bool("reauthentication", s.reauth).Dur("session_lifetime", lifetime).Msg("authenticated")
 		s.stage, s.raw, s.reauth, s.sess = saslDone, false, false, nil
 		if resp != nil {

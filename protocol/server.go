@@ -279,11 +279,6 @@ func (s *Server) startConn(nc net.Conn, lc ListenerConfig) {
 	if lc.SASL != nil {
 		c.sasl = &saslConn{cfg: lc.SASL}
 	}
-	lg := s.logger.With().Uint64("conn", id).Str("remote", c.info.RemoteAddr)
-	if lc.Name != "" {
-		lg = lg.Str("listener", lc.Name)
-	}
-	c.logger = lg.Logger()
 	c.ctx, c.cancel = context.WithCancel(s.baseCtx)
 
 	s.mu.Lock()
@@ -298,17 +293,18 @@ func (s *Server) startConn(nc net.Conn, lc ListenerConfig) {
 		s.releaseSlotLocked(lc.Name)
 		s.mu.Unlock()
 		nc.Close()
-		c.logger.Warn().Str("reason", CloseTooManyFromIP.String()).Str("listener", lc.Name).Int("max_connections_per_ip", lim).
+		c.log().Warn().Str("reason", CloseTooManyFromIP.String()).Str("listener", lc.Name).Int("max_connections_per_ip", lim).
 			Msgf("rejected connection from %s: the address already has the configured maximum of %d connections", c.ip, lim)
 		return
 	}
 	s.mu.perIP[c.ip]++
 	s.mu.conns[c] = struct{}{}
+	// One for the reader, one for the writer side, which the writer
+	// that finishes the connection gives back (writeLoop).
 	s.wg.Add(2)
 	s.mu.Unlock()
 
 	go c.readLoop()
-	go c.writeLoop()
 }
 
 // Shutdown stops accepting, lets every connection finish the request it is
@@ -350,10 +346,17 @@ type conn struct {
 	nc     net.Conn
 	lc     ListenerConfig
 	info   *ConnInfo
-	logger zerolog.Logger
 	ctx    context.Context
 	cancel context.CancelFunc
 
+	// logMu guards the loggers below: the reader, the writer and a
+	// handler's own goroutines (through Request.Logger) may all log at
+	// once.
+	logMu sync.Mutex
+	// logger is the server's logger with the connection's fields, built
+	// by log on first use: most connections never log, and each logger
+	// with fields holds a buffer of its own (about half a kilobyte).
+	logger *zerolog.Logger
 	// reqLogger is logger with the client id of reqLoggerClient, built
 	// again only when a request brings another client id.
 	reqLogger       *zerolog.Logger
@@ -367,6 +370,17 @@ type conn struct {
 	// reader closes it when it stops; the writer then drains it and closes
 	// the socket.
 	out chan frame
+	// The writer goroutine runs only while out holds something (or is
+	// closed and not yet drained): a connection waiting for its next
+	// request keeps one goroutine, its reader, not two. writing (under
+	// writeMu) says one runs; kickWriter starts one after each send on
+	// out, and a writer that finds out empty clears it under the same
+	// lock, so exactly one runs whenever out is not empty.
+	writeMu sync.Mutex
+	writing bool
+	// writeFailed is set once a write failed: the frames left are
+	// dropped. Only the running writer touches it.
+	writeFailed bool
 
 	// busy is set while a request is being read or served, so that a
 	// shutdown does not cut a request in the middle.
@@ -407,9 +421,33 @@ func (c *conn) beginShutdown() {
 	}
 }
 
+// log is the connection's logger, with its conn, remote and listener
+// fields, built on first use.
+func (c *conn) log() *zerolog.Logger {
+	c.logMu.Lock()
+	defer c.logMu.Unlock()
+	return c.logLocked()
+}
+
+func (c *conn) logLocked() *zerolog.Logger {
+	if c.logger == nil {
+		lg := c.srv.logger.With().Uint64("conn", c.info.ID).Str("remote", c.info.RemoteAddr)
+		if c.listener != "" {
+			lg = lg.Str("listener", c.listener)
+		}
+		l := lg.Logger()
+		c.logger = &l
+	}
+	return c.logger
+}
+
 func (c *conn) readLoop() {
 	defer c.srv.wg.Done()
-	defer close(c.out)
+	defer func() {
+		close(c.out)
+		// The writer drains what is left and closes the connection.
+		c.kickWriter()
+	}()
 	defer c.cancel()
 
 	if !c.secure() {
@@ -500,6 +538,7 @@ func (c *conn) readLoop() {
 					return
 				}
 			}
+			c.kickWriter()
 		}
 		if closeAfter {
 			// The reason is set; the writer sends the response first.
@@ -539,9 +578,9 @@ func (c *conn) secure() bool {
 			// port or a client whose certificate is not trusted. A
 			// connection closed before its first byte (a port probe) is
 			// not worth a warning.
-			ev := c.logger.Warn()
+			ev := c.log().Warn()
 			if errors.Is(err, io.EOF) {
-				ev = c.logger.Debug()
+				ev = c.log().Debug()
 			}
 			ev.Err(err).Msgf("TLS handshake with %s failed; closing the connection", c.info.RemoteAddr)
 			c.setReason(CloseTLSHandshake, err)
@@ -554,14 +593,17 @@ func (c *conn) secure() bool {
 	cs := tc.ConnectionState()
 	name, ok, err := c.lc.TLSPrincipal(&cs)
 	if err != nil {
-		c.logger.Warn().Err(err).Msgf("client certificate of %s maps to no principal; closing the connection", c.info.RemoteAddr)
+		c.log().Warn().Err(err).Msgf("client certificate of %s maps to no principal; closing the connection", c.info.RemoteAddr)
 		c.setReason(CloseAuthentication, err)
 		return false
 	}
 	if ok {
 		c.info.SetPrincipal(Principal{Type: "User", Name: name})
-		c.logger = c.logger.With().Str("principal", "User:"+name).Logger()
-		c.logger.Debug().Msg("authenticated by TLS client certificate")
+		c.logMu.Lock()
+		l := c.logLocked().With().Str("principal", "User:"+name).Logger()
+		c.logger = &l
+		c.logMu.Unlock()
+		l.Debug().Msg("authenticated by TLS client certificate")
 	}
 	return true
 }
@@ -648,7 +690,7 @@ func (c *conn) serve(in []byte) (out frame, ok bool) {
 			// KIP-511: answer in a v0 body with our ranges so the client
 			// can retry at a version we list; the body is not parsed as
 			// its layout at this version is unknown.
-			c.logger.Debug().Int16("version", h.version).Msg("ApiVersions at unsupported version")
+			c.log().Debug().Int16("version", h.version).Msg("ApiVersions at unsupported version")
 			resp := c.srv.reg.ApiVersionsResponseOn(c.info, 0, 35)
 			return frame{b: encodeResponse(h, resp)}, true
 		}
@@ -665,7 +707,7 @@ func (c *conn) serve(in []byte) (out frame, ok bool) {
 	if !c.info.Exposes(h.key) {
 		// Kafka closes the connection for an API its listener does not
 		// expose; the client is named so an operator can find it.
-		c.logger.Warn().Str("client_id", h.clientID).Str("api", kmsg.NameForKey(h.key)).Int16("version", h.version).
+		c.log().Warn().Str("client_id", h.clientID).Str("api", kmsg.NameForKey(h.key)).Int16("version", h.version).
 			Msg("request for an API this listener does not expose; closing the connection")
 		c.setReason(CloseNotExposed, fmt.Errorf("api %s (%d) is not exposed on listener %q", kmsg.NameForKey(h.key), h.key, c.info.Listener))
 		return frame{}, false
@@ -678,7 +720,7 @@ func (c *conn) serve(in []byte) (out frame, ok bool) {
 	preq := &Request{
 		Key: h.key, Version: h.version, CorrelationID: h.correlationID,
 		ClientID: h.clientID, Body: req, Conn: c.info, Size: len(in), park: c.parkFn,
-		logger: c.requestLogger(h.clientID),
+		conn: c,
 	}
 	resp, err, panicked := c.callHandler(entry.fn, preq)
 	c.throttle, c.throttleAfter = preq.Throttle, throttleAfterResponse(resp, h.version)
@@ -728,11 +770,14 @@ func throttleAfterResponse(resp kmsg.Response, version int16) bool {
 	return true
 }
 
-// requestLogger is the connection's logger with clientID; serve runs on
-// the reader alone, so the cache needs no lock.
+// requestLogger is the connection's logger with clientID, built when a
+// request's handler first logs (Request.Logger), possibly from goroutines
+// of its own while the reader serves the request.
 func (c *conn) requestLogger(clientID string) *zerolog.Logger {
+	c.logMu.Lock()
+	defer c.logMu.Unlock()
 	if c.reqLogger == nil || c.reqLoggerClient != clientID {
-		l := c.logger.With().Str("client_id", clientID).Logger()
+		l := c.logLocked().With().Str("client_id", clientID).Logger()
 		c.reqLogger, c.reqLoggerClient = &l, clientID
 	}
 	return c.reqLogger
@@ -758,12 +803,47 @@ func encodeResponse(h header, resp kmsg.Response) []byte {
 	return buf
 }
 
+// kickWriter starts the writer unless one runs. The reader calls it after
+// each send on out and after closing out.
+func (c *conn) kickWriter() {
+	c.writeMu.Lock()
+	defer c.writeMu.Unlock()
+	if !c.writing {
+		c.writing = true
+		go c.writeLoop()
+	}
+}
+
+// writeLoop writes the queued responses in order and returns when out is
+// empty; the reader starts it again for the next. Once out is closed and
+// drained it closes the connection (finish) and gives back the
+// connection's second WaitGroup count.
 func (c *conn) writeLoop() {
-	defer c.srv.wg.Done()
-	defer c.finish()
-	failed := false
-	for f := range c.out {
-		if failed {
+	for {
+		var f frame
+		var ok bool
+		select {
+		case f, ok = <-c.out:
+		default:
+			// Checked again under writeMu: the reader sends before it
+			// kicks, so a frame sent after this check finds writing
+			// false and starts a writer of its own.
+			c.writeMu.Lock()
+			select {
+			case f, ok = <-c.out:
+				c.writeMu.Unlock()
+			default:
+				c.writing = false
+				c.writeMu.Unlock()
+				return
+			}
+		}
+		if !ok {
+			c.finish()
+			c.srv.wg.Done()
+			return
+		}
+		if c.writeFailed {
 			f.close()
 			c.outBytes.give(f.held)
 			continue
@@ -776,7 +856,7 @@ func (c *conn) writeLoop() {
 		}
 		if err := f.write(c.nc); err != nil {
 			c.setReason(CloseWriteError, err)
-			failed = true
+			c.writeFailed = true
 			// Unblock the reader; it will close out.
 			c.nc.SetReadDeadline(time.Now())
 			c.cancel()
@@ -795,11 +875,23 @@ func (c *conn) finish() {
 	c.srv.releaseSlotLocked(c.listener)
 	c.srv.mu.Unlock()
 
-	ev := c.logger.Debug()
+	var ev *zerolog.Event
 	switch c.reason {
 	case CloseClient, CloseIdle, CloseShutdown:
+		c.logMu.Lock()
+		built := c.logger != nil
+		c.logMu.Unlock()
+		if !built {
+			probe := c.srv.logger.Debug()
+			if probe == nil {
+				// Not logged at this level: no logger is built for it.
+				return
+			}
+			probe.Discard()
+		}
+		ev = c.log().Debug()
 	default:
-		ev = c.logger.Warn()
+		ev = c.log().Warn()
 	}
 	if c.reasonErr != nil {
 		ev = ev.Err(c.reasonErr)

@@ -16,7 +16,7 @@ import (
 // testServer starts a Server on a loopback port with handlers for
 // ApiVersions (0-4), Metadata (0-12, which panics when asked for topic
 // "panic"), and returns its address.
-func testServer(t *testing.T, cfg Config) string {
+func testServer(t testing.TB, cfg Config) string {
 	t.Helper()
 	reg := NewRegistry()
 	reg.Register(18, 0, 4, func(_ context.Context, req *Request) (kmsg.Response, error) {
@@ -51,7 +51,7 @@ func testServer(t *testing.T, cfg Config) string {
 	return ln.Addr().String()
 }
 
-func dial(t *testing.T, addr string) net.Conn {
+func dial(t testing.TB, addr string) net.Conn {
 	t.Helper()
 	c, err := net.Dial("tcp", addr)
 	if err != nil {

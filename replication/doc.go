@@ -48,6 +48,14 @@
 // (leader.replication.throttled.rate) for the catching-up replicas the
 // topic's *.replication.throttled.replicas name.
 //
+// session.go: a follower's fetch session at the leader keeps a
+// SessionWatch registered with its partitions, which they mark dirty on
+// every change, so that each of the session's fetches reads only the
+// partitions that changed, those it names and those its previous fetch
+// left unsettled. A partition left out counts, for the ISR, as fetched at
+// the log end by every fetch of the session (Kafka reads it and records
+// exactly that) until the leader's LEO moves.
+//
 // preferred.go: consumers reading from the closest replica (KIP-392). A
 // consumer fetch with client metadata (v11+) may be served by a follower,
 // up to its own high watermark; with replica.selector.class a leader
@@ -110,6 +118,7 @@
 //	Manager.reconcileMu → fetchers.mu → fetcher.mu
 //	Partition.roleMu → Partition.followMu → producers.mu → Partition.mu →
 //	partition.Log's locks
+//	Partition.mu → SessionWatch.mu
 //
 // Manager.mu is only held briefly to look partitions up and is never held
 // while taking a Partition's locks. fetcher.mu guards only the fetcher's

@@ -161,6 +161,40 @@ type fetcher struct {
 	// sess is the fetch session with the leader (KIP-227); only the run
 	// goroutine uses it.
 	sess followerSession
+	// Kept from one fetch to the next by the run goroutine, so that an
+	// idle round over thousands of partitions allocates no new maps and
+	// slices: a spare map for the next fetch's partitions (the session's
+	// previous one), the partitions sent, and ready's lists.
+	spare      map[partition.TopicPartition]sessionPart
+	sent       map[partition.TopicPartition]sentPart
+	readyTrunc []*fetchState
+	readyFetch []*fetchState
+
+	// changes counts what may change the partitions a fetch names or
+	// their fetch positions: partitions added or removed, a response
+	// that carried any partition (records, offsets, errors), a failed
+	// fetch, a truncation, a backoff, ready finding a delay over. While
+	// it stands still ready repeats its last lists and a fetch in an
+	// established session names nothing without reading every
+	// partition's log: an idle round costs the same for ten partitions
+	// as for ten thousand. A log start moved by this broker's own
+	// retention is not counted: the leader, which only records a
+	// follower's log start, hears of it with the partition's next change.
+	changes atomic.Uint64
+	// readyGen and readyNextAt are changes and the earliest delay as of
+	// ready's last pass over the partitions (readyGen 0: none yet).
+	readyGen    uint64
+	readyNextAt time.Time
+	// builtGen, builtImage and builtQuiet describe the last request
+	// built from every partition: changes before it was built, the
+	// metadata image it named the topics from, and whether a later fetch
+	// may repeat it (no partition under the follower throttle).
+	builtGen   uint64
+	builtImage *cluster.Image
+	builtQuiet bool
+	builtNames map[[16]byte]string
+	// builds counts the requests built from every partition (for tests).
+	builds atomic.Int64
 
 	// mu guards parts and the fetchStates in it. It is held neither
 	// across a network call nor while a log is written (appends,
@@ -207,6 +241,7 @@ func (f *fetcher) add(p *Partition, epoch int32) {
 		old.removed.Store(true)
 	}
 	f.parts[p.TP] = &fetchState{p: p, epoch: epoch, truncating: true}
+	f.changes.Add(1)
 	f.mu.Unlock()
 	select {
 	case f.wake <- struct{}{}:
@@ -221,6 +256,7 @@ func (f *fetcher) removePartition(tp partition.TopicPartition) int {
 		s.removed.Store(true)
 	}
 	delete(f.parts, tp)
+	f.changes.Add(1)
 	return len(f.parts)
 }
 
@@ -251,6 +287,7 @@ func (f *fetcher) settle(s *fetchState, backoff bool, truncating *bool) {
 	if !f.currentLocked(s) {
 		return
 	}
+	f.changes.Add(1)
 	if truncating != nil {
 		s.truncating = *truncating
 	}
@@ -275,10 +312,24 @@ func (f *fetcher) run() {
 }
 
 // ready splits the partitions not backing off into those to truncate and
-// those to fetch; nextAt is when the earliest delayed one is due.
+// those to fetch; nextAt is when the earliest delayed one is due. With
+// nothing changed since its last pass and no delay over, the lists are
+// the last pass's.
 func (f *fetcher) ready(now time.Time) (trunc, fetch []*fetchState, nextAt time.Time) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.readyGen != 0 && f.readyGen == f.changes.Load() && (f.readyNextAt.IsZero() || now.Before(f.readyNextAt)) {
+		return f.readyTrunc, f.readyFetch, f.readyNextAt
+	}
+	clear(f.readyTrunc)
+	clear(f.readyFetch)
+	trunc, fetch = f.readyTrunc[:0], f.readyFetch[:0]
+	defer func() {
+		f.readyTrunc, f.readyFetch, f.readyNextAt = trunc, fetch, nextAt
+		// The lists may differ from the last pass's: the next fetch
+		// builds its request afresh.
+		f.readyGen = f.changes.Add(1)
+	}()
 	for _, s := range f.parts {
 		if now.Before(s.delayUntil) {
 			if nextAt.IsZero() || s.delayUntil.Before(nextAt) {
@@ -311,6 +362,7 @@ func (f *fetcher) idle(until time.Time) {
 
 // backoff pauses states (still current in this fetcher) after an error.
 func (f *fetcher) backoffLocked(states ...*fetchState) {
+	f.changes.Add(1)
 	until := f.m.now().Add(f.m.cfg.ReplicaFetchBackoff)
 	for _, s := range states {
 		s.delayUntil = until
@@ -357,6 +409,8 @@ func (f *fetcher) currentLocked(s *fetchState) bool {
 // truncate runs one round of epoch-based truncation (Kafka's
 // AbstractFetcherThread.maybeTruncate).
 func (f *fetcher) truncate(states []*fetchState) {
+	f.changes.Add(1)
+	defer f.changes.Add(1)
 	req := kmsg.NewPtrOffsetForLeaderEpochRequest()
 	req.Version = offsetForEpochVersion
 	req.ReplicaID = f.m.nodeID
@@ -480,13 +534,13 @@ func (f *fetcher) truncate(states []*fetchState) {
 func (f *fetcher) truncateTo(s *fetchState, off int64) error {
 	lg := s.p.log
 	if leo := lg.LogEndOffset(); off < leo {
-		s.p.logger.Info().Int32("leader", f.leader).
+		s.p.logger().Info().Int32("leader", f.leader).
 			Int64("offset", off).Int64("log_end_offset", leo).Msg("truncating follower log by leader epoch")
 		s.p.producersTruncated()
 		err := lg.TruncateTo(off)
 		s.p.producersTruncated()
 		if err != nil {
-			s.p.logger.Warn().Err(err).Int32("leader", f.leader).Msg("truncation failed")
+			s.p.logger().Warn().Err(err).Int32("leader", f.leader).Msg("truncation failed")
 			return err
 		}
 		// Rebuild what the truncation dropped, in the background.
@@ -532,69 +586,45 @@ func (f *fetcher) fetch(states []*fetchState) {
 	if b, ok := im.Brokers[f.m.nodeID]; ok && b.Epoch > 0 {
 		req.ReplicaState.Epoch = b.Epoch
 	}
-	names := map[[16]byte]string{}
 	req.MaxWaitMillis = int32(cfg.ReplicaFetchWaitMax.Milliseconds())
 	req.MinBytes = cfg.ReplicaFetchMinBytes
 	req.MaxBytes = cfg.ReplicaFetchResponseMaxBytes
-	type sentPart struct {
-		s      *fetchState
-		offset int64
+	var next map[partition.TopicPartition]sessionPart
+	var sent map[partition.TopicPartition]sentPart
+	var names map[[16]byte]string
+	var throttled map[partition.TopicPartition]bool
+	if gen := f.changes.Load(); f.sess.epoch != 0 && f.builtQuiet && f.builtGen == gen && f.builtImage == im && len(f.sent) > 0 {
+		// Nothing changed since the last request was built and answered
+		// with no partition: the session's partitions and positions are
+		// those the leader holds, and this request names none.
+		next, sent, names = f.sess.parts, f.sent, f.builtNames
+		req.SessionID, req.SessionEpoch = f.sess.id, f.sess.epoch
+		// Idle: the spare map, which only a busy fetcher reuses, is
+		// not worth keeping.
+		f.spare = nil
+	} else {
+		next, sent, names, throttled = f.buildFetch(req, states, im)
+		if len(sent) == 0 {
+			f.spare = next
+			return
+		}
+		f.builtGen, f.builtImage, f.builtNames, f.builtQuiet = gen, im, names, len(throttled) == 0
+		prevParts := f.sess.parts
+		defer func() {
+			// The session holds next now, or nothing (refused, failed):
+			// whichever map it no longer holds serves the next fetch.
+			if f.sess.parts != nil {
+				f.spare = prevParts
+			} else {
+				f.spare = next
+			}
+		}()
 	}
-	// next is every partition this fetch reads, which becomes the
-	// session's; an incremental request names only those whose
-	// parameters changed since the session last had them.
-	next := make(map[partition.TopicPartition]sessionPart, len(states))
-	sent := map[partition.TopicPartition]sentPart{}
-	// Which partitions the follower throttle applies to is read before
-	// the fetcher's lock is taken, so that lock never waits for a
-	// partition's (throttle.go).
-	now := f.m.now()
-	throttleWait := f.m.followerThrottle.wait(now)
-	throttled := map[partition.TopicPartition]bool{}
-	for _, s := range states {
-		if s.p.followerThrottledNow(f.m.nodeID) {
-			throttled[s.p.TP] = true
-		}
-	}
-	f.mu.Lock()
-	for _, s := range states {
-		if !f.currentLocked(s) || s.truncating {
-			continue
-		}
-		if throttled[s.p.TP] && throttleWait > 0 {
-			// Over follower.replication.throttled.rate: this partition
-			// sits out until the budget is back.
-			s.delayUntil = now.Add(throttleWait)
-			continue
-		}
-		lg := s.p.log
-		top := im.Topics[s.p.TP.Topic]
-		if top == nil {
-			// Deleted; the reconcile of that change removes it
-			// here. Until then it waits like a refused fetch.
-			f.backoffLocked(s)
-			continue
-		}
-		sp := sessionPart{
-			topicID:     top.ID,
-			leaderEpoch: s.epoch,
-			offset:      lg.LogEndOffset(),
-			lastEpoch:   lg.LatestEpoch(),
-			logStart:    lg.LogStartOffset(),
-		}
-		names[top.ID] = top.Name
-		next[s.p.TP] = sp
-		sent[s.p.TP] = sentPart{s, sp.offset}
-	}
-	f.mu.Unlock()
-	if len(sent) == 0 {
-		return
-	}
-	f.sess.build(req, next, cfg.ReplicaFetchMaxBytes)
 
-	ctx, cancel := context.WithTimeout(f.ctx, cfg.ReplicaSocketTimeout+cfg.ReplicaFetchWaitMax)
-	kresp, err := f.client.Request(ctx, req)
-	cancel()
+	// The client bounds each round trip by replica.socket.timeout.ms
+	// plus replica.fetch.wait.max.ms itself (newFetcher); a context of
+	// that deadline per fetch would only add a timer per round trip.
+	kresp, err := f.client.Request(f.ctx, req)
 	if err != nil {
 		f.sess.failed()
 		if f.ctx.Err() == nil {
@@ -610,6 +640,9 @@ func (f *fetcher) fetch(states []*fetchState) {
 		return
 	}
 	resp := kresp.(*kmsg.FetchResponse)
+	if len(resp.Topics) > 0 || resp.ErrorCode != 0 {
+		f.changes.Add(1)
+	}
 	if !f.sess.answered(resp, next) {
 		// The leader lost or replaced the session (a restart, an
 		// eviction): the next fetch is full and opens another.
@@ -686,6 +719,82 @@ func (f *fetcher) fetch(states []*fetchState) {
 	for _, s := range outOfRange {
 		f.handleOutOfRange(s)
 	}
+}
+
+// sentPart is a partition a fetch sent, and the offset it asked for.
+type sentPart struct {
+	s      *fetchState
+	offset int64
+}
+
+// buildFetch fills req with the partitions of states as the session
+// should hold them (all of them in a full fetch, the changes in an
+// incremental one), reading each one's log, and returns them (next, which
+// the session takes on once answered), those sent with their offsets, the
+// topics' names by id, and the partitions under the follower throttle.
+func (f *fetcher) buildFetch(req *kmsg.FetchRequest, states []*fetchState, im *cluster.Image) (next map[partition.TopicPartition]sessionPart, sent map[partition.TopicPartition]sentPart, names map[[16]byte]string, throttled map[partition.TopicPartition]bool) {
+	f.builds.Add(1)
+	names = map[[16]byte]string{}
+	// next is every partition this fetch reads, which becomes the
+	// session's; an incremental request names only those whose
+	// parameters changed since the session last had them.
+	next = f.spare
+	f.spare = nil
+	if next == nil {
+		next = make(map[partition.TopicPartition]sessionPart, len(states))
+	}
+	clear(next)
+	if f.sent == nil {
+		f.sent = make(map[partition.TopicPartition]sentPart, len(states))
+	}
+	sent = f.sent
+	clear(sent)
+	// Which partitions the follower throttle applies to is read before
+	// the fetcher's lock is taken, so that lock never waits for a
+	// partition's (throttle.go).
+	now := f.m.now()
+	throttleWait := f.m.followerThrottle.wait(now)
+	throttled = map[partition.TopicPartition]bool{}
+	for _, s := range states {
+		if s.p.followerThrottledNow(f.m.nodeID) {
+			throttled[s.p.TP] = true
+		}
+	}
+	f.mu.Lock()
+	for _, s := range states {
+		if !f.currentLocked(s) || s.truncating {
+			continue
+		}
+		if throttled[s.p.TP] && throttleWait > 0 {
+			// Over follower.replication.throttled.rate: this partition
+			// sits out until the budget is back.
+			s.delayUntil = now.Add(throttleWait)
+			continue
+		}
+		lg := s.p.log
+		top := im.Topics[s.p.TP.Topic]
+		if top == nil {
+			// Deleted; the reconcile of that change removes it
+			// here. Until then it waits like a refused fetch.
+			f.backoffLocked(s)
+			continue
+		}
+		sp := sessionPart{
+			topicID:     top.ID,
+			leaderEpoch: s.epoch,
+			offset:      lg.LogEndOffset(),
+			lastEpoch:   lg.LatestEpoch(),
+			logStart:    lg.LogStartOffset(),
+		}
+		names[top.ID] = top.Name
+		next[s.p.TP] = sp
+		sent[s.p.TP] = sentPart{s, sp.offset}
+	}
+	f.mu.Unlock()
+	if len(sent) > 0 {
+		f.sess.build(req, next, f.m.cfg.ReplicaFetchMaxBytes)
+	}
+	return next, sent, names, throttled
 }
 
 // followerSession is the follower's side of a fetch session (Kafka's
@@ -836,7 +945,7 @@ func (f *fetcher) applyPartition(s *fetchState, offset int64, rp *kmsg.FetchResp
 		if _, err := lg.AppendAsFollower(rp.RecordBatches); err != nil {
 			// The batches do not continue our log: it diverged in a way the
 			// epochs did not reveal yet. Truncate again by epoch.
-			s.p.logger.Warn().Err(err).Int32("leader", f.leader).Msg("appending replicated batches failed")
+			s.p.logger().Warn().Err(err).Int32("leader", f.leader).Msg("appending replicated batches failed")
 			return applyRetruncate
 		}
 		s.p.producersAppended(rp.RecordBatches)
@@ -846,7 +955,7 @@ func (f *fetcher) applyPartition(s *fetchState, offset int64, rp *kmsg.FetchResp
 	}
 	if rp.LogStartOffset > lg.LogStartOffset() {
 		if _, err := lg.DeleteRecordsBefore(min(rp.LogStartOffset, lg.HighWatermark())); err != nil && !errors.Is(err, partition.ErrOffsetOutOfRange) {
-			s.p.logger.Warn().Err(err).Int32("leader", f.leader).Msg("following the leader's log start offset")
+			s.p.logger().Warn().Err(err).Int32("leader", f.leader).Msg("following the leader's log start offset")
 		}
 	}
 	s.p.mu.Lock()
@@ -890,7 +999,7 @@ func (f *fetcher) handleOutOfRange(s *fetchState) {
 		if leaderStart <= lg.LogEndOffset() {
 			return
 		}
-		s.p.logger.Info().Int32("leader", f.leader).Int64("leader_log_start", leaderStart).
+		s.p.logger().Info().Int32("leader", f.leader).Int64("leader_log_start", leaderStart).
 			Int64("log_end_offset", lg.LogEndOffset()).Msg("follower log is behind the leader's log start; restarting it there")
 		s.p.producersTruncated()
 		err = lg.TruncateFullyAndStartAt(leaderStart)

@@ -33,7 +33,12 @@ func TestCluster_FollowersFetchIncrementallyInASession(t *testing.T) {
 	c.leader("s3").mustProduce("s3", "later", -1)
 	c.waitConverged("s3", "vs3", "later")
 
+	// The high watermark that record moved reaches the followers with
+	// the next fetches; then nothing changes.
+	settled := sessions.Stats()
+	eventually(t, "four more incremental fetches", func() bool { return sessions.Stats().Incremental >= settled.Incremental+4 })
 	before := sessions.Stats()
+	built := c.nodes[2].rm.FetchRequestsBuilt() + c.nodes[3].rm.FetchRequestsBuilt()
 	eventually(t, "ten more incremental fetches", func() bool { return sessions.Stats().Incremental >= before.Incremental+10 })
 	after := sessions.Stats()
 	if after.Created != before.Created {
@@ -41,5 +46,14 @@ func TestCluster_FollowersFetchIncrementallyInASession(t *testing.T) {
 	}
 	if named, answered := after.Named-before.Named, after.Answered-before.Answered; named != 0 || answered != 0 {
 		t.Fatalf("idle followers' fetches named %d partitions and were answered with %d, want none", named, answered)
+	}
+	// Neither side visits the idle partitions: the leader reads none of
+	// them, the followers build their requests without reading their
+	// logs.
+	if read := after.Read - before.Read; read != 0 {
+		t.Fatalf("idle followers' fetches read %d partitions at the leader, want none", read)
+	}
+	if n := c.nodes[2].rm.FetchRequestsBuilt() + c.nodes[3].rm.FetchRequestsBuilt() - built; n != 0 {
+		t.Fatalf("idle followers built %d requests from all their partitions, want none", n)
 	}
 }

@@ -2,6 +2,7 @@ package replication
 
 import (
 	"slices"
+	"sync/atomic"
 )
 
 // This file is the leader's ISR and high-watermark logic for one partition
@@ -122,11 +123,37 @@ type followerState struct {
 	// lastCaughtUpMs is the last time the follower's LEO was known to
 	// reach the leader's LEO.
 	lastCaughtUpMs int64
+	// rounds, when set, is the time of the latest fetch of the
+	// follower's fetch session, which left this partition out because
+	// nothing changed since the follower last fetched it at the leader's
+	// LEO. Kafka reads every partition of a session on every fetch and
+	// records each omitted one as fetched at the log end, caught up; here
+	// those fetches are counted without visiting the partition: each one
+	// is a fetch at leo, at the leader's unchanged LEO, at time rounds.
+	// Settled (folded into lastCaughtUpMs and lastFetchMs) as soon as the
+	// leader's LEO moves or the follower fetches the partition itself.
+	rounds *atomic.Int64
+}
+
+// settleRounds folds the session fetches counted by rounds into the
+// follower's state and stops counting them.
+func (f *followerState) settleRounds() {
+	if f.rounds == nil {
+		return
+	}
+	ms := f.rounds.Load()
+	f.lastCaughtUpMs = max(f.lastCaughtUpMs, ms)
+	f.lastFetchMs = max(f.lastFetchMs, ms)
+	f.rounds = nil
 }
 
 // caughtUp is Kafka's ReplicaState.isCaughtUp.
 func (f *followerState) caughtUp(leaderLEO, nowMs, lagMaxMs int64) bool {
-	return f.leo == leaderLEO || nowMs-f.lastCaughtUpMs <= lagMaxMs
+	lastCaughtUp := f.lastCaughtUpMs
+	if f.rounds != nil {
+		lastCaughtUp = max(lastCaughtUp, f.rounds.Load())
+	}
+	return f.leo == leaderLEO || nowMs-lastCaughtUp <= lagMaxMs
 }
 
 type waiter struct {
@@ -271,6 +298,7 @@ func (s *leaderState) setReplicas(replicas []int32, newEpoch bool, nowMs int64) 
 		if newEpoch {
 			inSync := slices.Contains(s.committed, id)
 			f.leo, f.logStart, f.lastFetchLeaderLEO, f.lastFetchMs, f.lastCaughtUpMs = -1, -1, -1, 0, 0
+			f.rounds = nil
 			if inSync {
 				f.lastCaughtUpMs = nowMs
 			}
@@ -282,6 +310,12 @@ func (s *leaderState) setReplicas(replicas []int32, newEpoch bool, nowMs int64) 
 func (s *leaderState) Appended(leo int64) Effects {
 	if leo > s.leo {
 		s.leo = leo
+		// The session fetches that left the partition out were caught
+		// up at the old LEO; later ones are not until the follower
+		// fetches the new records.
+		for _, f := range s.followers {
+			f.settleRounds()
+		}
 	}
 	return s.maybeAdvanceHW()
 }
@@ -295,6 +329,7 @@ func (s *leaderState) FollowerFetched(id int32, fetchOffset, followerLogStart, l
 	if f == nil {
 		return Effects{}
 	}
+	f.settleRounds()
 	switch {
 	case fetchOffset >= leaderLEO:
 		f.lastCaughtUpMs = max(f.lastCaughtUpMs, nowMs)
@@ -308,6 +343,29 @@ func (s *leaderState) FollowerFetched(id int32, fetchOffset, followerLogStart, l
 	eff := s.maybeExpand(id, f)
 	eff.merge(s.maybeAdvanceHW())
 	return eff
+}
+
+// FollowerInSession records that follower id fetches this partition in a
+// fetch session whose latest fetch time rounds holds, and that the
+// session will leave the partition out of its fetches until the follower
+// or the partition moves. Only a follower caught up to the leader's LEO
+// is counted as fetching it on every round; otherwise the follower must
+// keep fetching the partition itself. It reports whether the follower is
+// settled: caught up and in the committed ISR, so that nothing needs it
+// to fetch the partition again while the partition does not change.
+func (s *leaderState) FollowerInSession(id int32, rounds *atomic.Int64) bool {
+	f := s.followers[id]
+	if f == nil {
+		return false
+	}
+	if f.rounds != rounds {
+		f.settleRounds()
+	}
+	if f.leo < s.leo || rounds == nil {
+		return false
+	}
+	f.rounds = rounds
+	return slices.Contains(s.committed, id) && s.pending == nil
 }
 
 // maybeExpand proposes adding id to the ISR when it has caught up to the HW

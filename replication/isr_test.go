@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync/atomic"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -271,5 +272,35 @@ func TestReassignmentRemovedReplicaIsForgottenFromTheRecordAtTheSamePartitionEpo
 	}
 	if slices.Contains(h.s.replicas, 3) {
 		t.Fatalf("replicas %v still hold removed 3", h.s.replicas)
+	}
+}
+
+// Rule 3 with fetch sessions: a follower found at the leader's LEO by a
+// session fetch counts as fetching the partition, caught up, on every
+// later fetch of its session (rounds, the session's latest fetch time)
+// until the leader's LEO moves; from then on only its own fetches count.
+// A follower the session did not count leaves the ISR as before.
+func TestRule3_SessionFetchesCountAsCaughtUpUntilTheLEOMoves(t *testing.T) {
+	h := newISR(t, []int32{1, 2, 3}, 10, 10, 1)
+	var rounds atomic.Int64
+	h.at(0).fetch(2, 10)
+	h.fetch(3, 10)
+	if !h.s.FollowerInSession(2, &rounds) {
+		t.Fatal("follower 2 at the LEO and in the ISR is not settled")
+	}
+	rounds.Store(50 * testLagMs) // its session went on fetching
+	h.at(50*testLagMs + 1).append(11)
+	rounds.Store(60 * testLagMs) // fetches after the append do not count
+	h.at(50*testLagMs + 2).tick()
+	if p := h.lastProposal(); !slices.Equal(p.NewISR, []int32{1, 2}) {
+		t.Fatalf("proposed %v, want follower 3 (not counted by any session) out and 2 kept", p.NewISR)
+	}
+	h.accept()
+	h.at(51*testLagMs + 3).tick()
+	if p := h.lastProposal(); !slices.Equal(p.NewISR, []int32{1}) {
+		t.Fatalf("proposed %v, want follower 2 out once its last counted fetch is replica.lag.time.max.ms old", p.NewISR)
+	}
+	if h.s.FollowerInSession(3, &rounds) {
+		t.Fatal("follower 3 behind the LEO is settled")
 	}
 }

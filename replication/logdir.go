@@ -43,7 +43,7 @@ func (m *Manager) HandleLogDirFailure(dir string) []partition.TopicPartition {
 	for _, p := range gone {
 		m.detach(p)
 		tps = append(tps, p.TP)
-		p.logger.Warn().Str("log_dir", dir).Msg("partition offline: its log dir failed")
+		p.logger().Warn().Str("log_dir", dir).Msg("partition offline: its log dir failed")
 	}
 	return tps
 }

@@ -43,8 +43,10 @@ type Partition struct {
 	log *partition.Log
 	// now is the manager's clock.
 	now func() time.Time
-	// logger carries the partition's topic and partition fields.
-	logger zerolog.Logger
+	// mlog is the manager's logger; logger adds the partition's fields
+	// when something is logged, so that thousands of idle partitions
+	// do not each keep a logger of their own.
+	mlog *zerolog.Logger
 
 	// roleMu is held shared across a leader append (from the leadership
 	// check to the end of the write) and exclusively by role changes, so
@@ -92,13 +94,19 @@ type Partition struct {
 		proposalFrom   *leaderState
 		proposalSeq    uint64
 		proposalEpochs []int64
-		// hwMoved is closed (and replaced) whenever the high watermark,
-		// the log start offset or the role changes (HWMoved, for share
-		// fetches).
+		// hwMoved is closed whenever the high watermark, the log start
+		// offset or the role changes (HWMoved, for share fetches and
+		// the coordinators' log readers). It is made when asked for and
+		// dropped when closed, so that a change nobody waits for (nearly
+		// every acks=all produce) allocates nothing.
 		hwMoved chan struct{}
 		// fetchWaiters are the parked fetches reading this partition,
 		// signalled on the changes notifyLocked names.
 		fetchWaiters map[*fetchWaiter]struct{}
+		// sessions are the followers' fetch sessions this partition
+		// belongs to (session.go), marked dirty on the same changes; a
+		// few at most (one per follower, more only briefly).
+		sessions []*SessionWatch
 	}
 }
 
@@ -156,15 +164,18 @@ func (p *Partition) unwatch(w *fetchWaiter) {
 // more for the HW those records moved). They learn the HW with the next
 // records or when their fetch's max wait ends.
 func (p *Partition) notifyLocked(followers, consumers bool) {
-	if consumers {
+	if consumers && p.mu.hwMoved != nil {
 		close(p.mu.hwMoved)
-		p.mu.hwMoved = make(chan struct{})
+		p.mu.hwMoved = nil
 	}
 	for w := range p.mu.fetchWaiters {
 		w.changed.Store(true)
 		if (w.replica && followers) || (!w.replica && consumers) {
 			w.signal()
 		}
+	}
+	for _, w := range p.mu.sessions {
+		w.markDirty(p.TP, followers)
 	}
 }
 
@@ -292,6 +303,8 @@ type Manager struct {
 	closed bool
 
 	fetch fetchers
+	// waiters keeps released fetch waiters (getWaiter).
+	waiters sync.Pool
 	// loadSem bounds the producer-state loads running at once.
 	loadSem chan struct{}
 
@@ -434,11 +447,11 @@ const closeSnapshotWriters = 32
 func (p *Partition) closeSnapshot() {
 	defer func() {
 		if r := recover(); r != nil {
-			p.logger.Error().Interface("panic", r).Bytes("stack", debug.Stack()).Msg("producer state snapshot panicked")
+			p.logger().Error().Interface("panic", r).Bytes("stack", debug.Stack()).Msg("producer state snapshot panicked")
 		}
 	}()
 	if err := p.snapshotProducers(); err != nil {
-		p.logger.Warn().Err(err).Msg("producer state snapshot failed")
+		p.logger().Warn().Err(err).Msg("producer state snapshot failed")
 	}
 }
 
@@ -518,7 +531,7 @@ func (m *Manager) afterUnlock(p *Partition, st *leaderState, prop *ISRProposal) 
 	if prop == nil {
 		return
 	}
-	p.logger.Info().Ints32("isr", prop.NewISR).
+	p.logger().Info().Ints32("isr", prop.NewISR).
 		Int32("leader_epoch", prop.LeaderEpoch).Int32("partition_epoch", prop.PartitionEpoch).Msg("proposing ISR change")
 	// After Close nothing is sent; the proposal stays pending, as its
 	// outcome would be unknown anyway.
@@ -550,7 +563,7 @@ func (m *Manager) alterPartition(p *Partition, st *leaderState, prop ISRProposal
 	cancel()
 	outcome := alterOutcome(err)
 	if err != nil {
-		p.logger.Info().Err(err).Msg("ISR change not accepted")
+		p.logger().Info().Err(err).Msg("ISR change not accepted")
 	}
 	if outcome == AlterRetry {
 		// Do not hammer a controller that is down: the state machine
@@ -726,7 +739,7 @@ func (m *Manager) reconcile(prev, next *cluster.Image) error {
 		if err := m.logs.Delete(p.TP); err != nil && firstErr == nil {
 			firstErr = err
 		}
-		p.logger.Info().Msg("partition removed")
+		p.logger().Info().Msg("partition removed")
 	}
 	return firstErr
 }
@@ -891,10 +904,9 @@ func (m *Manager) ensure(tp partition.TopicPartition, pi *cluster.PartitionInfo,
 		if err != nil {
 			return fmt.Errorf("open log %s: %w", tp, err)
 		}
-		p = &Partition{TP: tp, log: lg, now: m.now, logger: partitionLogger(m.logger, tp)}
+		p = &Partition{TP: tp, log: lg, now: m.now, mlog: &m.logger}
 		p.prod.expiry = m.cfg.ProducerIDExpiration
 		p.prod.spawn = m.spawnProducerLoad
-		p.mu.hwMoved = make(chan struct{})
 		p.mu.leaderEpoch = -1
 		p.mu.leader = -1
 		p.mu.waiters = make(map[uint64]chan error)
@@ -945,7 +957,7 @@ func (m *Manager) makeLeader(p *Partition, pi *cluster.PartitionInfo, minISR int
 		eff.merge(st.UpdateLeaderAndISR(li, now))
 	}
 	if newEpoch {
-		p.logger.Info().Int32("leader_epoch", pi.LeaderEpoch).
+		p.logger().Info().Int32("leader_epoch", pi.LeaderEpoch).
 			Int64("epoch_start_offset", st.EpochStart()).Int64("high_watermark", st.HW()).Ints32("isr", st.ISR()).Msg("became leader")
 	}
 	p.mu.isLeader = true
@@ -980,7 +992,7 @@ func (m *Manager) makeFollower(p *Partition, pi *cluster.PartitionInfo, im *clus
 	if st := p.mu.st; st != nil {
 		p.applyLocked(Effects{Done: st.Resign()})
 		p.mu.st = nil
-		p.logger.Info().Int32("leader_epoch", pi.LeaderEpoch).
+		p.logger().Info().Int32("leader_epoch", pi.LeaderEpoch).
 			Int32("leader", pi.Leader).Msg("became follower")
 	}
 	p.mu.isLeader = false
@@ -1233,6 +1245,17 @@ type FetchParams struct {
 	ZeroCopy bool
 	// OnPark, if set, is called before the fetch parks to wait for data.
 	OnPark func()
+	// Session, for a follower's fetch in a fetch session, is the
+	// session's standing watch: the fetch registers the partitions it
+	// reads with it, parks on it, and records the session's fetch time
+	// for the partitions it leaves out (session.go). Partitions names
+	// only those the session's fetch must read.
+	Session *SessionWatch
+	// More, with Session, is called after each wait: it returns the
+	// session's partitions changed meanwhile that the fetch has not read
+	// yet, which it reads as well (their results follow the others'), and
+	// whether any partition changed at all.
+	More func() (extra []FetchPartition, changed bool)
 }
 
 // FetchResult is one partition's answer.
@@ -1258,6 +1281,11 @@ type FetchResult struct {
 	// result then carries no records.
 	PreferredReadReplica    int32
 	HasPreferredReadReplica bool
+	// Settled, in a session's fetch, means the follower needs nothing
+	// more of the partition until it changes: no error, nothing past its
+	// fetch offset, and the follower in the ISR. A session's next fetch
+	// may then leave it out.
+	Settled bool
 }
 
 // Fetch reads the partitions as a consumer or, with FromFollower, for a
@@ -1265,17 +1293,17 @@ type FetchResult struct {
 // watermark (a LEO, for followers) among them moves, MaxWait passes or ctx
 // ends, then reads again.
 func (m *Manager) Fetch(ctx context.Context, fp FetchParams) []FetchResult {
-	var timer *time.Timer
+	if fp.Session != nil {
+		return m.sessionFetch(ctx, fp)
+	}
 	var w *fetchWaiter
 	defer func() {
-		if timer != nil {
-			timer.Stop()
-		}
 		if w != nil {
-			w.unwatchAll()
+			w.release()
 		}
 	}()
 	first := true
+	timing := false
 	for {
 		// Watch the partitions before reading them so that a change
 		// between the read and the wait is not missed. One waiter
@@ -1283,14 +1311,77 @@ func (m *Manager) Fetch(ctx context.Context, fp FetchParams) []FetchResult {
 		// partition.
 		if fp.MaxWait > 0 {
 			if w == nil {
-				w = &fetchWaiter{ch: make(chan struct{}, 1), replica: fp.FromFollower}
+				w = m.getWaiter()
+				w.replica = fp.FromFollower
 			}
 			w.changed.Store(false)
 			m.watchAll(w, fp.Partitions)
 		}
-		res, total, respondNow := m.readAll(ctx, fp, first)
+		recordFrom := len(fp.Partitions)
+		if first {
+			recordFrom = 0
+		}
+		res, total, respondNow := m.readAll(ctx, fp, recordFrom)
 		first = false
 		if total >= int64(fp.MinBytes) || respondNow || fp.MaxWait <= 0 || len(w.watched) == 0 {
+			return res
+		}
+		CloseRegions(res) // read again after the wait
+		if !timing {
+			timing = true
+			w.startTimer(fp.MaxWait)
+		}
+		if fp.OnPark != nil {
+			fp.OnPark()
+		}
+		parkedAt := m.now()
+		woke := false
+		select {
+		case <-w.ch:
+			woke = true
+		case <-w.timer.C:
+		case <-ctx.Done():
+		}
+		addParked(ctx, m.now().Sub(parkedAt))
+		if !woke {
+			if total == 0 && !w.changed.Load() {
+				// Nothing read and nothing changed since: the read
+				// stands. (An idle follower's fetch over thousands of
+				// partitions would otherwise read them all twice.)
+				return res
+			}
+			res, _, _ = m.readAll(ctx, fp, len(fp.Partitions))
+			return res
+		}
+		// The partitions may have been replaced (a role change): watch
+		// them afresh.
+		w.unwatchAll()
+	}
+}
+
+// sessionFetch is Fetch for a follower's fetch session: the partitions
+// stay registered with the session's watch between fetches, and the fetch
+// parks on the watch even when it reads no partition at all (an idle
+// session's fetch names none and nothing changed). After a wait it reads
+// the partitions that changed meanwhile too (fp.More).
+func (m *Manager) sessionFetch(ctx context.Context, fp FetchParams) []FetchResult {
+	w := fp.Session
+	w.roundMs.Store(m.now().UnixMilli())
+	var timer *time.Timer
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
+	recordFrom := 0
+	for {
+		for _, part := range fp.Partitions[recordFrom:] {
+			if p := m.Get(part.TP); p != nil {
+				w.watch(part.TP, p)
+			}
+		}
+		res, total, respondNow := m.readAll(ctx, fp, recordFrom)
+		if total >= int64(fp.MinBytes) || respondNow || fp.MaxWait <= 0 {
 			return res
 		}
 		CloseRegions(res) // read again after the wait
@@ -1309,19 +1400,27 @@ func (m *Manager) Fetch(ctx context.Context, fp FetchParams) []FetchResult {
 		case <-ctx.Done():
 		}
 		addParked(ctx, m.now().Sub(parkedAt))
+		changed := false
+		var extra []FetchPartition
+		if fp.More != nil {
+			extra, changed = fp.More()
+		}
+		recordFrom = len(fp.Partitions)
+		fp.Partitions = append(fp.Partitions, extra...)
 		if !woke {
-			if total == 0 && !w.changed.Load() {
+			if total == 0 && !changed {
 				// Nothing read and nothing changed since: the read
-				// stands. (An idle follower's fetch over thousands of
-				// partitions would otherwise read them all twice.)
+				// stands.
 				return res
 			}
-			res, _, _ = m.readAll(ctx, fp, false)
+			for _, part := range extra {
+				if p := m.Get(part.TP); p != nil {
+					w.watch(part.TP, p)
+				}
+			}
+			res, _, _ = m.readAll(ctx, fp, recordFrom)
 			return res
 		}
-		// The partitions may have been replaced (a role change): watch
-		// them afresh.
-		w.unwatchAll()
 	}
 }
 
@@ -1336,6 +1435,45 @@ type fetchWaiter struct {
 	// changed is set by any change to a watched partition, including
 	// those that do not wake it (a follower's on a high watermark move).
 	changed atomic.Bool
+	// timer ends the wait at the fetch's MaxWait; kept, stopped, with
+	// the waiter.
+	timer *time.Timer
+	// pool is where release puts the waiter back (Manager.getWaiter).
+	pool *sync.Pool
+}
+
+// getWaiter returns a released waiter, with its channel and timer, or a
+// new one: a follower parks a fetch for every batch it replicates, and
+// each would otherwise allocate them again. The pool is the manager's,
+// not the process's, so that a waiter never outlives the manager (a test
+// bubble's timers and channels stay in their bubble).
+func (m *Manager) getWaiter() *fetchWaiter {
+	if w, ok := m.waiters.Get().(*fetchWaiter); ok {
+		return w
+	}
+	return &fetchWaiter{ch: make(chan struct{}, 1), pool: &m.waiters}
+}
+
+// startTimer starts the wait's deadline d from now.
+func (w *fetchWaiter) startTimer(d time.Duration) {
+	if w.timer == nil {
+		w.timer = time.NewTimer(d)
+		return
+	}
+	// A stopped timer (see release) delivers nothing stale: since Go
+	// 1.23 Stop and Reset discard a pending expiry.
+	w.timer.Reset(d)
+}
+
+// release deregisters w and stops its timer; no partition holds it any
+// more, so nothing signals it after this, and it goes back to the pool.
+func (w *fetchWaiter) release() {
+	w.unwatchAll()
+	if w.timer != nil {
+		w.timer.Stop()
+	}
+	clear(w.watched[:cap(w.watched)])
+	w.pool.Put(w)
 }
 
 func (w *fetchWaiter) signal() {
@@ -1377,15 +1515,16 @@ func CloseRegions(res []FetchResult) {
 	}
 }
 
-// readAll reads every partition once. record is true for the first read of
-// a follower's fetch, whose position then goes to the ISR state machine
-// (as in Kafka, re-reads after a long-poll wait do not record again).
+// readAll reads every partition once. A follower's position in the
+// partitions from index recordFrom on goes to the ISR state machine: those
+// the fetch reads for the first time (as in Kafka, re-reads after a
+// long-poll wait do not record again).
 // respondNow is set when an error or a diverging epoch must be answered
 // without waiting.
 //
 // A read_committed read waits at most the fetch's MaxWait for the
 // producer state to load, then answers ErrProducerStateLoading.
-func (m *Manager) readAll(ctx context.Context, fp FetchParams, record bool) ([]FetchResult, int64, bool) {
+func (m *Manager) readAll(ctx context.Context, fp FetchParams, recordFrom int) ([]FetchResult, int64, bool) {
 	res := make([]FetchResult, len(fp.Partitions))
 	var total int64
 	respondNow := false
@@ -1394,7 +1533,12 @@ func (m *Manager) readAll(ctx context.Context, fp FetchParams, record bool) ([]F
 		budget = 1<<31 - 1
 	}
 	minOne := true
+	var rounds *atomic.Int64
+	if fp.Session != nil {
+		rounds = &fp.Session.roundMs
+	}
 	for i, part := range fp.Partitions {
+		record := i >= recordFrom
 		r := &res[i]
 		r.HighWatermark, r.LastStableOffset, r.LogStartOffset = -1, -1, -1
 		r.DivergingEpoch, r.DivergingEndOffset = -1, -1
@@ -1449,7 +1593,7 @@ func (m *Manager) readAll(ctx context.Context, fp FetchParams, record bool) ([]F
 			// follower's position is news all the same (Kafka reads such
 			// a partition with zero bytes and records it like any other).
 			if fp.FromFollower && record {
-				m.followerFetched(p, fp.ReplicaID, fp.ReplicaEpoch, part.Offset, part.LogStartOffset, leo)
+				r.Settled = m.followerFetched(p, fp.ReplicaID, fp.ReplicaEpoch, part.Offset, part.LogStartOffset, leo, rounds) && part.Offset >= leo
 				hw := p.log.HighWatermark()
 				r.HighWatermark, r.LastStableOffset = hw, hw
 			}
@@ -1503,7 +1647,7 @@ func (m *Manager) readAll(ctx context.Context, fp FetchParams, record bool) ([]F
 			}
 		}
 		if fp.FromFollower && record {
-			m.followerFetched(p, fp.ReplicaID, fp.ReplicaEpoch, part.Offset, part.LogStartOffset, leo)
+			r.Settled = m.followerFetched(p, fp.ReplicaID, fp.ReplicaEpoch, part.Offset, part.LogStartOffset, leo, rounds) && part.Offset >= leo
 			// The HW may have moved with this fetch; answer it.
 			hw := p.log.HighWatermark()
 			r.HighWatermark, r.LastStableOffset = hw, hw
@@ -1549,19 +1693,26 @@ func (p *Partition) checkDivergence(part FetchPartition) (epoch int32, end int64
 }
 
 // followerFetched records a follower's position, and the broker epoch its fetch
-// carried, with the ISR state machine.
-func (m *Manager) followerFetched(p *Partition, id int32, brokerEpoch, offset, logStart, leaderLEO int64) {
+// carried, with the ISR state machine. With rounds (the fetch is a
+// session's, see session.go) it reports whether the follower is settled
+// (leaderState.FollowerInSession).
+func (m *Manager) followerFetched(p *Partition, id int32, brokerEpoch, offset, logStart, leaderLEO int64, rounds *atomic.Int64) bool {
 	now := m.now().UnixMilli()
 	p.mu.Lock()
 	// The broker epoch first: a proposal this fetch triggers names it.
 	p.noteReplicaEpochLocked(id, brokerEpoch)
 	st := p.mu.st
 	var prop *ISRProposal
+	settled := false
 	if st != nil {
 		prop = p.applyLocked(st.FollowerFetched(id, offset, logStart, leaderLEO, now))
+		if rounds != nil {
+			settled = st.FollowerInSession(id, rounds)
+		}
 	}
 	p.mu.Unlock()
 	m.afterUnlock(p, st, prop)
+	return settled && prop == nil
 }
 
 // ListOffset answers ListOffsets for one partition: ts -1 latest, -2
@@ -1660,4 +1811,15 @@ func (m *Manager) OffsetForLeaderEpoch(tp partition.TopicPartition, currentEpoch
 // partitionLogger is a partition's child of the manager's logger.
 func partitionLogger(l zerolog.Logger, tp partition.TopicPartition) zerolog.Logger {
 	return l.With().Str("topic", tp.Topic).Int32("partition", tp.Partition).Logger()
+}
+
+// logger returns a logger with the partition's topic and partition
+// fields.
+func (p *Partition) logger() *zerolog.Logger {
+	if p.mlog == nil {
+		l := zerolog.Nop()
+		return &l
+	}
+	l := partitionLogger(*p.mlog, p.TP)
+	return &l
 }

@@ -51,6 +51,12 @@ func TestCluster_ReassignmentCopiesToTheNewReplicaThenTheOldOneDropsItsLog(t *te
 	if l := c.partitionInfo("r").Leader; l != 2 {
 		t.Fatalf("leader %d after the move, want 2", l)
 	}
+	// Broker 2 applies the metadata at its own pace: it leads once it
+	// has, not when the controller decided.
+	eventually(t, "broker 2 took up the leadership", func() bool {
+		p := c.nodes[2].rm.Get(partition.TopicPartition{Topic: "r", Partition: 0})
+		return p != nil && p.IsLeader()
+	})
 	c.nodes[2].mustProduce("r", "d", -1)
 	c.waitConverged("r", append(acked, "d")...)
 	eventually(t, "broker 1 dropped its copy", func() bool { return !c.nodes[1].hosts("r") })

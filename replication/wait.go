@@ -18,6 +18,9 @@ func (m *Manager) HWMoved(tp partition.TopicPartition) <-chan struct{} {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.mu.hwMoved == nil {
+		p.mu.hwMoved = make(chan struct{})
+	}
 	return p.mu.hwMoved
 }
 

@@ -72,7 +72,13 @@ func NewCoordinator(cfg Config, nodeID int32, meta cluster.Metadata, logger zero
 	for _, o := range opts {
 		o(c)
 	}
-	c.expiry = startLoop(time.Second, c.expire)
+	// Expiry has work only while the coordinator holds a group; adding
+	// one wakes it.
+	c.expiry = startLoop(time.Second, c.expire, func() bool {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return len(c.groups) == 0
+	})
 	return c
 }
 
@@ -90,6 +96,7 @@ func (c *Coordinator) groupLocked(im *cluster.Image, groupID string) (*Group, er
 	session := c.groupMs(im, groupID, "share.session.timeout.ms", c.cfg.SessionTimeout)
 	g := groupFromState(groupID, st, im, c.now().UnixMilli()+session)
 	c.groups[groupID] = g
+	c.expiry.Wake()
 	c.logger.Info().Str("group", groupID).Int32("epoch", g.Epoch).Int("members", len(g.members)).Msg("loaded share group membership")
 	return g, nil
 }
@@ -157,6 +164,7 @@ func (c *Coordinator) Heartbeat(groupID string, req HeartbeatRequest) (Heartbeat
 		}
 		g = NewGroup(groupID)
 		c.groups[groupID] = g
+		c.expiry.Wake()
 	}
 	topics := func(name string) (int32, bool) {
 		t := im.Topic(name)

@@ -3,6 +3,7 @@ package share
 import (
 	"errors"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -180,4 +181,34 @@ func TestShareGroupHeartbeatWritesOnlyChanges(t *testing.T) {
 	if end() == before {
 		t.Fatal("the change whose write failed was not written again")
 	}
+}
+
+// The coordinator's session expiry sleeps while it holds no share group,
+// and the first group woken up: a member that stops heartbeating still
+// leaves when its session ends, by the coordinator's clock.
+func TestShareMemberSessionExpiresAfterExpirySleptWhileIdle(t *testing.T) {
+	var mu sync.Mutex
+	now := time.Unix(1_700_000_000, 0)
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	b := startPair(t, 1, fake.NewMeta(1, imageLedBy(1, 0)), fake.NewLog(), clock)
+	testkit.Eventually(t, 10*time.Second, func() error {
+		if !b.share.expiry.sleeping.Load() {
+			return errors.New("the expiry of a coordinator holding no group still ticks")
+		}
+		return nil
+	})
+	heartbeatOK(t, b.share, HeartbeatRequest{MemberID: "a", Subscribed: []string{"t"}, ClientID: "ca"})
+	mu.Lock()
+	now = now.Add(DefaultConfig().SessionTimeout + time.Second)
+	mu.Unlock()
+	testkit.Eventually(t, 10*time.Second, func() error {
+		d, err := b.share.Describe("sg")
+		if err != nil {
+			return err
+		}
+		if len(d.Members) != 0 {
+			return fmt.Errorf("members %+v after a's session ended", d.Members)
+		}
+		return nil
+	})
 }

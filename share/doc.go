@@ -50,7 +50,8 @@
 //
 // Goroutines: the coordinator's session-expiry loop (1 s) and the
 // manager's sweeper (250 ms: lock expiry, dropping partitions no longer
-// led here, checkpoints), both stopped by Close; per session, a
+// led here, checkpoints), both stopped by Close, each asleep while it
+// holds nothing (no group, no share partition) until the first arrives; per session, a
 // context.AfterFunc on its connection; a parked ShareFetch waits in its
 // connection's reader goroutine, on channels closed when a high watermark
 // moves or records become available again.

@@ -1,21 +1,38 @@
 package share
 
-import "time"
+import (
+	"sync/atomic"
+	"time"
+)
 
 // loop calls a function every interval on its own goroutine until Close:
-// the coordinator's session expiry and the manager's sweep.
+// the coordinator's session expiry and the manager's sweep. While there is
+// nothing for the next call to do (idle), the loop stops its ticker and
+// sleeps until Wake, so that a broker nobody uses share groups on does
+// not wake several times a second for them.
 type loop struct {
 	stop chan struct{}
 	done chan struct{}
+	wake chan struct{}
+	// idle, when set, reports after a call whether the next one would
+	// find nothing to do; pause and resume stop and restart the ticker.
+	idle          func() bool
+	pause, resume func()
+	// sleeping is set while the ticker is stopped (tests).
+	sleeping atomic.Bool
 }
 
 func newLoop() *loop {
-	return &loop{stop: make(chan struct{}), done: make(chan struct{})}
+	return &loop{stop: make(chan struct{}), done: make(chan struct{}), wake: make(chan struct{}, 1)}
 }
 
-func startLoop(interval time.Duration, fn func()) *loop {
+// startLoop calls fn every interval; after a call for which idle (if not
+// nil) reports true, not until Wake.
+func startLoop(interval time.Duration, fn func(), idle func() bool) *loop {
 	l := newLoop()
 	t := time.NewTicker(interval)
+	l.idle = idle
+	l.pause, l.resume = t.Stop, func() { t.Reset(interval) }
 	go func() {
 		defer t.Stop()
 		l.run(t.C, fn)
@@ -23,13 +40,29 @@ func startLoop(interval time.Duration, fn func()) *loop {
 	return l
 }
 
+// Wake restarts an idle loop's ticker: call it once the next call has
+// something to do (after the change, so that idle sees it).
+func (l *loop) Wake() {
+	select {
+	case l.wake <- struct{}{}:
+	default:
+	}
+}
+
 // run calls fn on every tick until stop is closed, then closes done.
 func (l *loop) run(tick <-chan time.Time, fn func()) {
 	defer close(l.done)
+	paused := false
 	for {
 		select {
 		case <-l.stop:
 			return
+		case <-l.wake:
+			if paused {
+				paused = false
+				l.sleeping.Store(false)
+				l.resume()
+			}
 		case <-tick:
 			// A tick may be pending when Close is called, and select
 			// picks among ready cases at random: Close wins, so that no
@@ -40,6 +73,13 @@ func (l *loop) run(tick <-chan time.Time, fn func()) {
 			default:
 			}
 			fn()
+			// A Wake during fn is still pending: the loop resumes at
+			// once if idle saw nothing to do yet.
+			if l.idle != nil && l.idle() {
+				paused = true
+				l.pause()
+				l.sleeping.Store(true)
+			}
 		}
 	}
 }

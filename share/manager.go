@@ -122,12 +122,18 @@ func NewManager(cfg Config, meta Metadata, reps Replicas, logger zerolog.Logger,
 	m.mu.avail = make(chan struct{})
 	m.bg, m.cancelBg = context.WithCancel(context.Background())
 	lastCheckpoint := m.now()
+	// The sweep has work only while some share partition is held here
+	// (its locks, its checkpoint); shareLocked wakes it for the first.
 	m.sweeper = startLoop(sweepInterval, func() {
 		m.expire()
 		if m.now().Sub(lastCheckpoint) >= m.cfg.CheckpointInterval {
 			lastCheckpoint = m.now()
 			m.checkpoint()
 		}
+	}, func() bool {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		return len(m.mu.parts) == 0
 	})
 	return m
 }
@@ -229,6 +235,7 @@ func (m *Manager) stateLocked(im *cluster.Image, group string, tp partition.Topi
 	st := NewPartition(start)
 	st.TopicID, st.LeaderEpoch, st.GroupEpoch = ti.ID, leaderEpoch, gepoch
 	m.mu.parts[k] = st
+	m.sweeper.Wake()
 	return st, nil
 }
 

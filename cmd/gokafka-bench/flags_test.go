@@ -39,11 +39,16 @@ func TestFlagValidation(t *testing.T) {
 		{"-mode produce -linger -1ms", "-linger"},
 		{"-mode produce -brokers ,", "-brokers"},
 		{"-scenario s1", "-gokafka-bin"},
-		{"-scenario s9 -gokafka-bin " + bin, "unknown scenario"},
+		{"-scenario s11 -gokafka-bin " + bin, "unknown scenario"},
 		{"-scenario s1 -gokafka-bin /nonexistent/gokafka", "not a file"},
 		{"-scenario s1 -gokafka-bin " + bin + " -peer redpanda", "-peer"},
 		{"-scenario s1 -gokafka-bin " + bin + " -rounds 0", "-rounds"},
 		{"-scenario s4 -gokafka-bin " + bin + " -consume-bytes 12XB", "-consume-bytes"},
+		{"-scenario s9 -gokafka-bin " + bin + " -s9-conns 0", "-s9-conns"},
+		{"-scenario s9 -gokafka-bin " + bin + " -s9-window 0s", "-s9-window"},
+		{"-scenario s10 -gokafka-bin " + bin + " -s10-bytes 12XB", "-s10-bytes"},
+		{"-scenario s10 -gokafka-bin " + bin + " -s10-throttle 0", "-s10-throttle"},
+		{"-scenario s9,s10 -gokafka-bin " + bin + " -s9-conns 20 -s10-bytes 4MB", ""},
 		{"-serve-kfake", "-kfake-ports"},
 		{"-mode produce extra", "unexpected arguments"},
 	} {
@@ -64,6 +69,9 @@ func TestScenarioSelection(t *testing.T) {
 		"s5":        "s5-rf3 s5-1n",
 		"s6-3n,s1":  "s6-3n s1",
 		"s1,s1, s2": "s1 s2",
+		"s9":        "s9-3n s9-1n",
+		"s10":       "s10-free s10-throttled",
+		"s8,s9-1n":  "s8 s9-1n",
 	} {
 		scs, err := selectScenarios(spec)
 		if err != nil {

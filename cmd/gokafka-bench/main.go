@@ -45,13 +45,25 @@ type options struct {
 	// scalePartitions replaces s8's 10,000 partitions when positive.
 	scalePartitions int
 	scaleISRWait    time.Duration
-	kfakePersist    bool
-	dropCaches      bool
-	keepLogs        bool
-	logLevel        string
-	tls             bool
-	jsonPath        string
-	createTopic     bool
+	// s9: client connections, the interval of each one's records, and
+	// the measured window once all are connected.
+	s9Conns    int
+	s9Parallel int
+	s9Interval time.Duration
+	s9Window   time.Duration
+	// s10: bytes of the moved partition, the producer's records/s, the
+	// window measured before the move, and the throttle rate (bytes/s).
+	s10Bytes     int64
+	s10Rate      int
+	s10Before    time.Duration
+	s10Throttle  int64
+	kfakePersist bool
+	dropCaches   bool
+	keepLogs     bool
+	logLevel     string
+	tls          bool
+	jsonPath     string
+	createTopic  bool
 
 	load loadConfig
 	// Whether these were given, so scenarios keep their own values
@@ -87,7 +99,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.Int64Var(&o.load.maxBytes, "max-bytes", 0, "consume: stop after this many value bytes (0: at the end offsets taken at the start)")
 	fs.Int64Var(&o.load.maxRecords, "max-records", 0, "consume: stop after this many records (0: at the end offsets taken at the start)")
 
-	fs.StringVar(&o.scenario, "scenario", "", "run scenarios on servers started here: s1…s8, s5-rf3 style names, a comma list, or all (all but s8)")
+	fs.StringVar(&o.scenario, "scenario", "", "run scenarios on servers started here: s1…s10, s5-rf3 style names, a comma list, or all (all but s8, s9 and s10)")
 	fs.StringVar(&o.gokafkaBin, "gokafka-bin", "", "gokafka binary the scenarios start")
 	fs.StringVar(&o.peer, "peer", sysKfake, "system compared with gokafka: kfake, or none")
 	fs.IntVar(&o.rounds, "rounds", 3, "rounds per system and scenario")
@@ -97,6 +109,14 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.DurationVar(&o.idleWindow, "idle-window", 30*time.Second, "s7: measure the idle servers' CPU over this long")
 	fs.IntVar(&o.scalePartitions, "scale-partitions", 0, "s8: partitions of its topic instead of 10000 (each takes one open file per replica: its segment's log)")
 	fs.DurationVar(&o.scaleISRWait, "scale-isr-wait", 2*time.Minute, "s8: how long to wait for the restarted node to be back in every ISR")
+	fs.IntVar(&o.s9Conns, "s9-conns", 2000, "s9: producer clients, each with its own connection to its partition's leader")
+	fs.IntVar(&o.s9Parallel, "s9-parallel", 64, "s9: clients setting up at once (-s9-conns for a reconnection storm)")
+	fs.DurationVar(&o.s9Interval, "s9-interval", time.Second, "s9: each client produces one record this often")
+	fs.DurationVar(&o.s9Window, "s9-window", 20*time.Second, "s9: measure CPU, memory and latency over this long once every client is connected")
+	s10Bytes := fs.String("s10-bytes", "1GB", "s10: bytes written to the partition before it is moved (suffixes as -consume-bytes)")
+	fs.IntVar(&o.s10Rate, "s10-rate", 1000, "s10: records/s of the producer running during the move")
+	fs.DurationVar(&o.s10Before, "s10-before", 5*time.Second, "s10: window measured before the reassignment starts")
+	s10Throttle := fs.String("s10-throttle", "50MB", "s10-throttled: leader and follower.replication.throttled.rate, bytes per second")
 	fs.BoolVar(&o.kfakePersist, "kfake-persist", true, "give kfake a data directory so it writes its segments to disk as gokafka does")
 	fs.BoolVar(&o.dropCaches, "drop-caches", false, "before each round, sync and drop the kernel's page cache (needs root): with the cache full of other files every write first reclaims a page, which on small VMs costs several times the copy itself and varies with what ran before")
 	fs.BoolVar(&o.keepLogs, "keep-logs", false, "keep the servers' temp dirs (data and logs) instead of removing them")
@@ -127,6 +147,12 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 		return nil, fmt.Errorf("-consume-bytes: %v", err)
 	}
 	o.consumeBytes = n
+	if o.s10Bytes, err = parseSize(*s10Bytes); err != nil {
+		return nil, fmt.Errorf("-s10-bytes: %v", err)
+	}
+	if o.s10Throttle, err = parseSize(*s10Throttle); err != nil {
+		return nil, fmt.Errorf("-s10-throttle: %v", err)
+	}
 	for _, b := range strings.Split(o.brokers, ",") {
 		if b = strings.TrimSpace(b); b != "" {
 			o.load.brokers = append(o.load.brokers, b)
@@ -235,6 +261,12 @@ func (o *options) validate() error {
 	}
 	if o.idleSettle < 0 || o.idleWindow <= 0 {
 		return fmt.Errorf("-idle-settle %v, -idle-window %v: want a non-negative settle and a positive window", o.idleSettle, o.idleWindow)
+	}
+	if o.s9Conns < 1 || o.s9Parallel < 1 || o.s9Interval <= 0 || o.s9Window <= 0 {
+		return fmt.Errorf("-s9-conns %d, -s9-parallel %d, -s9-interval %v, -s9-window %v: want at least one connection and client, and positive durations", o.s9Conns, o.s9Parallel, o.s9Interval, o.s9Window)
+	}
+	if o.s10Bytes < 1 || o.s10Rate < 1 || o.s10Before <= 0 || o.s10Throttle < 1 {
+		return fmt.Errorf("-s10-bytes %d, -s10-rate %d, -s10-before %v, -s10-throttle %d: want positive values", o.s10Bytes, o.s10Rate, o.s10Before, o.s10Throttle)
 	}
 	if o.rssAfter < 0 {
 		return fmt.Errorf("-rss-after %v: must not be negative", o.rssAfter)

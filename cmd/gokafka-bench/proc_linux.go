@@ -30,3 +30,21 @@ func openFilesLimit() (uint64, bool) {
 	}
 	return rl.Max, true
 }
+
+// raiseOpenFilesLimit raises this process's soft RLIMIT_NOFILE to its hard
+// limit (the Go runtime does so at start since Go 1.19; this makes it
+// explicit for the many client connections of s9) and returns the soft
+// limit in force.
+func raiseOpenFilesLimit() (uint64, bool) {
+	var rl syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl); err != nil {
+		return 0, false
+	}
+	if rl.Cur < rl.Max {
+		rl.Cur = rl.Max
+		if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &rl); err != nil {
+			_ = syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl)
+		}
+	}
+	return rl.Cur, true
+}

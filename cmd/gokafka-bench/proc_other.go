@@ -14,3 +14,5 @@ func dieWithParent(*exec.Cmd) {}
 func dropPageCache() error { return errors.New("only on Linux") }
 
 func openFilesLimit() (uint64, bool) { return 0, false }
+
+func raiseOpenFilesLimit() (uint64, bool) { return 0, false }

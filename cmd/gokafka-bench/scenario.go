@@ -15,12 +15,14 @@ import (
 
 // Kinds of scenario.
 const (
-	kindProduce = "produce"
-	kindConsume = "consume"
-	kindE2E     = "e2e"
-	kindStartup = "startup"
-	kindIdle    = "idle"
-	kindScale   = "scale"
+	kindProduce  = "produce"
+	kindConsume  = "consume"
+	kindE2E      = "e2e"
+	kindStartup  = "startup"
+	kindIdle     = "idle"
+	kindScale    = "scale"
+	kindConns    = "connections"
+	kindReassign = "reassign"
 )
 
 // scenario is one fixed comparison. Fields left zero take the command-line
@@ -36,6 +38,8 @@ type scenario struct {
 	acks       string
 	idempotent bool
 	recordSize int
+	// throttled: s10 with the replication throttle set.
+	throttled bool
 }
 
 // scenarios in the order -scenario all runs them. -scenario s5 selects
@@ -67,17 +71,26 @@ var scenarios = []scenario{
 		Title: "idle cost, 3 nodes, 10,000 partitions RF=3"},
 	{Name: "s8", Kind: kindScale, Nodes: 3, partitions: 10000, rf: 3, acks: "all", recordSize: 100,
 		Title: "10,000 partitions RF=3: created, first-produced, one node restarted"},
+	{Name: "s9-3n", Kind: kindConns, Nodes: 3, partitions: 3, rf: 3, acks: "all", recordSize: 100,
+		Title: "2,000 producer connections, one 100 B acks=all record a second each, 3 nodes, 3 partitions, RF=3"},
+	{Name: "s9-1n", Kind: kindConns, Nodes: 1, partitions: 1, rf: 1, acks: "all", recordSize: 100,
+		Title: "2,000 producer connections, one 100 B acks=all record a second each, 1 node, 1 partition"},
+	{Name: "s10-free", Kind: kindReassign, Nodes: 4, rf: 3, acks: "all", recordSize: 1024,
+		Title: "reassignment of a partition of -s10-bytes (1 GB) [1,2,3] → [2,3,4] under load, 4 nodes, no throttle"},
+	{Name: "s10-throttled", Kind: kindReassign, Nodes: 4, rf: 3, acks: "all", recordSize: 1024, throttled: true,
+		Title: "reassignment of a partition of -s10-bytes (1 GB) [1,2,3] → [2,3,4] under load, 4 nodes, replication throttle"},
 }
 
 // selectScenarios resolves a -scenario value: all, or a comma-separated
 // list of names or name prefixes (s5 means s5-rf3 and s5-1n).
 func selectScenarios(spec string) ([]scenario, error) {
 	if spec == "all" {
-		// s8 runs only when named: it takes minutes and, at 10,000
-		// partitions, more open files than many machines allow.
+		// s8, s9 and s10 run only when named: each takes minutes, s8 at
+		// 10,000 partitions needs more open files than many machines
+		// allow, and s10 writes a gigabyte before it starts.
 		var out []scenario
 		for _, sc := range scenarios {
-			if sc.Kind != kindScale {
+			if sc.Kind != kindScale && sc.Kind != kindConns && sc.Kind != kindReassign {
 				out = append(out, sc)
 			}
 		}
@@ -96,7 +109,7 @@ func selectScenarios(spec string) ([]scenario, error) {
 			}
 		}
 		if !found {
-			return nil, fmt.Errorf("unknown scenario %q (want s1…s8, a full name such as s5-rf3, or all)", want)
+			return nil, fmt.Errorf("unknown scenario %q (want s1…s10, a full name such as s5-rf3, or all)", want)
 		}
 	}
 	return out, nil
@@ -184,6 +197,14 @@ func (r *runner) settings(sc scenario) string {
 		return fmt.Sprintf("%d partitions RF %d in one topic, then %v to settle, then CPU (utime+stime of /proc/PID/stat) over %v with no client connected, as CPU seconds per minute per node; RSS (VmRSS) per node at its end", sc.partitions, sc.rf, r.opts.idleSettle, r.opts.idleWindow)
 	case kindScale:
 		return fmt.Sprintf("kadm CreateTopic (%d partitions, RF %d) timed to its answer; then one acks=all %d B record to every partition; then the last node stopped by SIGTERM and started again, timed to its first accept, to a Metadata answer from it listing every broker, and to its return to every ISR", c.partitions, c.rf, c.recordSize)
+	case kindConns:
+		return fmt.Sprintf("%d kgo clients started %d at a time, each pinned to one of %d partitions (RF %d) and producing one %d B acks=all record every %v, linger 0, not idempotent; set-up timed from the new client to its first acknowledged record; then, with every client connected, server CPU per node, RSS per node and ack latency over %v; RSS per connection is the growth of the nodes' RSS over their idle RSS divided by the sockets they gained", r.opts.s9Conns, r.opts.s9Parallel, c.partitions, c.rf, c.recordSize, r.opts.s9Interval, r.opts.s9Window)
+	case kindReassign:
+		thr := "no throttle"
+		if sc.throttled {
+			thr = fmt.Sprintf("leader and follower.replication.throttled.rate %.0f MB/s on every broker, leader throttled replicas 0:1,0:2,0:3, follower 0:4", float64(r.opts.s10Throttle)/MB)
+		}
+		return fmt.Sprintf("topic of 1 partition on [1,2,3] filled with %.0f MB (%d B records, acks=1, not measured); a producer sends %d acks=all %d B records/s (linger 0) to a second topic on [1,2,4]; after 1 s warm-up and %v measured before, AlterPartitionReassignments moves the partition to [2,3,4] (%s), timed until ListPartitionReassignments lists nothing and the replicas [2,3,4] are all in the ISR", float64(r.opts.s10Bytes)/MB, c.recordSize, r.opts.s10Rate, c.recordSize, r.opts.s10Before, thr)
 	case kindStartup:
 		return fmt.Sprintf("accept polled every 1 ms; first produce: kadm CreateTopic (1 partition, RF %d) then one acks=all record; idle RSS %v after process start", sc.Nodes, r.opts.rssAfter)
 	case kindConsume:
@@ -202,7 +223,12 @@ func (r *runner) run(ctx context.Context, scs []scenario) []*scenarioResult {
 	for _, sc := range scs {
 		start := time.Now()
 		res := &scenarioResult{scenario: sc, Settings: r.settings(sc), Systems: r.systems()}
-		if sc.Nodes > 1 && r.opts.peer == sysKfake {
+		if sc.Kind == kindReassign && r.opts.peer != "none" {
+			// kfake answers AlterPartitionReassignments without error and
+			// moves nothing: it keeps one copy whatever the replicas.
+			res.Systems = []string{sysGokafka}
+			res.Notes = append(res.Notes, r.opts.peer+" cannot reassign partitions (it accepts AlterPartitionReassignments and copies nothing), so gokafka runs alone")
+		} else if sc.Nodes > 1 && r.opts.peer == sysKfake {
 			res.Notes = append(res.Notes, "kfake runs 3 brokers in one process and copies nothing between them: RF=3 is accepted and reported in sync, but nothing is replicated")
 		}
 		for round := 1; round <= r.opts.rounds; round++ {
@@ -275,6 +301,12 @@ func (r *runner) round(ctx context.Context, sc scenario, system string) (metrics
 	}
 	if sc.Kind == kindScale {
 		return r.scale(ctx, sc, srv)
+	}
+	if sc.Kind == kindConns {
+		return r.connections(ctx, sc, srv)
+	}
+	if sc.Kind == kindReassign {
+		return r.reassign(ctx, sc, srv)
 	}
 	c := r.scenarioLoad(sc, srv.addrs)
 	tctx, cancel := context.WithTimeout(ctx, 60*time.Second)

@@ -74,7 +74,8 @@ var properties = []property{
 	{"gokafka.scram.bootstrap.users", "", "SCRAM credentials a new cluster is created with, as kafka-storage format --add-scram writes them: SCRAM-SHA-256=[name=admin,password=admin-secret], several separated by spaces or ';'."},
 	{"controller.quorum.voters", "", "Metadata quorum voters as id@host:port of their CONTROLLER listeners; empty for a single-node cluster."},
 	{"controller.quorum.bootstrap.servers", "", "host:port list of controllers a node joins through when controller.quorum.voters is empty: it follows the quorum as an observer (a new controller until AddRaftVoter)."},
-	{"controller.quorum.election.timeout.ms", "500", "Metadata quorum election and heartbeat timeout (multi-node)."},
+	{"controller.quorum.election.timeout.ms", "500", "How long a metadata quorum candidate waits for votes before asking again (at least controller.quorum.fetch.timeout.ms)."},
+	{"controller.quorum.fetch.timeout.ms", "2000", "A metadata quorum voter that hears nothing from the leader for this long starts an election, and a leader that hears from no majority for this long steps down; the leader heartbeats every tenth to fifth of it."},
 	{"broker.heartbeat.interval.ms", "2000", "How often a broker heartbeats to the active controller."},
 	{"broker.session.timeout.ms", "9000", "A broker not heard from for this long is fenced and its leaderships move."},
 	{"replica.lag.time.max.ms", "30000", "A follower not caught up to the leader's log end for this long leaves the ISR."},
@@ -697,6 +698,7 @@ func (s *settings) quorumConfig(voters []cluster.Voter) cluster.QuorumConfig {
 		HeartbeatInterval: ms(s.positive("broker.heartbeat.interval.ms")),
 		SessionTimeout:    ms(s.positive("broker.session.timeout.ms")),
 		ElectionTimeout:   ms(s.positive("controller.quorum.election.timeout.ms")),
+		FetchTimeout:      ms(s.positive("controller.quorum.fetch.timeout.ms")),
 	}
 }
 

@@ -1,0 +1,5 @@
+//go:build !race
+
+package replication_test
+
+const raceEnabled = false
