@@ -117,14 +117,15 @@ func TestNewControllerAppliesCommittedLogBeforeValidating(t *testing.T) {
 	held := make(chan struct{})
 	release := make(chan struct{})
 	var once sync.Once
-	c.Watch(func(prev, next *Image) {
+	hold := func() {
 		if blocking.Load() {
 			once.Do(func() {
 				close(held)
 				<-release
 			})
 		}
-	})
+	}
+	c.log.(*raftLog).fsm.beforeApply.Store(&hold)
 	released := false
 	defer func() {
 		if !released {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"maps"
 	mrand "math/rand/v2"
+	"runtime/debug"
 	"slices"
 	"sort"
 	"strconv"
@@ -26,9 +27,15 @@ import (
 type Metadata interface {
 	// Image returns the latest applied metadata.
 	Image() *Image
-	// Watch registers fn to run after every applied change, in log order,
-	// with the image before and after. fn runs on the applying goroutine:
-	// it must not call back into Metadata's change methods.
+	// Watch registers fn to run after applied changes, in log order, with
+	// the image fn was last given (or the one current when it registered)
+	// and the new one. Over a raft quorum fn runs on the controller's
+	// watcher goroutine, which coalesces images: one published while the
+	// watchers are busy with an older one is delivered once they are
+	// done, with every image published meanwhile skipped (prev is then
+	// several entries behind next). Over a MemLog fn runs on the
+	// proposing goroutine, once per entry. fn must not call back into
+	// Metadata's change methods.
 	Watch(fn func(prev, next *Image))
 	CreateTopics(ctx context.Context, specs []TopicSpec, validateOnly bool) []error
 	DeleteTopics(ctx context.Context, names []string) []error
@@ -179,7 +186,16 @@ type Controller struct {
 	// published; see imageAndNext.
 	imgMoved chan struct{}
 	watchMu  sync.Mutex
-	watches  []func(prev, next *Image)
+	watches  []*watcher
+	// watchKick, when set (asynchronous watchers, see runWatchers), is
+	// signalled on every published image; nil runs watchers on the
+	// publishing goroutine.
+	watchKick chan struct{}
+	// watched is the offset of the last image every watcher has been
+	// given; watchedMoved is closed (and replaced) when it grows. Both
+	// guarded by watchMu.
+	watched      int64
+	watchedMoved chan struct{}
 
 	// alters holds AlterPartition calls waiting for proposeMu; whoever
 	// takes it next commits them all in one metadata entry (alterMu
@@ -276,11 +292,126 @@ func (c *Controller) imageAndNext() (*Image, <-chan struct{}) {
 	return c.img, c.imgMoved
 }
 
+// watcher is one Watch registration and the image it was last given.
+type watcher struct {
+	fn   func(prev, next *Image)
+	last *Image // guarded by Controller.watchMu
+}
+
 // Watch implements Metadata.
 func (c *Controller) Watch(fn func(prev, next *Image)) {
+	// The caller reads the current image after registering: an image
+	// published before that is not delivered again. (Read before
+	// watchMu: imgMu and watchMu are never nested. One published in
+	// between is delivered from this older one, which costs a watcher
+	// at most some work again.)
+	w := &watcher{fn: fn, last: c.Image()}
 	c.watchMu.Lock()
-	c.watches = append(c.watches, fn)
+	c.watches = append(c.watches, w)
 	c.watchMu.Unlock()
+}
+
+// deliver runs every watcher for next, in registration order, from the
+// image each was given last. It runs on one goroutine at a time (the
+// publishing one, or runWatchers).
+func (c *Controller) deliver(next *Image) {
+	c.watchMu.Lock()
+	watches := slices.Clone(c.watches)
+	c.watchMu.Unlock()
+	for _, w := range watches {
+		c.watchMu.Lock()
+		prev := w.last
+		// Never the same image twice, never an older one (one read at
+		// registration may be newer than the image being delivered).
+		if prev == next || prev != nil && prev.Offset > next.Offset {
+			c.watchMu.Unlock()
+			continue
+		}
+		w.last = next
+		c.watchMu.Unlock()
+		c.runWatcher(w, prev, next)
+	}
+	c.watchMu.Lock()
+	if next.Offset > c.watched {
+		c.watched = next.Offset
+		if c.watchedMoved != nil {
+			close(c.watchedMoved)
+			c.watchedMoved = nil
+		}
+	}
+	c.watchMu.Unlock()
+}
+
+var errControllerClosed = errors.New("metadata controller closed")
+
+// AwaitWatchers returns once every watcher has been given the image
+// current when it was called, or a later one, or when ctx ends. The
+// change methods return once a change is in the image; this waits for
+// this broker to act on it too (its replicas, coordinators, quotas).
+// It must not be called from a watcher.
+func (c *Controller) AwaitWatchers(ctx context.Context) error {
+	target := c.Image().Offset
+	for {
+		c.watchMu.Lock()
+		if c.watched >= target || c.watchKick == nil {
+			c.watchMu.Unlock()
+			return nil
+		}
+		if c.watchedMoved == nil {
+			c.watchedMoved = make(chan struct{})
+		}
+		moved := c.watchedMoved
+		c.watchMu.Unlock()
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-c.stop:
+			return errControllerClosed
+		case <-moved:
+		}
+	}
+}
+
+// runWatcher runs one watcher; a panic is logged, not fatal, as the
+// applying goroutine must go on.
+func (c *Controller) runWatcher(w *watcher, prev, next *Image) {
+	defer func() {
+		if r := recover(); r != nil {
+			c.logger.Error().Interface("panic", r).Bytes("stack", debug.Stack()).Int64("offset", next.Offset).Msg("metadata watcher panicked")
+		}
+	}()
+	w.fn(prev, next)
+}
+
+// startWatchers moves the watchers off the publishing goroutine onto
+// runWatchers, until Close.
+func (c *Controller) startWatchers() {
+	c.watchKick = make(chan struct{}, 1)
+	c.wg.Add(1)
+	go c.runWatchers()
+}
+
+// runWatchers is the watcher goroutine of a raft quorum's controller.
+// Applying an image to the broker (creating logs with their fsyncs,
+// becoming leader or follower, starting fetchers) can take seconds for a
+// topic with thousands of partitions; on raft's fsm goroutine it held up
+// every later entry of the quorum, and CreateTopics answered only once
+// the leader's own broker had created its logs. Here the fsm only
+// publishes the image and signals; this goroutine delivers the latest
+// image once the watchers are done with the previous one, so the images
+// published meanwhile coalesce into one. Watchers still see images in log
+// order, one at a time, and the broker reports an offset applied
+// (handlers/propagate.go) only once every watcher has run for it.
+func (c *Controller) runWatchers() {
+	defer c.wg.Done()
+	for {
+		select {
+		case <-c.stop:
+			return
+		case <-c.watchKick:
+		}
+		c.deliver(c.Image())
+	}
 }
 
 // NodeID implements Metadata.
@@ -292,19 +423,20 @@ func (c *Controller) BrokerDefaults() BrokerDefaults { return c.cfg.BrokerDefaul
 // published is called by the log after applying commands.
 func (c *Controller) published(next *Image) {
 	c.imgMu.Lock()
-	prev := c.img
 	c.img = next
 	if c.imgMoved != nil {
 		close(c.imgMoved)
 	}
 	c.imgMoved = make(chan struct{})
 	c.imgMu.Unlock()
-	c.watchMu.Lock()
-	watches := slices.Clone(c.watches)
-	c.watchMu.Unlock()
-	for _, fn := range watches {
-		fn(prev, next)
+	if c.watchKick != nil {
+		select {
+		case c.watchKick <- struct{}{}:
+		default: // already signalled: the watchers will take this image
+		}
+		return
 	}
+	c.deliver(next)
 }
 
 func equalRack(a, b *string) bool {

@@ -660,8 +660,17 @@ func TestOpenWithoutClusterIDGeneratesOne(t *testing.T) {
 	}
 }
 
+// Over a MemLog watchers run once per entry; over raft they may be given
+// several entries at once (watch_test.go).
 func TestWatchSeesEveryChangeInOrder(t *testing.T) {
-	c := newController(t)
+	c, _, err := OpenInMemory(context.Background(), testConfig(), zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := c.Register(context.Background(), "127.0.0.1", 9092); err != nil {
+		t.Fatal(err)
+	}
 	type call struct{ prev, next *Image }
 	var (
 		mu    sync.Mutex

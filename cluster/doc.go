@@ -48,7 +48,9 @@
 // applies the whole committed log (Log.Barrier, once per Log.Term) before
 // it validates anything, under proposeMu, so that no validation runs
 // against a stale image. Readers take immutable Images and are told of
-// every new one (Watch), on the applying goroutine, in log order.
+// new ones (Watch) in log order, on a goroutine of their own over raft:
+// the fsm only publishes, and images published while the watchers are
+// still busy with an older one are delivered together, as the latest.
 // AlterPartition calls that wait for proposeMu together are validated one
 // after the other and committed as one entry (group commit).
 //

@@ -134,6 +134,9 @@ type fsm struct {
 	ctrl *Controller
 	mu   sync.Mutex
 	st   *State
+	// beforeApply, if set, runs before each entry is applied: tests hold
+	// the fsm inside an entry with it.
+	beforeApply atomic.Pointer[func()]
 }
 
 type applyResult struct{ err error }
@@ -145,6 +148,9 @@ func (f *fsm) Apply(l *raft.Log) interface{} {
 	var cmds []*Command
 	if err := json.Unmarshal(l.Data, &cmds); err != nil {
 		return applyResult{fmt.Errorf("decode metadata entry %d: %w", l.Index, err)}
+	}
+	if hook := f.beforeApply.Load(); hook != nil {
+		(*hook)()
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -301,8 +307,13 @@ func Open(ctx context.Context, cfg Config, qc QuorumConfig, logger zerolog.Logge
 			return nil, fmt.Errorf("bootstrap metadata quorum: %w", err)
 		}
 	}
+	// Watchers run on a goroutine of their own, off raft's fsm goroutine
+	// (runWatchers), from the first image raft applies.
+	c.startWatchers()
 	r, err := raft.NewRaft(rc, f, store, store, snaps, trans)
 	if err != nil {
+		close(c.stop)
+		c.wg.Wait()
 		store.Close()
 		closeTransport(trans)
 		return nil, fmt.Errorf("start metadata quorum: %w", err)

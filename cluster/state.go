@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"weak"
 
 	"github.com/gokafka/gokafka/acl"
 
@@ -199,6 +200,7 @@ func (s *State) apply(offset int64, cmd *Command) error {
 			return fmt.Errorf("topic id collision for %s", t.Name)
 		}
 		cp := *t
+		cp.changedFrom, cp.changed = weak.Pointer[TopicInfo]{}, nil
 		cp.Partitions = append([]PartitionInfo(nil), t.Partitions...)
 		cp.Configs = maps.Clone(t.Configs)
 		s.topics[t.Name] = &cp
@@ -217,6 +219,7 @@ func (s *State) apply(offset int64, cmd *Command) error {
 			return fmt.Errorf("%w: %s", ErrUnknownTopic, cmd.Name)
 		}
 		cp := *t
+		cp.changedFrom, cp.changed = weak.Pointer[TopicInfo]{}, nil
 		cp.Partitions = append(append([]PartitionInfo(nil), t.Partitions...), cmd.Partitions...)
 		for i := range cp.Partitions {
 			if cp.Partitions[i].Partition != int32(i) {
@@ -230,6 +233,7 @@ func (s *State) apply(offset int64, cmd *Command) error {
 			return fmt.Errorf("%w: %s", ErrUnknownTopic, cmd.Name)
 		}
 		cp := *t
+		cp.changedFrom, cp.changed = weak.Pointer[TopicInfo]{}, nil
 		cp.Configs = maps.Clone(cmd.Configs)
 		s.topics[cmd.Name] = &cp
 	case CmdSetBrokerConfigs:
@@ -281,11 +285,15 @@ func (s *State) apply(offset int64, cmd *Command) error {
 				t := s.topics[ch.Topic]
 				c := *t
 				c.Partitions = append([]PartitionInfo(nil), t.Partitions...)
+				// Readers find what changed from t without comparing
+				// every partition (TopicInfo.ChangedSince).
+				c.changedFrom, c.changed = weak.Make(t), nil
 				cp = &c
 				copied[ch.Topic] = cp
 				s.topics[ch.Topic] = cp
 			}
 			cp.Partitions[ch.Next.Partition] = ch.Next
+			cp.changed = append(cp.changed, ch.Next.Partition)
 		}
 	case CmdFenceBroker, CmdUnfenceBroker:
 		b, ok := s.brokers[cmd.BrokerID]

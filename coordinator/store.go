@@ -31,7 +31,8 @@ type Replicas interface {
 // cluster.Metadata provides it.
 type Metadata interface {
 	Image() *cluster.Image
-	// Watch runs fn after every applied change, on the applying goroutine.
+	// Watch runs fn after applied changes, in log order, on the metadata
+	// watcher goroutine (cluster.Metadata.Watch).
 	Watch(fn func(prev, next *cluster.Image))
 	CreateTopics(ctx context.Context, specs []cluster.TopicSpec, validateOnly bool) []error
 	NodeID() int32

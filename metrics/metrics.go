@@ -180,7 +180,9 @@ func (m *Metrics) sources() *Sources { return m.src.Load() }
 
 // metadataChanged counts ISR shrinks and expansions of the partitions
 // this broker leads, and (on the active controller) leader elections.
-// It runs on the metadata's applying goroutine: counting only.
+// It runs on the metadata watcher goroutine: counting only. Images
+// published while the watchers were busy arrive together, so a shrink
+// undone before the next delivery is not counted.
 func (m *Metrics) metadataChanged(self int32, meta Meta, prev, next *cluster.Image) {
 	if prev == nil {
 		return
@@ -191,9 +193,20 @@ func (m *Metrics) metadataChanged(self int32, meta Meta, prev, next *cluster.Ima
 		if pt == nil || pt == t || pt.ID != t.ID {
 			continue
 		}
-		for i := range t.Partitions {
-			if i >= len(pt.Partitions) {
-				break
+		// Only the partitions partition changes replaced, when that is
+		// all that happened to the topic (cluster.TopicInfo.ChangedSince).
+		changed, ok := t.ChangedSince(pt)
+		n := len(t.Partitions)
+		if ok {
+			n = len(changed)
+		}
+		for j := range n {
+			i := j
+			if ok {
+				i = int(changed[j])
+			}
+			if i >= len(pt.Partitions) || i >= len(t.Partitions) {
+				continue
 			}
 			a, b := &pt.Partitions[i], &t.Partitions[i]
 			if a.PartitionEpoch == b.PartitionEpoch {

@@ -122,6 +122,9 @@ type Log struct {
 		deleteHorizon int64
 		closed        bool
 	}
+	// created is set when Open created the log's directory: a new,
+	// empty log.
+	created bool
 	// forceRecover names segments to re-validate at open whatever the
 	// recovery point: those a completed swap put in place (cleaner.go).
 	forceRecover map[int64]bool
@@ -187,6 +190,13 @@ func (l *Log) load(opts OpenOptions) error {
 	if err != nil {
 		return err
 	}
+	if l.created {
+		// A log this open created is empty: its leader-epoch cache is
+		// empty and right without a checkpoint, which is written with
+		// the first epoch (as Kafka's). Writing an empty one cost every
+		// new partition two fsyncs.
+		epochsOK = true
+	}
 	now := l.now()
 	if err := l.openSegments(bases, now); err != nil {
 		return err
@@ -232,6 +242,7 @@ func (l *Log) scanDir() ([]int64, error) {
 		if err := l.fs.SyncDir(l.parent); err != nil {
 			return nil, err
 		}
+		l.created = true
 	}
 	names, err := l.fs.ReadDir(l.dir)
 	if err != nil {
@@ -653,14 +664,14 @@ func (l *Log) afterAppend(info AppendInfo, epochChanged, flushDue bool, leo int6
 	if err != nil {
 		return AppendInfo{}, err
 	}
-	if epochChanged {
-		if err := l.writeEpochCheckpoint(); err != nil {
-			// Not fatal: the recovery point does not advance past batches
-			// of the new epoch before the checkpoint is written (Flush
-			// writes it first), and recovery rebuilds it from batches.
-			l.logger.Warn().Err(err).Msg("writing leader-epoch-checkpoint")
-		}
-	}
+	// A new epoch leaves the cache dirty, written by the next flush
+	// (syncRound) before the recovery point passes the batch: recovery
+	// re-derives epochs from the batches past the recovery point, so a
+	// checkpoint that misses them loses nothing. Writing it here, with
+	// two fsyncs, on the append path was most of the cost of the first
+	// record to each of thousands of new partitions, on the leader and
+	// on every follower. Kafka too flushes it with the log (KAFKA-15046).
+	_ = epochChanged
 	if flushDue {
 		if err := l.flushTo(leo); err != nil {
 			return AppendInfo{}, err

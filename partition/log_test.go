@@ -560,3 +560,59 @@ func TestOSFSLog(t *testing.T) {
 		t.Fatalf("left behind %v", ents)
 	}
 }
+
+func TestNewLogWritesItsLeaderEpochCheckpointWithTheFirstEpoch(t *testing.T) {
+	fs := NewMemFS()
+	l := openTestLog(t, fs, smallConfig(), OpenOptions{CleanShutdown: true})
+	if ok, _, _ := fs.Stat("/data/t-0/leader-epoch-checkpoint"); ok {
+		t.Fatal("a new, empty log wrote a leader-epoch-checkpoint")
+	}
+	mustAppend(t, l, testkit.SimpleBatch(2, 1, 1), 4)
+	l.Close()
+	if got := string(readFileBytes(t, fs, "/data/t-0/leader-epoch-checkpoint")); got != "0\n1\n4 0\n" {
+		t.Fatalf("checkpoint %q after the first epoch", got)
+	}
+	// Reopened without a checkpoint (a crash right after creation), an
+	// empty log is still empty and epoch-less.
+	fs2 := NewMemFS()
+	openTestLog(t, fs2, smallConfig(), OpenOptions{CleanShutdown: true}).Close()
+	l2 := openTestLog(t, fs2, smallConfig(), OpenOptions{})
+	defer l2.Close()
+	if ep, end := l2.EndOffsetForEpoch(0); ep != -1 || end != -1 {
+		t.Fatalf("empty log: epoch %d end %d", ep, end)
+	}
+}
+
+func TestAppendInANewEpochLeavesTheEpochCheckpointToTheNextFlush(t *testing.T) {
+	fs := NewMemFS()
+	l := openTestLog(t, fs, smallConfig(), OpenOptions{CleanShutdown: true})
+	mustAppend(t, l, testkit.SimpleBatch(2, 1, 1), 0)
+	if err := l.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if got := string(readFileBytes(t, fs, "/data/t-0/leader-epoch-checkpoint")); got != "0\n1\n0 0\n" {
+		t.Fatalf("checkpoint after the first flush %q", got)
+	}
+	mustAppend(t, l, testkit.SimpleBatch(2, 1, 1), 3)
+	if got := string(readFileBytes(t, fs, "/data/t-0/leader-epoch-checkpoint")); got != "0\n1\n0 0\n" {
+		t.Fatalf("an append in a new epoch wrote the checkpoint: %q", got)
+	}
+	// A crash before the next flush loses the unflushed batch with its
+	// epoch: the log and its epochs end where the flush left them.
+	r := openTestLog(t, fs.CrashClone(), smallConfig(), OpenOptions{})
+	if leo := r.LogEndOffset(); leo != 2 {
+		t.Fatalf("after a crash: LEO %d, want 2", leo)
+	}
+	if ep, end := r.EndOffsetForEpoch(0); ep != 0 || end != 2 || r.LatestEpoch() != 0 {
+		t.Fatalf("after a crash: epoch 0 ends at %d (epoch %d), latest epoch %d; want 2, 0", end, ep, r.LatestEpoch())
+	}
+	r.Close()
+	// The next flush writes it before the recovery point passes the batch.
+	if err := l.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if got := string(readFileBytes(t, fs, "/data/t-0/leader-epoch-checkpoint")); got != "0\n2\n0 0\n3 2\n" {
+		t.Fatalf("checkpoint after the second flush %q", got)
+	}
+	l.Close()
+}

@@ -457,17 +457,25 @@ func (m *Manager) GetOrCreate(tp TopicPartition) (*Log, error) {
 			wg.Wait()
 			continue
 		}
-		counts := map[string]int{}
-		for _, d := range m.mu.dirs {
-			counts[d]++
-		}
-		for _, d := range m.mu.creatingIn {
-			counts[d]++
-		}
 		dir := ""
-		for _, d := range m.cfg.Dirs {
-			if !m.dirOffline(d) && (dir == "" || counts[d] < counts[dir]) {
+		if len(m.cfg.Dirs) == 1 {
+			// No choice to make: counting every partition here made
+			// creating N partitions cost O(N²).
+			if d := m.cfg.Dirs[0]; !m.dirOffline(d) {
 				dir = d
+			}
+		} else {
+			counts := map[string]int{}
+			for _, d := range m.mu.dirs {
+				counts[d]++
+			}
+			for _, d := range m.mu.creatingIn {
+				counts[d]++
+			}
+			for _, d := range m.cfg.Dirs {
+				if !m.dirOffline(d) && (dir == "" || counts[d] < counts[dir]) {
+					dir = d
+				}
 			}
 		}
 		if dir == "" {

@@ -102,8 +102,11 @@
 //     or when its state is first needed. Close cancels and waits for them.
 //   - the ISR expiry check, a re-armed timer every replica.lag.time.max.ms/2
 //     (no goroutine between runs).
-//   - the Watch callback runs reconcile on the metadata's applying
-//     goroutine; it never calls back into Metadata's change methods. A
+//   - the Watch callback runs reconcile on the metadata's watcher
+//     goroutine (cluster.Controller.runWatchers, off raft's fsm), with
+//     the latest image; it never calls back into Metadata's change
+//     methods. Of a topic changed by partition changes alone it looks at
+//     the changed partitions only (cluster.TopicInfo.ChangedSince). A
 //     change that adds several partitions here has their logs created by
 //     up to 16 short-lived goroutines (openNewLogs), which it waits for.
 //   - a fetcher refused because the leader has not applied a partition's

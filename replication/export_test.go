@@ -7,6 +7,10 @@ func ProducerStateLoaded(p *Partition) bool {
 	return p.prod.st != nil
 }
 
+// ReconcileVisits is how many partition records m's metadata application
+// has examined.
+func ReconcileVisits(m *Manager) int64 { return m.reconcileVisits.Load() }
+
 // CheckISRs runs the ISR expiry check of every led partition now.
 func (m *Manager) CheckISRs() { m.checkISRs() }
 

@@ -104,6 +104,19 @@ func (s *stack) createTopic(t *testing.T, name string, partitions int32, configs
 	if errs := s.ctrl.CreateTopics(context.Background(), []cluster.TopicSpec{spec}, false); errs[0] != nil {
 		t.Fatalf("create %s: %v", name, errs[0])
 	}
+	settle(t, s.ctrl)
+}
+
+// settle waits until the broker over ctrl has acted on every metadata
+// change made so far: over raft the watchers apply images on a goroutine
+// of their own, after the change methods return.
+func settle(t *testing.T, ctrl *cluster.Controller) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := ctrl.AwaitWatchers(ctx); err != nil {
+		t.Fatalf("waiting for the broker to apply the metadata: %v", err)
+	}
 }
 
 func tp(topic string, p int32) partition.TopicPartition {

@@ -294,6 +294,9 @@ type Manager struct {
 	// reconcileMu serialises applying metadata (at start, from Watch) with
 	// Close.
 	reconcileMu sync.Mutex
+	// reconcileVisits counts the partition records reconcile examined,
+	// for tests of its cost.
+	reconcileVisits atomic.Int64
 
 	mu     sync.RWMutex
 	parts  map[partition.TopicPartition]*Partition
@@ -619,13 +622,40 @@ func (m *Manager) reconcile(prev, next *cluster.Image) error {
 	m.followerThrottle.setRate(throttleRate(next, m.nodeID, bd, followerThrottledRate))
 	m.leaderThrottle.setRate(throttleRate(next, m.nodeID, bd, leaderThrottledRate))
 	var firstErr error
-	want := make(map[partition.TopicPartition]bool)
 	unchangedBrokers := prev != nil && sameBrokers(prev, next) && sameBrokerConfigs(prev, next)
 	m.openNewLogs(prev, next)
+	// With the brokers as they were, only topics whose record changed
+	// need anything done, and of a topic changed by partition changes
+	// alone (ISR, leader, replicas) only the partitions those replaced
+	// (TopicInfo.ChangedSince): an ISR change of one partition of a
+	// topic with 10,000 costs one partition, not 10,000. want then holds
+	// only the changed partitions, and only they can have gone.
+	incremental := unchangedBrokers
+	want := make(map[partition.TopicPartition]bool)
+	visit := func(t *cluster.TopicInfo, i int, was *cluster.TopicInfo, cfg partition.Config, minISR int) {
+		pi := &t.Partitions[i]
+		m.reconcileVisits.Add(1)
+		tp := partition.TopicPartition{Topic: t.Name, Partition: pi.Partition}
+		if !slices.Contains(pi.Replicas, m.nodeID) {
+			if incremental {
+				want[tp] = false
+			}
+			return
+		}
+		want[tp] = true
+		if was != nil && i < len(was.Partitions) && samePartition(&was.Partitions[i], pi) && m.hosts(tp) {
+			return
+		}
+		if err := m.ensure(tp, pi, cfg, minISR, next); err != nil && firstErr == nil {
+			firstErr = err
+		}
+	}
 	for _, t := range next.Topics {
 		if unchangedBrokers && prev.Topics[t.Name] == t {
-			for i := range t.Partitions {
-				want[partition.TopicPartition{Topic: t.Name, Partition: int32(i)}] = true
+			if !incremental {
+				for i := range t.Partitions {
+					want[partition.TopicPartition{Topic: t.Name, Partition: int32(i)}] = true
+				}
 			}
 			continue
 		}
@@ -636,30 +666,59 @@ func (m *Manager) reconcile(prev, next *cluster.Image) error {
 		// nothing done, and with many partitions doing it anyway made
 		// every change cost as much as the whole topic.
 		var was *cluster.TopicInfo
-		if pt := imageTopic(prev, t.Name); unchangedBrokers && pt != nil && pt.ID == t.ID && maps.Equal(pt.Configs, t.Configs) {
+		pt := imageTopic(prev, t.Name)
+		if unchangedBrokers && pt != nil && pt.ID == t.ID && maps.Equal(pt.Configs, t.Configs) {
 			was = pt
 		}
+		if was != nil {
+			if changed, ok := t.ChangedSince(was); ok {
+				for _, p := range changed {
+					if int(p) < len(t.Partitions) {
+						visit(t, int(p), was, cfg, minISR)
+					}
+				}
+				continue
+			}
+		}
 		for i := range t.Partitions {
-			pi := &t.Partitions[i]
-			if !slices.Contains(pi.Replicas, m.nodeID) {
-				continue
-			}
-			tp := partition.TopicPartition{Topic: t.Name, Partition: pi.Partition}
-			want[tp] = true
-			if was != nil && i < len(was.Partitions) && samePartition(&was.Partitions[i], pi) && m.hosts(tp) {
-				continue
-			}
-			if err := m.ensure(tp, pi, cfg, minISR, next); err != nil && firstErr == nil {
-				firstErr = err
+			visit(t, i, was, cfg, minISR)
+		}
+		if incremental && pt != nil {
+			// Partitions of an earlier topic of this name beyond this
+			// one's count.
+			for i := len(t.Partitions); i < len(pt.Partitions); i++ {
+				want[partition.TopicPartition{Topic: t.Name, Partition: int32(i)}] = false
 			}
 		}
 	}
 	m.mu.Lock()
 	var gone []*Partition
-	for tp, p := range m.parts {
-		if !want[tp] {
-			gone = append(gone, p)
-			delete(m.parts, tp)
+	if incremental {
+		// Partitions of deleted topics, and those of changed topics
+		// that no longer list this broker.
+		for name, pt := range prev.Topics {
+			if next.Topics[name] != nil {
+				continue
+			}
+			for i := range pt.Partitions {
+				tp := partition.TopicPartition{Topic: name, Partition: int32(i)}
+				if _, ok := want[tp]; !ok {
+					want[tp] = false
+				}
+			}
+		}
+		for tp, ok := range want {
+			if p := m.parts[tp]; !ok && p != nil {
+				gone = append(gone, p)
+				delete(m.parts, tp)
+			}
+		}
+	} else {
+		for tp, p := range m.parts {
+			if !want[tp] {
+				gone = append(gone, p)
+				delete(m.parts, tp)
+			}
 		}
 	}
 	m.mu.Unlock()
@@ -704,7 +763,25 @@ func (m *Manager) openNewLogs(prev, next *cluster.Image) {
 		if prev != nil && prev.Topics[t.Name] == t {
 			continue
 		}
-		for i := range t.Partitions {
+		idx := func(yield func(int) bool) {
+			for i := range t.Partitions {
+				if !yield(i) {
+					return
+				}
+			}
+		}
+		if pt := imageTopic(prev, t.Name); pt != nil && pt.ID == t.ID {
+			if changed, ok := t.ChangedSince(pt); ok {
+				idx = func(yield func(int) bool) {
+					for _, p := range changed {
+						if int(p) < len(t.Partitions) && !yield(int(p)) {
+							return
+						}
+					}
+				}
+			}
+		}
+		for i := range idx {
 			pi := &t.Partitions[i]
 			if !slices.Contains(pi.Replicas, m.nodeID) {
 				continue

@@ -40,6 +40,7 @@ func TestCreateTopicHostsEveryPartition(t *testing.T) {
 	if err := s.ctrl.CreatePartitions(context.Background(), "t", 5, nil, false); err != nil {
 		t.Fatal(err)
 	}
+	settle(t, s.ctrl)
 	for p := int32(3); p < 5; p++ {
 		if s.rm.Get(tp("t", p)) == nil {
 			t.Fatalf("new partition %d not hosted", p)
@@ -449,14 +450,17 @@ func TestProduceAboveMaxMessageBytesIsMessageTooLarge(t *testing.T) {
 	if err := s.ctrl.SetTopicConfigs(context.Background(), "t", map[string]string{"max.message.bytes": "1000"}, false); err != nil {
 		t.Fatal(err)
 	}
+	settle(t, s.ctrl)
 	mustProduce(t, s.rm, p, big)
 	// And so does a dynamic broker default once the topic override is gone.
 	if err := s.ctrl.SetTopicConfigs(context.Background(), "t", nil, false); err != nil {
 		t.Fatal(err)
 	}
+	settle(t, s.ctrl)
 	if err := s.ctrl.SetBrokerConfigs(context.Background(), "", map[string]string{"message.max.bytes": "100"}, false); err != nil {
 		t.Fatal(err)
 	}
+	settle(t, s.ctrl)
 	if _, err := s.rm.Produce(context.Background(), p, big, 1, time.Second); !errors.Is(err, partition.ErrMessageTooLarge) {
 		t.Fatalf("after message.max.bytes=100: got %v, want ErrMessageTooLarge", err)
 	}
@@ -481,6 +485,7 @@ func TestProduceAcksAllBelowMinInsyncReplicasIsNotEnoughReplicas(t *testing.T) {
 	if err := s.ctrl.SetTopicConfigs(context.Background(), "t", map[string]string{"min.insync.replicas": "1"}, false); err != nil {
 		t.Fatal(err)
 	}
+	settle(t, s.ctrl)
 	if _, err := s.rm.Produce(context.Background(), p, testkit.SimpleBatch(1, 1000, 1), -1, time.Second); err != nil {
 		t.Fatalf("acks=-1 with min.insync.replicas=1: %v", err)
 	}
@@ -576,6 +581,7 @@ func TestDeleteTopicRemovesPartitionAndDirectory(t *testing.T) {
 	if errs := s.ctrl.DeleteTopics(context.Background(), []string{"t"}); errs[0] != nil {
 		t.Fatal(errs[0])
 	}
+	settle(t, s.ctrl)
 	for p := int32(0); p < 2; p++ {
 		if s.rm.Get(tp("t", p)) != nil {
 			t.Fatalf("partition %d still hosted", p)

@@ -34,13 +34,21 @@ func (r *runner) scale(ctx context.Context, sc scenario, srv *server) ([]metric,
 	adm := kadm.NewClient(cl)
 	adm.SetTimeoutMillis(int32((5 * time.Minute).Milliseconds()))
 
+	cpu0, err := srv.cpu()
+	if err != nil {
+		return nil, err
+	}
 	t0 := time.Now()
 	resp, err := adm.CreateTopic(ctx, int32(c.partitions), int16(c.rf), nil, c.topic)
 	if err != nil {
 		return nil, fmt.Errorf("creating %s (%d partitions): %v %s", c.topic, c.partitions, err, resp.ErrMessage)
 	}
 	created := time.Since(t0)
-	fmt.Fprintf(r.log, "created in %v; ", created.Round(time.Millisecond))
+	cpu1, err := srv.cpu()
+	if err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(r.log, "created in %v (server CPU %v); ", created.Round(time.Millisecond), (cpu1 - cpu0).Round(time.Millisecond))
 
 	t1 := time.Now()
 	value := make([]byte, c.recordSize)
@@ -65,7 +73,11 @@ func (r *runner) scale(ctx context.Context, sc scenario, srv *server) ([]metric,
 		return nil, fmt.Errorf("first produce to every partition: %v", firstErr)
 	}
 	produced := time.Since(t1)
-	fmt.Fprintf(r.log, "first-produced in %v; ", produced.Round(time.Millisecond))
+	cpu2, err := srv.cpu()
+	if err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(r.log, "first-produced in %v (server CPU %v); ", produced.Round(time.Millisecond), (cpu2 - cpu1).Round(time.Millisecond))
 
 	// A clean restart of the last node: it holds a replica of every
 	// partition (RF = nodes) and led about a third of them.
@@ -126,7 +138,9 @@ func (r *runner) scale(ctx context.Context, sc scenario, srv *server) ([]metric,
 
 	res := &result{}
 	res.add(fmt.Sprintf("create %d partitions", c.partitions), "ms", ms(created), false)
+	res.add("create: server CPU, all nodes", "ms", ms(cpu1-cpu0), false)
 	res.add("then first acked record on each", "ms", ms(produced), false)
+	res.add("first records: server CPU, all nodes", "ms", ms(cpu2-cpu1), false)
 	res.add("restart: spawn to first accept", "ms", ms(acceptAt), false)
 	res.add("restart: spawn to serving metadata", "ms", ms(servingAt), false)
 	if isrAt >= 0 {
