@@ -59,6 +59,9 @@ type Config struct {
 	// the fetch sessions (KIP-227) kept (0: Kafka's default, 1000;
 	// negative: none).
 	FetchSessionCacheSlots int
+	// FollowerSessionWatch is gokafka.replica.fetch.session.watch.enable
+	// (handlers.Config.FollowerSessionWatch).
+	FollowerSessionWatch bool
 
 	// Roles is process.roles; the zero value is a combined broker and
 	// controller.
@@ -406,7 +409,7 @@ func Start(ctx context.Context, cfg Config, logger zerolog.Logger) (_ *Server, e
 	}
 	s.shareC = share.NewCoordinator(cfg.Share, cfg.NodeID, s.meta, logger.With().Str("component", "share").Logger(), share.WithStore(s.groups))
 	s.shareM = share.NewManager(cfg.Share, s.meta, share.ReplicaSource(s.replicas), logger.With().Str("component", "share").Logger())
-	s.handlers = handlers.New(reg, handlers.Config{NodeID: cfg.NodeID, AutoCreateTopics: cfg.AutoCreateTopics, FetchMaxBytes: cfg.FetchMaxBytes, FetchSessionCacheSlots: cfg.FetchSessionCacheSlots, ControllerListenerName: ctrlName}, handlers.Deps{
+	s.handlers = handlers.New(reg, handlers.Config{NodeID: cfg.NodeID, AutoCreateTopics: cfg.AutoCreateTopics, FetchMaxBytes: cfg.FetchMaxBytes, FetchSessionCacheSlots: cfg.FetchSessionCacheSlots, FollowerSessionWatch: cfg.FollowerSessionWatch, ControllerListenerName: ctrlName}, handlers.Deps{
 		Meta: s.meta, Replicas: s.replicas, Controller: s.meta, ProducerIDs: pids,
 		Groups: s.groups, Txn: s.txn, ShareCoord: s.shareC, ShareMgr: s.shareM, ShareCfg: cfg.Share,
 		Quotas: s.watchQuotas(cfg.Quota), Authorizer: s.watchACLs(cfg.Authorizer), Observer: observer(cfg.Metrics),

@@ -110,12 +110,13 @@ func (h *Handlers) fetch(ctx context.Context, req *protocol.Request) (kmsg.Respo
 		}
 	}()
 	slots := planFetch(req, fc.entries, resp, im, useIDs, &params, allowed)
-	// A follower's session keeps a watch on its partitions from the full
-	// fetch that opens it on, and each of its fetches reads only those
-	// that need it (fetch_session.go).
+	// With Config.FollowerSessionWatch, a follower's session keeps a
+	// watch on its partitions from the full fetch that opens it on, and
+	// each of its fetches reads only those that need it
+	// (fetch_session.go).
 	var watch *replication.SessionWatch
 	switch {
-	case fc.kind == fetchFull && params.FromFollower && r.SessionEpoch == sessionEpochInitial && h.sessions.max > 0:
+	case h.sessions.watchFollowers && fc.kind == fetchFull && params.FromFollower && r.SessionEpoch == sessionEpochInitial && h.sessions.max > 0:
 		watch = h.replicas.NewSessionWatch(params.ReplicaID)
 		params.Session = watch
 	case fc.kind == fetchIncremental && fc.session.watch != nil:

@@ -150,9 +150,11 @@ type fetchSession struct {
 
 // FetchSessionCache holds the broker's fetch sessions.
 type FetchSessionCache struct {
-	max        int
-	evictAfter time.Duration
-	now        func() time.Time
+	// watchFollowers is Config.FollowerSessionWatch.
+	watchFollowers bool
+	max            int
+	evictAfter     time.Duration
+	now            func() time.Time
 
 	mu       sync.Mutex
 	sessions map[int32]*fetchSession

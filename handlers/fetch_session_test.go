@@ -317,7 +317,7 @@ func followerFetch(t *testing.T, h *Handlers, id, epoch int32, parts ...kmsg.Fet
 // fetch, as is the high watermark the follower's fetch of it moves.
 func TestFollowerSessionReadsOnlyChangedPartitions(t *testing.T) {
 	const n = 50
-	h := limitsStack(t, Config{NodeID: 1}, n, 1, 2)
+	h := limitsStack(t, Config{NodeID: 1, FollowerSessionWatch: true}, n, 1, 2)
 	var all []kmsg.FetchRequestTopicPartition
 	for p := range int32(n) {
 		all = append(all, fetchPartition(p, 0, 1<<20))

@@ -28,6 +28,15 @@ type Config struct {
 	// FetchSessionCacheSlots is max.incremental.fetch.session.cache.slots,
 	// the fetch sessions kept (0: Kafka's default, 1000; negative: none).
 	FetchSessionCacheSlots int
+	// FollowerSessionWatch (gokafka.replica.fetch.session.watch.enable)
+	// lets a follower's fetch session read only the partitions that
+	// changed since its last fetch (replication.SessionWatch) instead of
+	// all of them as Kafka does. Off by default: with it on, a partition
+	// whose follower joined the session while this broker was still
+	// creating it could go unread after its first append until the ISR
+	// dropped the follower (replica.lag.time.max.ms), measured on 4 of
+	// 3,000 new partitions in gokafka-bench s8.
+	FollowerSessionWatch bool
 	// ControllerListenerName is the controller listener's name, as
 	// DescribeQuorum and AddRaftVoter name quorum addresses; empty is
 	// CONTROLLER.
@@ -164,6 +173,7 @@ func New(reg *protocol.Registry, cfg Config, d Deps) *Handlers {
 		slots = DefaultFetchSessionCacheSlots
 	}
 	h.sessions = NewFetchSessionCache(slots, nil)
+	h.sessions.watchFollowers = cfg.FollowerSessionWatch
 	// The peer check comes first: a request refused there costs no quota.
 	reg.Wrap(func(fn protocol.HandlerFunc) protocol.HandlerFunc { return h.observe(h.guard(h.quotaAware(fn))) })
 	for _, r := range []func(*protocol.Registry){

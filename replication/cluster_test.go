@@ -49,6 +49,7 @@ type simCluster struct {
 	sessionsAhead atomic.Int64
 
 	cfg   replication.Config
+	hcfg  handlers.Config
 	nodes map[int32]*simNode
 	// racks holds each broker's broker.rack, if it has one.
 	racks map[int32]string
@@ -108,7 +109,14 @@ func newSimCluster(t *testing.T, cfg replication.Config, ids ...int32) *simClust
 // newSimClusterInRacks is newSimCluster with brokers registered in racks.
 func newSimClusterInRacks(t *testing.T, cfg replication.Config, racks map[int32]string, ids ...int32) *simCluster {
 	t.Helper()
-	c := &simCluster{t: t, cfg: cfg, nodes: map[int32]*simNode{}, racks: racks}
+	return newSimClusterWith(t, cfg, handlers.Config{}, racks, ids...)
+}
+
+// newSimClusterWith is newSimClusterInRacks with the brokers' handlers
+// configured as hcfg (NodeID set per broker).
+func newSimClusterWith(t *testing.T, cfg replication.Config, hcfg handlers.Config, racks map[int32]string, ids ...int32) *simCluster {
+	t.Helper()
+	c := &simCluster{t: t, cfg: cfg, hcfg: hcfg, nodes: map[int32]*simNode{}, racks: racks}
 	now := func() time.Time { return time.Now().Add(time.Duration(c.sessionsAhead.Load())) }
 	ctrl, mlog, err := cluster.OpenInMemory(context.Background(), cluster.Config{
 		NodeID: ids[0], ClusterID: "sim", NumPartitions: 1, DefaultReplicationFactor: 1, Now: now,
@@ -251,7 +259,9 @@ func (n *simNode) start() {
 		t.Fatal(err)
 	}
 	reg := protocol.NewRegistry()
-	n.h = handlers.Register(reg, handlers.Config{NodeID: n.id}, meta, n.rm)
+	hcfg := n.c.hcfg
+	hcfg.NodeID = n.id
+	n.h = handlers.Register(reg, hcfg, meta, n.rm)
 	n.srv = protocol.NewServer(protocol.DefaultConfig(), reg, logger)
 	go n.srv.Serve(ln)
 	n.up = true

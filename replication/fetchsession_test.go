@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/gokafka/gokafka/handlers"
 )
 
 // Followers fetch from their leader in a fetch session (KIP-227): one
@@ -11,7 +13,7 @@ import (
 // everything is replicated an idle follower's fetch names no partition
 // and its answer carries none.
 func TestCluster_FollowersFetchIncrementallyInASession(t *testing.T) {
-	c := newSimCluster(t, testReplConfig(10*time.Second), 1, 2, 3)
+	c := newSimClusterWith(t, testReplConfig(10*time.Second), handlers.Config{FollowerSessionWatch: true}, nil, 1, 2, 3)
 	const topics = 8
 	for i := range topics {
 		c.createTopic(fmt.Sprint("s", i), []int32{1, 2, 3}, nil)
