@@ -83,7 +83,7 @@ type Partition struct {
 		// otherwise.
 		st *leaderState
 		// waiters are parked acks=all produces by id; st decides when
-		// each completes. Buffered (1) channels.
+		// each completes. Buffered (1) channels. Made by the first.
 		waiters map[uint64]chan error
 		// replicaEpochs holds each follower's broker epoch from its
 		// latest fetch (KIP-903; -1 if it sent none). proposalEpochs are
@@ -832,7 +832,6 @@ func (m *Manager) ensure(tp partition.TopicPartition, pi *cluster.PartitionInfo,
 		p.prod.spawn = m.spawnProducerLoad
 		p.mu.leaderEpoch = -1
 		p.mu.leader = -1
-		p.mu.waiters = make(map[uint64]chan error)
 		m.mu.Lock()
 		m.parts[tp] = p
 		m.mu.Unlock()
@@ -1082,6 +1081,9 @@ func (m *Manager) AppendWithOptions(ctx context.Context, tp partition.TopicParti
 	if acks == -1 {
 		id = m.waiterSeq.Add(1)
 		done = make(chan error, 1)
+		if p.mu.waiters == nil {
+			p.mu.waiters = make(map[uint64]chan error)
+		}
 		p.mu.waiters[id] = done
 		eff.merge(st.AddWaiter(id, info.LastOffset+1))
 	}
