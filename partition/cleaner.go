@@ -79,7 +79,7 @@ func (c cleanable) needsCleaning(cfg Config) bool {
 // cleanableLocked computes the dirty section from checkpoint firstDirty,
 // not yet limited by the first unstable offset (which needs a scan).
 func (l *Log) cleanableLocked(firstDirty int64, nowMs int64) cleanable {
-	cfg := l.mu.cfg
+	cfg := l.mu.cfg.Value()
 	if firstDirty < l.mu.logStart || firstDirty > l.mu.leo {
 		firstDirty = l.mu.logStart
 	}
@@ -227,7 +227,7 @@ func (l *Log) clean(run *cleanRun, firstDirty int64, force bool) (CleanStats, er
 		l.mu.Unlock()
 		return CleanStats{}, ErrLogClosed
 	}
-	cfg := l.mu.cfg
+	cfg := l.mu.cfg.Value()
 	c := l.cleanableLocked(firstDirty, nowMs)
 	st := CleanStats{FirstDirty: c.firstDirty, End: c.firstDirty}
 	if !cfg.Compact || (!force && !c.needsCleaning(cfg)) || (c.dirtyBytes == 0 && !c.horizonDue) {

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unique"
 
 	"github.com/rs/zerolog"
 )
@@ -90,7 +91,9 @@ type Log struct {
 
 	mu struct {
 		sync.Mutex
-		cfg Config
+		// cfg is shared by every log with the same configuration (all
+		// the partitions of a topic, usually): 8 bytes a log, not 104.
+		cfg unique.Handle[Config]
 		// segs is ordered by base offset; the last is the active segment.
 		// Invariant: len(segs) >= 1 while open.
 		segs []*segment
@@ -173,7 +176,7 @@ func open(fs FS, dir string, tp TopicPartition, cfg Config, logger *zerolog.Logg
 		fs: fs, dir: filepath.Join(dir, tp.String()), parent: dir, tp: tp, now: now,
 		baseLog: logger,
 	}
-	l.mu.cfg = cfg
+	l.mu.cfg = unique.Make(cfg)
 	l.mu.lastFlush = now()
 	l.mu.truncatedTo = math.MaxInt64
 	l.mu.deleteHorizon = -1
@@ -360,7 +363,7 @@ func (l *Log) assignEpochLocked(h BatchHeader) {
 // recovery, or ending short of its successor, lost unsynced data: every
 // later segment is deleted, as in Kafka.
 func (l *Log) recoverSegments(recoverFrom int) error {
-	cfg := l.mu.cfg
+	cfg := l.mu.cfg.Value()
 	for i := 0; i < len(l.mu.segs); i++ {
 		s := l.mu.segs[i]
 		if i < recoverFrom {
@@ -570,7 +573,7 @@ func (l *Log) RecoveryPoint() int64 {
 func (l *Log) Config() Config {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.mu.cfg
+	return l.mu.cfg.Value()
 }
 
 // UpdateConfig replaces the configuration; it applies from the next append.
@@ -582,7 +585,7 @@ func (l *Log) UpdateConfig(cfg Config) {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.mu.cfg = cfg
+	l.mu.cfg = unique.Make(cfg)
 }
 
 // TopicPartition returns the partition this log belongs to.
@@ -689,14 +692,14 @@ func (l *Log) afterAppend(info AppendInfo, epochChanged, flushDue bool, leo int6
 }
 
 func (l *Log) flushDueLocked() bool {
-	return !l.mu.closed && l.mu.leo-l.mu.recoveryPoint >= l.mu.cfg.FlushMessages
+	return !l.mu.closed && l.mu.leo-l.mu.recoveryPoint >= l.mu.cfg.Value().FlushMessages
 }
 
 func (l *Log) appendLocked(records []byte, hdrs []BatchHeader, leaderEpoch int32, leader bool) (AppendInfo, bool, error) {
 	if l.mu.closed {
 		return AppendInfo{}, false, ErrLogClosed
 	}
-	cfg := l.mu.cfg
+	cfg := l.mu.cfg.Value()
 	if int64(len(records)) > cfg.SegmentBytes {
 		return AppendInfo{}, false, fmt.Errorf("%w: %d bytes exceed segment.bytes %d", ErrRecordListTooLarge, len(records), cfg.SegmentBytes)
 	}
@@ -1120,7 +1123,7 @@ func (l *Log) syncRound() error {
 // something is unflushed.
 func (l *Log) FlushIfDue(now time.Time) error {
 	l.mu.Lock()
-	due := !l.mu.closed && l.mu.leo > l.mu.recoveryPoint && now.Sub(l.mu.lastFlush).Milliseconds() >= l.mu.cfg.FlushMs
+	due := !l.mu.closed && l.mu.leo > l.mu.recoveryPoint && now.Sub(l.mu.lastFlush).Milliseconds() >= l.mu.cfg.Value().FlushMs
 	l.mu.Unlock()
 	if !due {
 		return nil
@@ -1508,7 +1511,7 @@ func (l *Log) ApplyRetention(now time.Time) (int, error) {
 		l.mu.Unlock()
 		return 0, ErrLogClosed
 	}
-	cfg := l.mu.cfg
+	cfg := l.mu.cfg.Value()
 	nowMs := now.UnixMilli()
 	total := 0
 	belowHW := func(next *segment) bool { return next.base <= l.mu.hw }
@@ -1563,7 +1566,7 @@ func (l *Log) OffsetForTimestamp(ts int64) (offset int64, timestamp int64, leade
 		return 0, 0, -1, false, ErrLogClosed
 	}
 	logStart, leo := l.mu.logStart, l.mu.leo
-	maxRecord := l.mu.cfg.MaxMessageBytes
+	maxRecord := l.mu.cfg.Value().MaxMessageBytes
 	switch {
 	case ts == -1:
 		ep := l.mu.epochs.latestEpoch()
