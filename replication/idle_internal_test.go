@@ -2,6 +2,7 @@ package replication
 
 import (
 	"context"
+	"runtime"
 	"testing"
 	"time"
 
@@ -53,4 +54,36 @@ func TestIdlePartitionKeepsNoFinishedProducerLoad(t *testing.T) {
 	if p.prod.st.Len() != 0 {
 		t.Fatalf("%d producers in an empty log", p.prod.st.Len())
 	}
+}
+
+// A leader notes each follower's broker epoch (KIP-903) in every one of
+// the thousands of partitions it leads: two followers' epochs cost a
+// partition a few dozen bytes, not a map's few hundred.
+func TestFollowerEpochsCostALedPartitionLittleHeap(t *testing.T) {
+	const n = 1000
+	ps := make([]Partition, n)
+	runtime.GC()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for i := range ps {
+		ps[i].noteReplicaEpoch(2, 10)
+		ps[i].noteReplicaEpoch(3, 11)
+		ps[i].noteReplicaEpoch(2, 12)
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	per := (int64(after.HeapAlloc) - int64(before.HeapAlloc)) / n
+	if per > 100 {
+		t.Fatalf("two followers' epochs keep %d bytes a partition, want at most 100", per)
+	}
+	if e := ps[0].mu.replicaEpochs.get(2); e != 12 {
+		t.Fatalf("follower 2's epoch %d, want the latest, 12", e)
+	}
+	if e := ps[0].mu.replicaEpochs.get(3); e != 11 {
+		t.Fatalf("follower 3's epoch %d, want 11", e)
+	}
+	if e := ps[0].mu.replicaEpochs.get(4); e != -1 {
+		t.Fatalf("unknown follower's epoch %d, want -1", e)
+	}
+	runtime.KeepAlive(ps)
 }
