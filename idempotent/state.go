@@ -103,8 +103,18 @@ type State struct {
 	completed []TxnRange
 }
 
-// NewState returns empty state covering no offsets.
-func NewState() *State { return &State{entries: make(map[int64]*Entry)} }
+// NewState returns empty state covering no offsets. Its map is made with
+// the first producer: a broker holds a state for every partition it
+// hosts, and most never see an idempotent or transactional producer.
+func NewState() *State { return &State{} }
+
+// put adds e, making the map on first use.
+func (s *State) put(e *Entry) {
+	if s.entries == nil {
+		s.entries = make(map[int64]*Entry)
+	}
+	s.entries[e.ProducerID] = e
+}
 
 // End returns the offset up to which the state covers the log.
 func (s *State) End() int64 { return s.end }
@@ -186,7 +196,7 @@ func (s *State) Update(b Batch, firstOffset, lastOffset int64) {
 	e := s.entries[b.ProducerID]
 	if e == nil {
 		e = &Entry{ProducerID: b.ProducerID, Epoch: b.Epoch, CurrentTxnFirstOffset: -1}
-		s.entries[b.ProducerID] = e
+		s.put(e)
 	}
 	if b.Epoch > e.Epoch {
 		e.Epoch = b.Epoch
@@ -418,7 +428,7 @@ func UnmarshalSnapshot(b []byte) (*State, error) {
 		for j := 0; j < nb; j++ {
 			e.Batches = append(e.Batches, BatchMeta{FirstSeq: int32(r.u32()), LastSeq: int32(r.u32()), FirstOffset: int64(r.u64()), LastOffset: int64(r.u64()), Timestamp: int64(r.u64())})
 		}
-		s.entries[e.ProducerID] = e
+		s.put(e)
 	}
 	for _, rs := range []*[]TxnRange{&s.aborted, &s.completed} {
 		n := r.u32()

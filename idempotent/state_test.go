@@ -250,3 +250,18 @@ func TestMarkerBumpingEpochMakesNextSequenceZero(t *testing.T) {
 		t.Fatalf("next in sequence: %v", err)
 	}
 }
+
+// A broker holds a producer state for every partition it hosts, and most
+// partitions never see an idempotent producer: empty state is one small
+// allocation, its map made with the first producer.
+func TestNewState_MakesNoMapUntilTheFirstProducer(t *testing.T) {
+	var sink *State
+	if n := testing.AllocsPerRun(100, func() { sink = NewState() }); n > 1 {
+		t.Fatalf("NewState allocates %v times, want 1", n)
+	}
+	s := sink
+	s.Update(batch(7, 0, 0, 0), 0, 0)
+	if s.Len() != 1 || s.Entry(7) == nil {
+		t.Fatalf("first producer not tracked: %d entries", s.Len())
+	}
+}

@@ -79,7 +79,7 @@ func (c cleanable) needsCleaning(cfg Config) bool {
 // cleanableLocked computes the dirty section from checkpoint firstDirty,
 // not yet limited by the first unstable offset (which needs a scan).
 func (l *Log) cleanableLocked(firstDirty int64, nowMs int64) cleanable {
-	cfg := l.mu.cfg
+	cfg := l.mu.cfg.Value()
 	if firstDirty < l.mu.logStart || firstDirty > l.mu.leo {
 		firstDirty = l.mu.logStart
 	}
@@ -227,7 +227,7 @@ func (l *Log) clean(run *cleanRun, firstDirty int64, force bool) (CleanStats, er
 		l.mu.Unlock()
 		return CleanStats{}, ErrLogClosed
 	}
-	cfg := l.mu.cfg
+	cfg := l.mu.cfg.Value()
 	c := l.cleanableLocked(firstDirty, nowMs)
 	st := CleanStats{FirstDirty: c.firstDirty, End: c.firstDirty}
 	if !cfg.Compact || (!force && !c.needsCleaning(cfg)) || (c.dirtyBytes == 0 && !c.horizonDue) {
@@ -850,8 +850,8 @@ func (l *Log) completeSwaps(names []string) ([]string, error) {
 			return names, nil
 		}
 	}
-	if l.forceRecover == nil {
-		l.forceRecover = map[int64]bool{}
+	if l.opening.forceRecover == nil {
+		l.opening.forceRecover = map[int64]bool{}
 	}
 	sort.Slice(swaps, func(i, j int) bool { return swaps[i] < swaps[j] })
 	for _, b := range swaps {
@@ -883,7 +883,7 @@ func (l *Log) completeSwaps(names []string) ([]string, error) {
 				delete(logs, o)
 			}
 		}
-		l.logger.Warn().Int64("segment", b).Int64("end_offset", end).Msg("completing a segment swap interrupted by a crash")
+		l.logger().Warn().Int64("segment", b).Int64("end_offset", end).Msg("completing a segment swap interrupted by a crash")
 		for _, suf := range []string{indexSuffix, timeIndexSuffix} {
 			if err := l.fs.Remove(stem + suf); err != nil && !errors.Is(err, os.ErrNotExist) {
 				return nil, err
@@ -895,7 +895,7 @@ func (l *Log) completeSwaps(names []string) ([]string, error) {
 		if err := l.fs.Rename(stem+logSuffix+swapSuffix, stem+logSuffix); err != nil {
 			return nil, err
 		}
-		l.forceRecover[b] = true
+		l.opening.forceRecover[b] = true
 	}
 	names, err := l.fs.ReadDir(l.dir)
 	if err != nil {
@@ -918,7 +918,7 @@ func (l *Log) completeSwaps(names []string) ([]string, error) {
 					return nil, err
 				}
 			}
-			l.forceRecover[b] = true
+			l.opening.forceRecover[b] = true
 		}
 	}
 	if err := l.fs.SyncDir(l.dir); err != nil {

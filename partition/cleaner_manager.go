@@ -141,12 +141,12 @@ func (m *Manager) grabFilthiest(now time.Time) (logInDir, cleanable, bool) {
 			m.cleaner.mu.Unlock()
 		}
 		e.l.mu.Lock()
-		if e.l.mu.closed || !e.l.mu.cfg.Compact {
+		if e.l.mu.closed || !e.l.mu.cfg.Value().Compact {
 			e.l.mu.Unlock()
 			continue
 		}
 		c := e.l.cleanableLocked(point, nowMs)
-		need := c.needsCleaning(e.l.mu.cfg)
+		need := c.needsCleaning(e.l.mu.cfg.Value())
 		e.l.mu.Unlock()
 		r := c.ratio()
 		if c.forced {

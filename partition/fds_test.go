@@ -299,12 +299,12 @@ func TestFlushMakesIndexesOfRolledSegmentsDurable(t *testing.T) {
 	}
 	for _, s := range segs[:len(segs)-1] {
 		for _, ix := range []*index{s.idx, s.tidx} {
-			got, _, err := readWholeFile(crashed, ix.path)
+			got, _, err := readWholeFile(crashed, ix.path())
 			if err != nil {
 				t.Fatal(err)
 			}
 			if !bytes.Equal(got, ix.buf) || len(got) == 0 {
-				t.Fatalf("%s after a crash holds %d bytes, memory %d", ix.path, len(got), len(ix.buf))
+				t.Fatalf("%s after a crash holds %d bytes, memory %d", ix.path(), len(got), len(ix.buf))
 			}
 		}
 	}

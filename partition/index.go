@@ -29,15 +29,17 @@ const (
 // exclusively, when no reader runs; for the same reason persist reads a
 // snapshot taken under Log.mu without it.
 type index struct {
-	fs        FS
-	entrySize int
-	buf       []byte
+	fs  FS
+	buf []byte
 
 	// ioMu guards the file's name and state below; it is taken after
 	// Log.mu (never Log.mu while holding it) and held across the file's
 	// open, write or truncate and close, never across an fsync.
 	ioMu sync.Mutex
-	path string
+	// The file's name is stem+ext: stem shares the segment's path string,
+	// so that an index keeps no name of its own (thousands of idle
+	// partitions would each keep two).
+	stem, ext string
 	// disk is how many bytes of buf the file holds; junk is set when it
 	// may hold more after a failed write or truncation (cut at the next
 	// persist); durable when it has been fsynced since it last changed.
@@ -53,12 +55,16 @@ type index struct {
 	// changes counts writes and truncations, so that an fsync run without
 	// ioMu marks the file durable only if nothing changed it meanwhile.
 	changes uint64
+	// entrySize, the bytes of one entry, is fixed at open (it sits here,
+	// beside the flags, so that an index fits a smaller allocation).
+	entrySize int32
 }
 
-// openIndex reads the index file at path into memory, creating it empty
+// openIndex reads the index file stem+ext into memory, creating it empty
 // when missing (as Kafka lays out a segment's files); no descriptor stays
 // open.
-func openIndex(fs FS, path string, entrySize int) (*index, error) {
+func openIndex(fs FS, stem, ext string, entrySize int) (*index, error) {
+	path := stem + ext
 	data, ok, err := readWholeFile(fs, path)
 	if err != nil {
 		return nil, err
@@ -74,10 +80,10 @@ func openIndex(fs FS, path string, entrySize int) (*index, error) {
 	}
 	// A file just created empty has no contents to fsync (its name is the
 	// directory sync's business).
-	return &index{fs: fs, path: path, entrySize: entrySize, buf: data, disk: len(data), durable: true, missing: !ok}, nil
+	return &index{fs: fs, stem: stem, ext: ext, entrySize: int32(entrySize), buf: data, disk: len(data), durable: true, missing: !ok}, nil
 }
 
-func (ix *index) entries() int { return len(ix.buf) / ix.entrySize }
+func (ix *index) entries() int { return len(ix.buf) / int(ix.entrySize) }
 
 // appendRaw adds pre-encoded entries to the in-memory index; persist
 // writes them out.
@@ -89,12 +95,12 @@ func (ix *index) appendRaw(b []byte) {
 // it holds more (so that, as for the log file, the cut needs only an fsync
 // to be durable).
 func (ix *index) truncateEntries(n int) error {
-	if n*ix.entrySize >= len(ix.buf) {
+	if n*int(ix.entrySize) >= len(ix.buf) {
 		return nil
 	}
 	// A fresh array so that nothing can observe later appends through an
 	// old snapshot's backing array.
-	ix.buf = append([]byte(nil), ix.buf[:n*ix.entrySize]...)
+	ix.buf = append([]byte(nil), ix.buf[:n*int(ix.entrySize)]...)
 	return ix.cutFile(len(ix.buf))
 }
 
@@ -118,7 +124,7 @@ func (ix *index) cutFile(size int) error {
 	if ix.gone {
 		return nil
 	}
-	f, err := ix.fs.OpenFile(ix.path, os.O_WRONLY, 0)
+	f, err := ix.fs.OpenFile(ix.path(), os.O_WRONLY, 0)
 	if err != nil {
 		return err
 	}
@@ -152,7 +158,7 @@ func (ix *index) persist(snap []byte, sync bool) error {
 		ix.ioMu.Unlock()
 		return nil
 	}
-	f, err := ix.fs.OpenFile(ix.path, os.O_WRONLY|os.O_APPEND, 0)
+	f, err := ix.fs.OpenFile(ix.path(), os.O_WRONLY|os.O_APPEND, 0)
 	if err != nil {
 		ix.ioMu.Unlock()
 		return err
@@ -206,15 +212,18 @@ func (ix *index) writeLocked(f File, snap []byte, write bool) error {
 
 // rename moves the file (a segment's suffix change) under ioMu so that no
 // persist writes to the old name meanwhile.
-func (ix *index) rename(fs FS, path string) error {
+func (ix *index) rename(fs FS, stem, ext string) error {
 	ix.ioMu.Lock()
 	defer ix.ioMu.Unlock()
-	if err := fs.Rename(ix.path, path); err != nil {
+	if err := fs.Rename(ix.path(), stem+ext); err != nil {
 		return err
 	}
-	ix.path = path
+	ix.stem, ix.ext = stem, ext
 	return nil
 }
+
+// path is the index file's name; ioMu held.
+func (ix *index) path() string { return ix.stem + ix.ext }
 
 // markGone records that the segment's files are being removed.
 func (ix *index) markGone() {

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unique"
 
 	"github.com/rs/zerolog"
 )
@@ -65,8 +66,10 @@ type Log struct {
 	dir    string // the partition directory
 	parent string // the log dir holding it
 	tp     TopicPartition
-	logger zerolog.Logger
-	now    func() time.Time
+	// baseLog is the owner's logger, shared by all its logs; logger adds
+	// the partition's fields when something is logged.
+	baseLog *zerolog.Logger
+	now     func() time.Time
 
 	// lifeMu guards the lifetime of segment files: held shared by anything
 	// doing I/O on a snapshot of segments outside mu (Read, fsync), held
@@ -81,6 +84,8 @@ type Log struct {
 	// fl is the group-commit state; see flushTo.
 	fl struct {
 		sync.Mutex
+		// cond is made by the first caller to wait (most logs never
+		// see two flushes at once); see wakeFlushWaitersLocked.
 		cond    *sync.Cond
 		running bool
 	}
@@ -91,7 +96,9 @@ type Log struct {
 
 	mu struct {
 		sync.Mutex
-		cfg Config
+		// cfg is shared by every log with the same configuration (all
+		// the partitions of a topic, usually): 8 bytes a log, not 104.
+		cfg unique.Handle[Config]
 		// segs is ordered by base offset; the last is the active segment.
 		// Invariant: len(segs) >= 1 while open.
 		segs []*segment
@@ -125,27 +132,47 @@ type Log struct {
 	// created is set when Open created the log's directory: a new,
 	// empty log.
 	created bool
+	// opening is what loading the log needs (nil once open), kept out of
+	// the open log's struct.
+	opening *openState
+}
+
+// openState is what a log needs only while it opens.
+type openState struct {
 	// forceRecover names segments to re-validate at open whatever the
 	// recovery point: those a completed swap put in place (cleaner.go).
 	forceRecover map[int64]bool
-	// loadSnapshots are the producer snapshots scanDir found, for load
-	// (saves a second listing of the directory).
-	loadSnapshots []int64
+	// snapshots are the producer snapshots scanDir found, for load (saves
+	// a second listing of the directory).
+	snapshots []int64
 }
 
 // tpFields adds a partition's topic and partition fields to each event
-// of its log's logger. A hook costs a log a few dozen bytes; a logger
-// context built with With costs over half a kilobyte, which thousands of
-// partitions would each keep.
+// of its log's logger. A logger context built with With costs over half a
+// kilobyte, and even a logger value with a hook over a hundred bytes,
+// which thousands of idle partitions would each keep: a log builds its
+// logger when it logs (rarely).
 type tpFields TopicPartition
 
 func (f tpFields) Run(e *zerolog.Event, _ zerolog.Level, _ string) {
 	e.Str("topic", f.Topic).Int32("partition", f.Partition)
 }
 
+// logger returns the log's logger, with the partition's fields.
+func (l *Log) logger() *zerolog.Logger {
+	lg := l.baseLog.Hook(tpFields(l.tp))
+	return &lg
+}
+
 // Open opens (creating if needed) the log of tp under the log dir dir,
 // recovering it if the broker did not shut down cleanly.
 func Open(fs FS, dir string, tp TopicPartition, cfg Config, logger zerolog.Logger, opts OpenOptions) (*Log, error) {
+	return open(fs, dir, tp, cfg, &logger, opts)
+}
+
+// open is Open with a logger the caller keeps (a Manager's, shared by its
+// logs) for the log's lifetime.
+func open(fs FS, dir string, tp TopicPartition, cfg Config, logger *zerolog.Logger, opts OpenOptions) (*Log, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -155,15 +182,17 @@ func Open(fs FS, dir string, tp TopicPartition, cfg Config, logger zerolog.Logge
 	}
 	l := &Log{
 		fs: fs, dir: filepath.Join(dir, tp.String()), parent: dir, tp: tp, now: now,
-		logger: logger.Hook(tpFields(tp)),
+		baseLog: logger,
 	}
-	l.fl.cond = sync.NewCond(&l.fl.Mutex)
-	l.mu.cfg = cfg
+	l.mu.cfg = unique.Make(cfg)
 	l.timedFlush.Store(cfg.FlushMs != math.MaxInt64)
 	l.mu.lastFlush = now()
 	l.mu.truncatedTo = math.MaxInt64
 	l.mu.deleteHorizon = -1
-	if err := l.load(opts); err != nil {
+	l.opening = &openState{}
+	err := l.load(opts)
+	l.opening = nil
+	if err != nil {
 		l.closeFiles()
 		return nil, fmt.Errorf("open log %s: %w", tp, err)
 	}
@@ -202,9 +231,9 @@ func (l *Log) load(opts OpenOptions) error {
 		return err
 	}
 	recoverFrom := recoveryStart(l.mu.segs, opts)
-	if len(l.forceRecover) > 0 {
+	if len(l.opening.forceRecover) > 0 {
 		for i, s := range l.mu.segs {
-			if l.forceRecover[s.base] {
+			if l.opening.forceRecover[s.base] {
 				recoverFrom = min(recoverFrom, i)
 				break
 			}
@@ -222,7 +251,7 @@ func (l *Log) load(opts OpenOptions) error {
 	if err := l.persistRecovery(opts, recoverFrom); err != nil {
 		return err
 	}
-	l.logger.Debug().Int64("log_start_offset", l.mu.logStart).Int64("log_end_offset", l.mu.leo).
+	l.logger().Debug().Int64("log_start_offset", l.mu.logStart).Int64("log_end_offset", l.mu.leo).
 		Int64("recovery_point", l.mu.recoveryPoint).Int("segments", len(l.mu.segs)).Bool("clean", opts.CleanShutdown).Msg("log loaded")
 	return nil
 }
@@ -259,7 +288,7 @@ func (l *Log) scanDir() ([]int64, error) {
 			bases = append(bases, b)
 		}
 	}
-	l.loadSnapshots = producerSnapshotEnds(names)
+	l.opening.snapshots = producerSnapshotEnds(names)
 	for _, n := range names {
 		p := filepath.Join(l.dir, n)
 		switch {
@@ -273,7 +302,7 @@ func (l *Log) scanDir() ([]int64, error) {
 		case strings.HasSuffix(n, indexSuffix) || strings.HasSuffix(n, timeIndexSuffix):
 			b, ok := parseSegmentName(n, filepath.Ext(n))
 			if ok && !logs[b] {
-				l.logger.Warn().Str("file", n).Msg("removing index without a log segment")
+				l.logger().Warn().Str("file", n).Msg("removing index without a log segment")
 				if err := l.fs.Remove(p); err != nil {
 					return nil, err
 				}
@@ -297,7 +326,7 @@ func (l *Log) readEpochCheckpoint() (bool, error) {
 	}
 	entries, err := decodeEpochCheckpoint(data)
 	if err != nil {
-		l.logger.Warn().Err(err).Msg("leader-epoch-checkpoint unreadable; rebuilding from batches")
+		l.logger().Warn().Err(err).Msg("leader-epoch-checkpoint unreadable; rebuilding from batches")
 		return false, nil
 	}
 	l.mu.epochs.entries = entries
@@ -351,7 +380,7 @@ func (l *Log) assignEpochLocked(h BatchHeader) {
 // recovery, or ending short of its successor, lost unsynced data: every
 // later segment is deleted, as in Kafka.
 func (l *Log) recoverSegments(recoverFrom int) error {
-	cfg := l.mu.cfg
+	cfg := l.mu.cfg.Value()
 	for i := 0; i < len(l.mu.segs); i++ {
 		s := l.mu.segs[i]
 		if i < recoverFrom {
@@ -364,9 +393,9 @@ func (l *Log) recoverSegments(recoverFrom int) error {
 				if err == nil {
 					continue
 				}
-				l.logger.Warn().Err(err).Int64("segment", s.base).Msg("segment failed its sanity check; recovering it")
+				l.logger().Warn().Err(err).Int64("segment", s.base).Msg("segment failed its sanity check; recovering it")
 			} else {
-				l.logger.Warn().Err(err).Int64("segment", s.base).Msg("segment failed its sanity check; recovering it")
+				l.logger().Warn().Err(err).Int64("segment", s.base).Msg("segment failed its sanity check; recovering it")
 			}
 		}
 		res, err := s.recoverLocked(cfg, l.assignEpochLocked)
@@ -378,14 +407,14 @@ func (l *Log) recoverSegments(recoverFrom int) error {
 			// A recovered segment that ends short of its successor lost
 			// unsynced data (its successor's name was made durable by a
 			// directory sync first); everything after it is unflushed.
-			ev := l.logger.Warn().Int64("segment", s.base).Int64("truncated_bytes", res.truncatedBytes).Int64("valid_bytes", s.size).Int64("next_offset", s.next)
+			ev := l.logger().Warn().Int64("segment", s.base).Int64("truncated_bytes", res.truncatedBytes).Int64("valid_bytes", s.size).Int64("next_offset", s.next)
 			if res.reason != nil {
 				ev = ev.AnErr("reason", res.reason)
 			}
 			ev.Msg("truncated invalid tail of segment during recovery")
 			// Everything after the first bad batch is suspect, as in Kafka.
 			for _, later := range l.mu.segs[i+1:] {
-				l.logger.Warn().Int64("segment", later.base).Msg("deleting segment after a truncated one")
+				l.logger().Warn().Int64("segment", later.base).Msg("deleting segment after a truncated one")
 				later.close()
 				if err := later.removeFiles(l.fs); err != nil {
 					return err
@@ -425,7 +454,7 @@ func (l *Log) settleOffsets(opts OpenOptions, now time.Time) error {
 	if l.mu.logStart > l.mu.leo {
 		// Data below the checkpointed log start was lost (or deleted): the
 		// log is logically empty and must continue at the log start.
-		l.logger.Warn().Int64("log_start_offset", l.mu.logStart).Int64("log_end_offset", l.mu.leo).Msg("log end below log start; starting empty at log start")
+		l.logger().Warn().Int64("log_start_offset", l.mu.logStart).Int64("log_end_offset", l.mu.leo).Msg("log end below log start; starting empty at log start")
 		if err := l.truncateFullyLocked(l.mu.logStart); err != nil {
 			return err
 		}
@@ -434,12 +463,12 @@ func (l *Log) settleOffsets(opts OpenOptions, now time.Time) error {
 	// crash or to a truncation interrupted before it removed them.
 	if l.mu.truncPending {
 		// A fresh start at the log start may have removed some.
-		l.loadSnapshots = nil
+		l.opening.snapshots = nil
 	}
-	if err := l.removeSnapshotsAboveLocked(l.mu.leo, l.loadSnapshots); err != nil {
+	if err := l.removeSnapshotsAboveLocked(l.mu.leo, l.opening.snapshots); err != nil {
 		return err
 	}
-	l.loadSnapshots = nil
+	l.opening.snapshots = nil
 	l.mu.hw = min(max(opts.HighWatermark, l.mu.logStart), l.mu.leo)
 	if opts.CleanShutdown {
 		l.mu.recoveryPoint = l.mu.leo
@@ -561,19 +590,19 @@ func (l *Log) RecoveryPoint() int64 {
 func (l *Log) Config() Config {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.mu.cfg
+	return l.mu.cfg.Value()
 }
 
 // UpdateConfig replaces the configuration; it applies from the next append.
 // Invalid configurations are ignored (the caller validates them first).
 func (l *Log) UpdateConfig(cfg Config) {
 	if err := cfg.Validate(); err != nil {
-		l.logger.Warn().Err(err).Msg("ignoring invalid log config")
+		l.logger().Warn().Err(err).Msg("ignoring invalid log config")
 		return
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.mu.cfg = cfg
+	l.mu.cfg = unique.Make(cfg)
 	l.timedFlush.Store(cfg.FlushMs != math.MaxInt64)
 }
 
@@ -681,14 +710,14 @@ func (l *Log) afterAppend(info AppendInfo, epochChanged, flushDue bool, leo int6
 }
 
 func (l *Log) flushDueLocked() bool {
-	return !l.mu.closed && l.mu.leo-l.mu.recoveryPoint >= l.mu.cfg.FlushMessages
+	return !l.mu.closed && l.mu.leo-l.mu.recoveryPoint >= l.mu.cfg.Value().FlushMessages
 }
 
 func (l *Log) appendLocked(records []byte, hdrs []BatchHeader, leaderEpoch int32, leader bool) (AppendInfo, bool, error) {
 	if l.mu.closed {
 		return AppendInfo{}, false, ErrLogClosed
 	}
-	cfg := l.mu.cfg
+	cfg := l.mu.cfg.Value()
 	if int64(len(records)) > cfg.SegmentBytes {
 		return AppendInfo{}, false, fmt.Errorf("%w: %d bytes exceed segment.bytes %d", ErrRecordListTooLarge, len(records), cfg.SegmentBytes)
 	}
@@ -843,7 +872,7 @@ func (l *Log) rollLocked(base int64, now time.Time) error {
 		l.mu.hw = max(l.mu.hw, l.mu.logStart)
 		l.mu.recoveryPoint = max(l.mu.recoveryPoint, l.mu.logStart)
 	}
-	l.logger.Debug().Int64("base", base).Msg("rolled new segment")
+	l.logger().Debug().Int64("base", base).Msg("rolled new segment")
 	return nil
 }
 
@@ -995,6 +1024,14 @@ func (l *Log) Flush() error {
 // flushTo returns once the recovery point is >= target (or >= the LEO, if
 // the log was truncated below target meanwhile).
 //
+// wakeFlushWaitersLocked wakes the callers of flushTo waiting for a
+// round; l.fl held.
+func (l *Log) wakeFlushWaitersLocked() {
+	if l.fl.cond != nil {
+		l.fl.cond.Broadcast()
+	}
+}
+
 // Group commit: at most one goroutine runs an fsync round at a time. A
 // caller whose target is already durable returns at once; otherwise it
 // waits for the running round and, if that did not cover it, runs the next
@@ -1019,6 +1056,9 @@ func (l *Log) flushTo(target int64) error {
 		if !l.fl.running {
 			break
 		}
+		if l.fl.cond == nil {
+			l.fl.cond = sync.NewCond(&l.fl.Mutex)
+		}
 		l.fl.cond.Wait()
 	}
 	l.fl.running = true
@@ -1028,7 +1068,7 @@ func (l *Log) flushTo(target int64) error {
 
 	l.fl.Lock()
 	l.fl.running = false
-	l.fl.cond.Broadcast()
+	l.wakeFlushWaitersLocked()
 	l.fl.Unlock()
 	if err != nil {
 		return err
@@ -1087,7 +1127,7 @@ func (l *Log) syncRound() error {
 		if dirSync {
 			l.mu.newSegments = true
 		}
-		l.logger.Error().Err(err).Msg("fsync failed")
+		l.logger().Error().Err(err).Msg("fsync failed")
 		return fmt.Errorf("flush %s: %w", l.tp, err)
 	}
 	if leo > l.mu.recoveryPoint && leo <= l.mu.leo {
@@ -1101,7 +1141,7 @@ func (l *Log) syncRound() error {
 // something is unflushed.
 func (l *Log) FlushIfDue(now time.Time) error {
 	l.mu.Lock()
-	due := !l.mu.closed && l.mu.leo > l.mu.recoveryPoint && now.Sub(l.mu.lastFlush).Milliseconds() >= l.mu.cfg.FlushMs
+	due := !l.mu.closed && l.mu.leo > l.mu.recoveryPoint && now.Sub(l.mu.lastFlush).Milliseconds() >= l.mu.cfg.Value().FlushMs
 	l.mu.Unlock()
 	if !due {
 		return nil
@@ -1197,7 +1237,7 @@ func (l *Log) truncateToLocked(offset int64) error {
 	if offset < l.mu.segs[0].base {
 		return l.truncateFullyLocked(offset)
 	}
-	l.logger.Info().Int64("offset", offset).Int64("log_end_offset", l.mu.leo).Msg("truncating log")
+	l.logger().Info().Int64("offset", offset).Int64("log_end_offset", l.mu.leo).Msg("truncating log")
 	l.mu.cleanGen++
 	l.mu.truncatedTo = min(l.mu.truncatedTo, offset)
 	// From here on the files change: whatever happens, the directory and
@@ -1220,7 +1260,7 @@ func (l *Log) truncateToLocked(offset int64) error {
 	var errs []error
 	for _, s := range dead {
 		if err := s.close(); err != nil {
-			l.logger.Warn().Err(err).Msg("closing truncated segment")
+			l.logger().Warn().Err(err).Msg("closing truncated segment")
 		}
 		errs = append(errs, l.removeDeadLocked(s))
 	}
@@ -1289,7 +1329,7 @@ func (l *Log) truncateFullyLocked(offset int64) error {
 	if offset < 0 {
 		return fmt.Errorf("%w: start at %d", ErrOffsetOutOfRange, offset)
 	}
-	l.logger.Info().Int64("offset", offset).Msg("truncating log fully")
+	l.logger().Info().Int64("offset", offset).Msg("truncating log fully")
 	l.mu.cleanGen++
 	l.mu.truncatedTo = min(l.mu.truncatedTo, offset)
 	var ns *segment
@@ -1326,7 +1366,7 @@ func (l *Log) truncateFullyLocked(offset int64) error {
 			continue
 		}
 		if err := s.close(); err != nil {
-			l.logger.Warn().Err(err).Msg("closing truncated segment")
+			l.logger().Warn().Err(err).Msg("closing truncated segment")
 		}
 		errs = append(errs, l.removeDeadLocked(s))
 	}
@@ -1395,7 +1435,7 @@ func (l *Log) syncTruncation() error {
 			l.noteCutLocked(s)
 		}
 		l.mu.Unlock()
-		l.logger.Error().Err(err).Msg("making truncation durable failed")
+		l.logger().Error().Err(err).Msg("making truncation durable failed")
 		return fmt.Errorf("sync truncation of %s: %w", l.tp, err)
 	}
 	return nil
@@ -1471,7 +1511,7 @@ func (l *Log) deleteSegmentsLocked(pred func(s, next *segment) bool) (int, error
 	}
 	var errs []error
 	for _, s := range dead {
-		l.logger.Info().Int64("segment", s.base).Int64("size", s.size).Msg("deleting segment")
+		l.logger().Info().Int64("segment", s.base).Int64("size", s.size).Msg("deleting segment")
 		errs = append(errs, s.close(), s.removeFiles(l.fs))
 	}
 	return n, errors.Join(errs...)
@@ -1489,7 +1529,7 @@ func (l *Log) ApplyRetention(now time.Time) (int, error) {
 		l.mu.Unlock()
 		return 0, ErrLogClosed
 	}
-	cfg := l.mu.cfg
+	cfg := l.mu.cfg.Value()
 	nowMs := now.UnixMilli()
 	total := 0
 	belowHW := func(next *segment) bool { return next.base <= l.mu.hw }
@@ -1544,7 +1584,7 @@ func (l *Log) OffsetForTimestamp(ts int64) (offset int64, timestamp int64, leade
 		return 0, 0, -1, false, ErrLogClosed
 	}
 	logStart, leo := l.mu.logStart, l.mu.leo
-	maxRecord := l.mu.cfg.MaxMessageBytes
+	maxRecord := l.mu.cfg.Value().MaxMessageBytes
 	switch {
 	case ts == -1:
 		ep := l.mu.epochs.latestEpoch()
@@ -1671,7 +1711,7 @@ func (l *Log) Close() error {
 	}
 	l.mu.segs = nil
 	l.fl.Lock()
-	l.fl.cond.Broadcast()
+	l.wakeFlushWaitersLocked()
 	l.fl.Unlock()
 	return errors.Join(errs...)
 }

@@ -59,6 +59,9 @@ type logDir struct {
 	// cause is the error that took the dir offline; set before offline.
 	cause atomic.Pointer[error]
 	m     *Manager
+	// fs is dirFS{m.fs, the logDir}, made once: every log of the dir
+	// keeps it.
+	fs FS
 }
 
 // LogDirInfo describes one log dir.
@@ -260,7 +263,7 @@ func (m *Manager) dirFor(path string) *logDir { return m.ldirs[path] }
 // done.
 func (m *Manager) fsFor(path string) FS {
 	if d := m.ldirs[path]; d != nil {
-		return dirFS{fs: m.fs, d: d}
+		return d.fs
 	}
 	return m.fs
 }
@@ -269,7 +272,9 @@ func (m *Manager) fsFor(path string) FS {
 func (m *Manager) initLogDirs() {
 	m.ldirs = make(map[string]*logDir, len(m.cfg.Dirs))
 	for _, p := range m.cfg.Dirs {
-		m.ldirs[p] = &logDir{path: p, m: m}
+		d := &logDir{path: p, m: m}
+		d.fs = dirFS{fs: m.fs, d: d}
+		m.ldirs[p] = d
 	}
 }
 
@@ -368,7 +373,7 @@ func (l *Log) closeUnflushed() {
 	l.mu.Unlock()
 	l.lifeMu.Unlock()
 	l.fl.Lock()
-	l.fl.cond.Broadcast()
+	l.wakeFlushWaitersLocked()
 	l.fl.Unlock()
 }
 

@@ -268,14 +268,14 @@ func (m *Manager) openLogs(jobs []openJob) error {
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			l, err := Open(m.fsFor(j.dir), j.dir, j.tp, m.configFor(j.tp.Topic), m.logger, j.opts)
+			l, err := open(m.fsFor(j.dir), j.dir, j.tp, m.configFor(j.tp.Topic), &m.logger, j.opts)
 			lmu.Lock()
 			defer lmu.Unlock()
 			if err != nil {
 				errs = append(errs, err)
 				return
 			}
-			m.attach(l, j.dir)
+			m.attach(l)
 			m.mu.Lock()
 			m.mu.logs[j.tp] = l
 			m.mu.Unlock()
@@ -343,19 +343,20 @@ func hasStaleEntries(names []string, cps ...map[TopicPartition]int64) bool {
 	return false
 }
 
-// attach hooks a log opened in dir to the root checkpoints of dir, before
+// attach hooks a log to the root checkpoints of its log dir, before
 // the log is shared: a truncation rewrites them (see Log.syncTruncation)
 // when the recovery point on disk may be above the truncated log's.
 // Usually it is not (a follower truncates what it has not flushed yet),
 // and nothing is written.
-func (m *Manager) attach(l *Log, dir string) {
-	tp := l.TopicPartition()
+func (m *Manager) attach(l *Log) {
+	// The closure holds m and l alone: every idle log keeps it.
 	l.afterTruncate = func() error {
+		dir := l.parent
 		m.ckMu.Lock()
 		defer m.ckMu.Unlock()
 		if onDisk, known := m.rpOnDisk[dir]; known {
 			// No entry opens with a full recovery, which is safe too.
-			if v, ok := onDisk[tp]; !ok || v <= l.RecoveryPoint() {
+			if v, ok := onDisk[l.tp]; !ok || v <= l.RecoveryPoint() {
 				return nil
 			}
 		}
@@ -488,13 +489,13 @@ func (m *Manager) GetOrCreate(tp TopicPartition) (*Log, error) {
 		m.mu.creatingIn[tp] = dir
 		m.mu.Unlock()
 
-		l, err := Open(m.fsFor(dir), dir, tp, m.configFor(tp.Topic), m.logger, OpenOptions{CleanShutdown: true, Now: m.cfg.Now})
+		l, err := open(m.fsFor(dir), dir, tp, m.configFor(tp.Topic), &m.logger, OpenOptions{CleanShutdown: true, Now: m.cfg.Now})
 
 		m.mu.Lock()
 		delete(m.mu.creating, tp)
 		delete(m.mu.creatingIn, tp)
 		if err == nil {
-			m.attach(l, dir)
+			m.attach(l)
 			m.mu.logs[tp] = l
 			m.mu.dirs[tp] = dir
 		}

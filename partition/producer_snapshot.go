@@ -71,7 +71,7 @@ func (l *Log) removeSnapshotsAboveLocked(end int64, ends []int64) error {
 		if e <= end {
 			continue
 		}
-		l.logger.Info().Int64("snapshot", e).Int64("log_end_offset", end).Msg("removing producer snapshot above the log end")
+		l.logger().Info().Int64("snapshot", e).Int64("log_end_offset", end).Msg("removing producer snapshot above the log end")
 		errs = append(errs, l.fs.Remove(filepath.Join(l.dir, segmentName(e)+producerSnapshotSuffix)))
 		l.mu.newSegments, l.mu.truncPending = true, true
 	}

@@ -97,8 +97,10 @@ func openSegment(fs FS, dir string, base int64, now time.Time) (*segment, error)
 
 // openSegmentFiles opens the segment at base whose file names carry suffix.
 func openSegmentFiles(fs FS, dir string, base int64, suffix string, now time.Time) (*segment, error) {
-	stem := filepath.Join(dir, segmentName(base))
-	lf, err := fs.OpenFile(stem+logSuffix+suffix, os.O_CREATE|os.O_RDWR|os.O_APPEND, 0o644)
+	path := filepath.Join(dir, segmentName(base)) + logSuffix + suffix
+	// The indexes' names share path's bytes.
+	stem := path[:len(path)-len(logSuffix)-len(suffix)]
+	lf, err := fs.OpenFile(path, os.O_CREATE|os.O_RDWR|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, err
 	}
@@ -107,18 +109,18 @@ func openSegmentFiles(fs FS, dir string, base int64, suffix string, now time.Tim
 		lf.Close()
 		return nil, err
 	}
-	idx, err := openIndex(fs, stem+indexSuffix+suffix, offsetIndexEntrySize)
+	idx, err := openIndex(fs, stem, indexSuffix+suffix, offsetIndexEntrySize)
 	if err != nil {
 		lf.Close()
 		return nil, err
 	}
-	tidx, err := openIndex(fs, stem+timeIndexSuffix+suffix, timeIndexEntrySize)
+	tidx, err := openIndex(fs, stem, timeIndexSuffix+suffix, timeIndexEntrySize)
 	if err != nil {
 		lf.Close()
 		return nil, err
 	}
 	return &segment{
-		base: base, log: lf, path: stem + logSuffix + suffix, suffix: suffix, idx: idx, tidx: tidx,
+		base: base, log: lf, path: path, suffix: suffix, idx: idx, tidx: tidx,
 		size: size, next: base, maxTs: -1, offMaxTs: -1, rollBaseTs: -1, created: now,
 	}, nil
 }
@@ -169,17 +171,18 @@ func (s *segment) stem() string {
 // last (so that, as with removeFiles, the log's name is what counts). The
 // open handles are unaffected.
 func (s *segment) renameFiles(fs FS, suffix string) error {
-	stem := s.stem()
-	if err := s.idx.rename(fs, stem+indexSuffix+suffix); err != nil {
+	path := s.stem() + logSuffix + suffix
+	stem := path[:len(path)-len(logSuffix)-len(suffix)]
+	if err := s.idx.rename(fs, stem, indexSuffix+suffix); err != nil {
 		return err
 	}
-	if err := s.tidx.rename(fs, stem+timeIndexSuffix+suffix); err != nil {
+	if err := s.tidx.rename(fs, stem, timeIndexSuffix+suffix); err != nil {
 		return err
 	}
-	if err := fs.Rename(stem+logSuffix+s.suffix, stem+logSuffix+suffix); err != nil {
+	if err := fs.Rename(s.path, path); err != nil {
 		return err
 	}
-	s.path, s.suffix = stem+logSuffix+suffix, suffix
+	s.path, s.suffix = path, suffix
 	return nil
 }
 

@@ -41,7 +41,7 @@ func TestKIP903_ProposalKeepsTheEpochsOfTheFetchesThatJustifiedIt(t *testing.T) 
 	}
 	// A fetch that carried no epoch is unknown to the controller's check.
 	p.noteReplicaEpoch(3, 0)
-	if e := p.mu.replicaEpochs[3]; e != -1 {
+	if e := p.mu.replicaEpochs.get(3); e != -1 {
 		t.Fatalf("epoch 0 recorded as %d, want -1", e)
 	}
 }

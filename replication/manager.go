@@ -83,14 +83,14 @@ type Partition struct {
 		// otherwise.
 		st *leaderState
 		// waiters are parked acks=all produces by id; st decides when
-		// each completes. Buffered (1) channels.
+		// each completes. Buffered (1) channels. Made by the first.
 		waiters map[uint64]chan error
 		// replicaEpochs holds each follower's broker epoch from its
 		// latest fetch (KIP-903; -1 if it sent none). proposalEpochs are
 		// the epochs of the ISR members of proposal proposalSeq of state
 		// machine proposalFrom, taken with the fetch positions that
 		// justified it, for its AlterPartition.
-		replicaEpochs  map[int32]int64
+		replicaEpochs  replicaEpochs
 		proposalFrom   *leaderState
 		proposalSeq    uint64
 		proposalEpochs []int64
@@ -212,11 +212,7 @@ func (p *Partition) applyLocked(eff Effects) *ISRProposal {
 		p.mu.proposalFrom, p.mu.proposalSeq = p.mu.st, eff.Propose.Seq
 		p.mu.proposalEpochs = make([]int64, len(eff.Propose.NewISR))
 		for i, id := range eff.Propose.NewISR {
-			e, ok := p.mu.replicaEpochs[id]
-			if !ok {
-				e = -1
-			}
-			p.mu.proposalEpochs[i] = e
+			p.mu.proposalEpochs[i] = p.mu.replicaEpochs.get(id)
 		}
 	}
 	return eff.Propose
@@ -235,10 +231,37 @@ func (p *Partition) noteReplicaEpochLocked(id int32, epoch int64) {
 	if epoch <= 0 {
 		epoch = -1
 	}
-	if p.mu.replicaEpochs == nil {
-		p.mu.replicaEpochs = map[int32]int64{}
+	p.mu.replicaEpochs.set(id, epoch)
+}
+
+// replicaEpochs maps a follower to its broker epoch: a few followers a
+// partition, so a slice (a map costs every led partition a few hundred
+// bytes).
+type replicaEpochs []replicaEpoch
+
+type replicaEpoch struct {
+	id    int32
+	epoch int64
+}
+
+// get returns id's epoch, -1 if unknown.
+func (r replicaEpochs) get(id int32) int64 {
+	for _, e := range r {
+		if e.id == id {
+			return e.epoch
+		}
 	}
-	p.mu.replicaEpochs[id] = epoch
+	return -1
+}
+
+func (r *replicaEpochs) set(id int32, epoch int64) {
+	for i := range *r {
+		if (*r)[i].id == id {
+			(*r)[i].epoch = epoch
+			return
+		}
+	}
+	*r = append(*r, replicaEpoch{id: id, epoch: epoch})
 }
 
 // endOffsetForEpochLocked answers OffsetForLeaderEpoch from the log's
@@ -909,7 +932,6 @@ func (m *Manager) ensure(tp partition.TopicPartition, pi *cluster.PartitionInfo,
 		p.prod.spawn = m.spawnProducerLoad
 		p.mu.leaderEpoch = -1
 		p.mu.leader = -1
-		p.mu.waiters = make(map[uint64]chan error)
 		m.mu.Lock()
 		m.parts[tp] = p
 		m.mu.Unlock()
@@ -1159,6 +1181,9 @@ func (m *Manager) AppendWithOptions(ctx context.Context, tp partition.TopicParti
 	if acks == -1 {
 		id = m.waiterSeq.Add(1)
 		done = make(chan error, 1)
+		if p.mu.waiters == nil {
+			p.mu.waiters = make(map[uint64]chan error)
+		}
 		p.mu.waiters[id] = done
 		eff.merge(st.AddWaiter(id, info.LastOffset+1))
 	}

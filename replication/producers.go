@@ -254,6 +254,12 @@ func (p *Partition) loadProducers(ctx context.Context, gen uint64, ld *producerL
 			p.prod.st = st
 			p.prod.segments = p.log.NumSegments()
 			installed = true
+			if p.prod.load == ld {
+				// Nobody needs it once the state is in place (its
+				// waiters hold their own reference): an idle partition
+				// keeps no finished load and its channel.
+				p.prod.load = nil
+			}
 		}
 		p.prod.mu.Unlock()
 		if installed && snapEnd > 0 {

@@ -1,0 +1,89 @@
+package replication
+
+import (
+	"context"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/gokafka/gokafka/partition"
+	"github.com/rs/zerolog"
+)
+
+// Every role change loads the producer state in the background so that it
+// is ready by the first idempotent produce. Once it is in place the load
+// is over: a partition that then stays idle (most of 10,000) keeps
+// neither the finished load nor its channel.
+func TestIdlePartitionKeepsNoFinishedProducerLoad(t *testing.T) {
+	fs := partition.NewMemFS()
+	if err := fs.MkdirAll("/data", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	tp := partition.TopicPartition{Topic: "t", Partition: 0}
+	lg, err := partition.Open(fs, "/data", tp, partition.DefaultConfig(), zerolog.Nop(), partition.OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lg.Close()
+	logger := zerolog.Nop()
+	p := &Partition{TP: tp, log: lg, now: time.Now, mlog: &logger}
+	p.prod.spawn = func(load func(context.Context)) bool {
+		go load(context.Background())
+		return true
+	}
+	p.startProducerLoad()
+	p.prod.mu.Lock()
+	ld := p.prod.load
+	p.prod.mu.Unlock()
+	if ld == nil {
+		t.Fatal("no load started")
+	}
+	select {
+	case <-ld.done:
+	case <-time.After(10 * time.Second): // a watchdog against a hang only
+		t.Fatal("load did not end")
+	}
+	p.prod.mu.Lock()
+	defer p.prod.mu.Unlock()
+	if p.prod.st == nil {
+		t.Fatalf("state not installed (load error %v)", ld.err)
+	}
+	if p.prod.load != nil {
+		t.Fatal("the finished load is still kept")
+	}
+	if p.prod.st.Len() != 0 {
+		t.Fatalf("%d producers in an empty log", p.prod.st.Len())
+	}
+}
+
+// A leader notes each follower's broker epoch (KIP-903) in every one of
+// the thousands of partitions it leads: two followers' epochs cost a
+// partition a few dozen bytes, not a map's few hundred.
+func TestFollowerEpochsCostALedPartitionLittleHeap(t *testing.T) {
+	const n = 1000
+	ps := make([]Partition, n)
+	runtime.GC()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for i := range ps {
+		ps[i].noteReplicaEpoch(2, 10)
+		ps[i].noteReplicaEpoch(3, 11)
+		ps[i].noteReplicaEpoch(2, 12)
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	per := (int64(after.HeapAlloc) - int64(before.HeapAlloc)) / n
+	if per > 100 {
+		t.Fatalf("two followers' epochs keep %d bytes a partition, want at most 100", per)
+	}
+	if e := ps[0].mu.replicaEpochs.get(2); e != 12 {
+		t.Fatalf("follower 2's epoch %d, want the latest, 12", e)
+	}
+	if e := ps[0].mu.replicaEpochs.get(3); e != 11 {
+		t.Fatalf("follower 3's epoch %d, want 11", e)
+	}
+	if e := ps[0].mu.replicaEpochs.get(4); e != -1 {
+		t.Fatalf("unknown follower's epoch %d, want -1", e)
+	}
+	runtime.KeepAlive(ps)
+}
