@@ -31,11 +31,8 @@ type Config struct {
 	// FollowerSessionWatch (gokafka.replica.fetch.session.watch.enable)
 	// lets a follower's fetch session read only the partitions that
 	// changed since its last fetch (replication.SessionWatch) instead of
-	// all of them as Kafka does. Off by default: with it on, a partition
-	// whose follower joined the session while this broker was still
-	// creating it could go unread after its first append until the ISR
-	// dropped the follower (replica.lag.time.max.ms), measured on 4 of
-	// 3,000 new partitions in gokafka-bench s8.
+	// all of them as Kafka does. The broker's default is on; the zero
+	// value here is off, Kafka's way.
 	FollowerSessionWatch bool
 	// ControllerListenerName is the controller listener's name, as
 	// DescribeQuorum and AddRaftVoter name quorum addresses; empty is

@@ -1400,11 +1400,7 @@ func (m *Manager) sessionFetch(ctx context.Context, fp FetchParams) []FetchResul
 	}()
 	recordFrom := 0
 	for {
-		for _, part := range fp.Partitions[recordFrom:] {
-			if p := m.Get(part.TP); p != nil {
-				w.watch(part.TP, p)
-			}
-		}
+		// readAll registers each partition it reads with the watch.
 		res, total, respondNow := m.readAll(ctx, fp, recordFrom)
 		if total >= int64(fp.MinBytes) || respondNow || fp.MaxWait <= 0 {
 			return res
@@ -1437,11 +1433,6 @@ func (m *Manager) sessionFetch(ctx context.Context, fp FetchParams) []FetchResul
 				// Nothing read and nothing changed since: the read
 				// stands.
 				return res
-			}
-			for _, part := range extra {
-				if p := m.Get(part.TP); p != nil {
-					w.watch(part.TP, p)
-				}
 			}
 			res, _, _ = m.readAll(ctx, fp, recordFrom)
 			return res
@@ -1575,6 +1566,14 @@ func (m *Manager) readAll(ctx context.Context, fp FetchParams, recordFrom int) (
 			r.Err = err
 			respondNow = true
 			continue
+		}
+		if fp.Session != nil {
+			// The partition read, registered before its LEO is taken:
+			// an append after that marks it dirty. Registering the
+			// fetch's partitions before reading any would miss one
+			// this broker creates (or replaces) in between, which the
+			// read then finds settled and nothing watches.
+			fp.Session.watch(part.TP, p)
 		}
 		if fp.ClientMetadata && !fp.FromFollower {
 			if id := m.preferredReadReplica(p, fp.ClientRack, part.Offset); id >= 0 {

@@ -15,7 +15,10 @@ import (
 // them. A partition marks itself dirty in each watch on every change that
 // notifyLocked names (an append, a high watermark or log start move, a
 // role, ISR or replica change) and wakes the watch's parked fetch on the
-// changes that wake followers.
+// changes that wake followers. A fetch registers each partition as it
+// reads it, the Partition object it reads, before taking its log end
+// offset, so that an append the read does not see marks it dirty even
+// when this broker created the partition while the fetch was under way.
 //
 // The follower's position still reaches the ISR state machine whenever it
 // moves: the fetch names the partition then. A partition left out because

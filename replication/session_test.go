@@ -213,3 +213,94 @@ func TestSessionFetchIsWokenByAChangeToOnePartitionAmongMany(t *testing.T) {
 		}
 	})
 }
+
+// hookClock is a fixed clock that runs fn, once, at its at-th reading
+// after arm: a way to change the broker's state at a chosen point inside
+// a fetch.
+type hookClock struct {
+	mu    sync.Mutex
+	now   time.Time
+	calls int
+	at    int
+	fn    func()
+}
+
+func (c *hookClock) Now() time.Time {
+	c.mu.Lock()
+	c.calls++
+	var fn func()
+	if c.fn != nil && c.calls == c.at {
+		fn, c.fn = c.fn, nil
+	}
+	now := c.now
+	c.mu.Unlock()
+	if fn != nil {
+		fn()
+	}
+	return now
+}
+
+func (c *hookClock) arm(at int, fn func()) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.calls, c.at, c.fn = 0, at, fn
+}
+
+// A follower may apply a new topic before its leader does and name the
+// topic's partitions in its session while the leader is still creating
+// them. A partition that the leader creates and starts leading while such
+// a fetch is under way, after the fetch began but before it reads that
+// partition, is read fine (the follower at its log end, in the ISR:
+// settled, so the session's next fetches leave it out); the session's
+// watch must then see the partition's first append, or the follower never
+// fetches that record until the ISR drops it.
+func TestSessionWatchSeesPartitionCreatedDuringItsFetch(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		im := imageWith(1, 0, 1, 2)
+		meta := fake.NewMeta(nodeID, im)
+		logs := openLogs(t, partition.NewMemFS(), "/logs", meta)
+		t.Cleanup(func() { logs.Close() })
+		clk := &hookClock{now: time.Unix(1000, 0)}
+		cfg := replication.DefaultConfig()
+		cfg.NodeID = nodeID
+		rm, err := replication.NewManagerWithConfig(cfg, logs, meta, zerolog.Nop(), replication.WithClock(clk.Now))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(rm.Close)
+
+		// Topic "u", led here with follower 2 in the ISR, as the
+		// controller created it; this broker has not applied it yet.
+		next := *im
+		next.Topics = map[string]*cluster.TopicInfo{"t": im.Topics["t"]}
+		next.IDs = map[cluster.TopicID]string{im.Topics["t"].ID: "t"}
+		u := &cluster.TopicInfo{Name: "u", ID: cluster.TopicID{2}, Partitions: []cluster.PartitionInfo{{
+			Partition: 0, Leader: 1, LeaderEpoch: 0, PartitionEpoch: 0, Replicas: []int32{1, 2}, ISR: []int32{1, 2},
+		}}}
+		next.Topics["u"], next.IDs[u.ID] = u, "u"
+
+		w := rm.NewSessionWatch(2)
+		defer w.Close()
+		fp := replication.FetchParams{MaxBytes: 1 << 20, FromFollower: true, ReplicaID: 2, ReplicaEpoch: -1, Session: w}
+		for _, p := range []partition.TopicPartition{tp("t", 0), tp("u", 0)} {
+			fp.Partitions = append(fp.Partitions, replication.FetchPartition{TP: p, MaxBytes: 1 << 20, CurrentLeaderEpoch: -1, LogStartOffset: -1})
+		}
+		// The fetch's clock readings: its start, then its record of
+		// the follower's position in t-0, when "u" gets applied.
+		clk.arm(2, func() { meta.Publish(&next) })
+		res := rm.Fetch(context.Background(), fp)
+		if rm.Get(tp("u", 0)) == nil || res[1].Err != nil || !res[1].Settled {
+			t.Fatalf("u-0 read %+v, want created during the fetch and read settled", res[1])
+		}
+		w.TakeDirty(func(partition.TopicPartition) {})
+
+		if _, err := rm.Produce(context.Background(), tp("u", 0), testkit.SimpleBatch(1, 1000, 1), 1, time.Second); err != nil {
+			t.Fatal(err)
+		}
+		var dirty []partition.TopicPartition
+		w.TakeDirty(func(p partition.TopicPartition) { dirty = append(dirty, p) })
+		if len(dirty) != 1 || dirty[0] != tp("u", 0) {
+			t.Fatalf("session saw %v change after the append to u-0, want [u-0]", dirty)
+		}
+	})
+}

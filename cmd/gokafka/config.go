@@ -71,7 +71,7 @@ var properties = []property{
 	{"sasl.oauthbearer.sub.claim.name", "sub", "Claim of a signed OAUTHBEARER token naming the principal."},
 	{"sasl.oauthbearer.scope.claim.name", "scope", "Claim of a signed OAUTHBEARER token holding its scopes."},
 	{"sasl.oauthbearer.clock.skew.seconds", "30", "Clock skew allowed when checking a signed OAUTHBEARER token's exp, iat and nbf."},
-	{"gokafka.replica.fetch.session.watch.enable", "false", "Experimental: a follower's fetch session reads only the partitions that changed since its last fetch instead of all of them (less idle CPU with many partitions); off because it can miss a partition created while its follower was already fetching, until the ISR drops that follower."},
+	{"gokafka.replica.fetch.session.watch.enable", "true", "A follower's fetch session reads only the partitions that changed since its last fetch instead of all of them as Kafka does (less idle CPU with many partitions)."},
 	{"gokafka.scram.bootstrap.users", "", "SCRAM credentials a new cluster is created with, as kafka-storage format --add-scram writes them: SCRAM-SHA-256=[name=admin,password=admin-secret], several separated by spaces or ';'."},
 	{"controller.quorum.voters", "", "Metadata quorum voters as id@host:port of their CONTROLLER listeners; empty for a single-node cluster."},
 	{"controller.quorum.bootstrap.servers", "", "host:port list of controllers a node joins through when controller.quorum.voters is empty: it follows the quorum as an observer (a new controller until AddRaftVoter)."},
