@@ -65,6 +65,22 @@ func forwardable(err error, req *protocol.Request) bool {
 	return errorCode(err) == kerr.NotController.Code && !cluster.IsForwarded(req.ClientID)
 }
 
+// forwardOnNotController sends r to the active controller when err says
+// this node is not it (forwardable). It returns the controller's answer,
+// or nil and the error to answer with: err itself, or why forwarding
+// failed. notController tells an answer of a node that is not the
+// controller either, to be retried elsewhere.
+func (h *Handlers) forwardOnNotController(ctx context.Context, req *protocol.Request, r kmsg.Request, err error, notController func(kmsg.Response) bool) (kmsg.Response, error) {
+	if !forwardable(err, req) {
+		return nil, err
+	}
+	fwd, ferr := h.ctrl.Forward(ctx, r, notController)
+	if ferr != nil {
+		return nil, ferr
+	}
+	return fwd, nil
+}
+
 func (h *Handlers) describeQuorum(ctx context.Context, req *protocol.Request) (kmsg.Response, error) {
 	r := req.Body.(*kmsg.DescribeQuorumRequest)
 	resp := r.ResponseKind().(*kmsg.DescribeQuorumResponse)
@@ -76,8 +92,7 @@ func (h *Handlers) describeQuorum(ctx context.Context, req *protocol.Request) (k
 		return resp, nil
 	}
 	d, err := h.ctrl.DescribeQuorum()
-	if forwardable(err, req) {
-		fwd, ferr := h.ctrl.Forward(ctx, r, func(resp kmsg.Response) bool {
+	fwd, err := h.forwardOnNotController(ctx, req, r, err, func(resp kmsg.Response) bool {
 			for _, t := range resp.(*kmsg.DescribeQuorumResponse).Topics {
 				for _, p := range t.Partitions {
 					if p.ErrorCode == kerr.NotLeaderForPartition.Code {
@@ -87,10 +102,8 @@ func (h *Handlers) describeQuorum(ctx context.Context, req *protocol.Request) (k
 			}
 			return false
 		})
-		if ferr == nil {
-			return fwd, nil
-		}
-		err = ferr
+	if fwd != nil {
+		return fwd, nil
 	}
 	for _, t := range r.Topics {
 		rt := kmsg.NewDescribeQuorumResponseTopic()
@@ -182,14 +195,11 @@ func (h *Handlers) addRaftVoter(ctx context.Context, req *protocol.Request) (kms
 		defer cancel()
 	}
 	err := h.ctrl.AddRaftVoter(ctx, r.VoterID, net.JoinHostPort(l.Host, strconv.Itoa(int(l.Port))))
-	if forwardable(err, req) {
-		fwd, ferr := h.ctrl.Forward(ctx, r, func(resp kmsg.Response) bool {
+	fwd, err := h.forwardOnNotController(ctx, req, r, err, func(resp kmsg.Response) bool {
 			return resp.(*kmsg.AddRaftVoterResponse).ErrorCode == kerr.NotController.Code
 		})
-		if ferr == nil {
-			return fwd, nil
-		}
-		err = ferr
+	if fwd != nil {
+		return fwd, nil
 	}
 	return answer(err)
 }
@@ -208,14 +218,11 @@ func (h *Handlers) removeRaftVoter(ctx context.Context, req *protocol.Request) (
 		return answer(kerr.InconsistentClusterID)
 	}
 	err := h.ctrl.RemoveRaftVoter(ctx, r.VoterID)
-	if forwardable(err, req) {
-		fwd, ferr := h.ctrl.Forward(ctx, r, func(resp kmsg.Response) bool {
+	fwd, err := h.forwardOnNotController(ctx, req, r, err, func(resp kmsg.Response) bool {
 			return resp.(*kmsg.RemoveRaftVoterResponse).ErrorCode == kerr.NotController.Code
 		})
-		if ferr == nil {
-			return fwd, nil
-		}
-		err = ferr
+	if fwd != nil {
+		return fwd, nil
 	}
 	return answer(err)
 }
