@@ -93,15 +93,15 @@ func (h *Handlers) describeQuorum(ctx context.Context, req *protocol.Request) (k
 	}
 	d, err := h.ctrl.DescribeQuorum()
 	fwd, err := h.forwardOnNotController(ctx, req, r, err, func(resp kmsg.Response) bool {
-			for _, t := range resp.(*kmsg.DescribeQuorumResponse).Topics {
-				for _, p := range t.Partitions {
-					if p.ErrorCode == kerr.NotLeaderForPartition.Code {
-						return true
-					}
+		for _, t := range resp.(*kmsg.DescribeQuorumResponse).Topics {
+			for _, p := range t.Partitions {
+				if p.ErrorCode == kerr.NotLeaderForPartition.Code {
+					return true
 				}
 			}
-			return false
-		})
+		}
+		return false
+	})
 	if fwd != nil {
 		return fwd, nil
 	}
@@ -196,8 +196,8 @@ func (h *Handlers) addRaftVoter(ctx context.Context, req *protocol.Request) (kms
 	}
 	err := h.ctrl.AddRaftVoter(ctx, r.VoterID, net.JoinHostPort(l.Host, strconv.Itoa(int(l.Port))))
 	fwd, err := h.forwardOnNotController(ctx, req, r, err, func(resp kmsg.Response) bool {
-			return resp.(*kmsg.AddRaftVoterResponse).ErrorCode == kerr.NotController.Code
-		})
+		return resp.(*kmsg.AddRaftVoterResponse).ErrorCode == kerr.NotController.Code
+	})
 	if fwd != nil {
 		return fwd, nil
 	}
@@ -219,8 +219,8 @@ func (h *Handlers) removeRaftVoter(ctx context.Context, req *protocol.Request) (
 	}
 	err := h.ctrl.RemoveRaftVoter(ctx, r.VoterID)
 	fwd, err := h.forwardOnNotController(ctx, req, r, err, func(resp kmsg.Response) bool {
-			return resp.(*kmsg.RemoveRaftVoterResponse).ErrorCode == kerr.NotController.Code
-		})
+		return resp.(*kmsg.RemoveRaftVoterResponse).ErrorCode == kerr.NotController.Code
+	})
 	if fwd != nil {
 		return fwd, nil
 	}
