@@ -49,27 +49,38 @@ func (c *Controller) raftOf() *raft.Raft {
 	return nil
 }
 
+// memberChange checks that this node can change the quorum's membership
+// (the active controller, on a networked quorum) and that addr, the
+// quorum address of node id (what names it: observer or voter), is
+// host:port. It returns raft, id's server id and the current members.
+func (c *Controller) memberChange(id int32, addr, what string) (*raft.Raft, raft.ServerID, []raft.Server, error) {
+	if !c.IsLeader() {
+		return nil, "", nil, ErrNotController
+	}
+	r := c.raftOf()
+	if r == nil || c.mux == nil {
+		return nil, "", nil, fmt.Errorf("%w: %v", kerr.UnsupportedVersion, errNoNetworkQuorum)
+	}
+	if _, _, err := net.SplitHostPort(addr); err != nil {
+		return nil, "", nil, fmt.Errorf("%w: %s address %q: %v", kerr.InvalidRequest, what, addr, err)
+	}
+	cf := r.GetConfiguration()
+	if err := cf.Error(); err != nil {
+		return nil, "", nil, err
+	}
+	return r, raft.ServerID(strconv.Itoa(int(id))), cf.Configuration().Servers, nil
+}
+
 // JoinObserver, on the active controller, makes node id at quorum address
 // addr a non-voting member of the metadata quorum, so that the log is
 // replicated to it. A node that is already a member, voter or observer at
 // that address, stays as it is.
 func (c *Controller) JoinObserver(ctx context.Context, id int32, addr string) error {
-	if !c.IsLeader() {
-		return ErrNotController
-	}
-	r := c.raftOf()
-	if r == nil || c.mux == nil {
-		return fmt.Errorf("%w: %v", kerr.UnsupportedVersion, errNoNetworkQuorum)
-	}
-	if _, _, err := net.SplitHostPort(addr); err != nil {
-		return fmt.Errorf("%w: observer address %q: %v", kerr.InvalidRequest, addr, err)
-	}
-	sid := raft.ServerID(strconv.Itoa(int(id)))
-	cf := r.GetConfiguration()
-	if err := cf.Error(); err != nil {
+	r, sid, servers, err := c.memberChange(id, addr, "observer")
+	if err != nil {
 		return err
 	}
-	for _, s := range cf.Configuration().Servers {
+	for _, s := range servers {
 		if s.ID != sid {
 			continue
 		}
@@ -302,23 +313,12 @@ func (c *Controller) DescribeQuorum() (QuorumDescription, error) {
 // include controller) REQUEST_TIMED_OUT, as Kafka answers for a new voter
 // it has not seen fetch.
 func (c *Controller) AddRaftVoter(ctx context.Context, id int32, addr string) error {
-	if !c.IsLeader() {
-		return ErrNotController
-	}
-	r := c.raftOf()
-	if r == nil || c.mux == nil {
-		return fmt.Errorf("%w: %v", kerr.UnsupportedVersion, errNoNetworkQuorum)
-	}
-	if _, _, err := net.SplitHostPort(addr); err != nil {
-		return fmt.Errorf("%w: voter address %q: %v", kerr.InvalidRequest, addr, err)
-	}
-	sid := raft.ServerID(strconv.Itoa(int(id)))
-	cf := r.GetConfiguration()
-	if err := cf.Error(); err != nil {
+	r, sid, servers, err := c.memberChange(id, addr, "voter")
+	if err != nil {
 		return err
 	}
 	observer := false
-	for _, s := range cf.Configuration().Servers {
+	for _, s := range servers {
 		if s.ID != sid {
 			continue
 		}
@@ -333,8 +333,7 @@ func (c *Controller) AddRaftVoter(ctx context.Context, id int32, addr string) er
 		// the majority from the moment it is added.
 		return fmt.Errorf("%w: node %d does not follow the metadata quorum; start it (outside controller.quorum.voters) first", kerr.RequestTimedOut, id)
 	}
-	err := r.AddVoter(sid, raft.ServerAddress(addr), 0, raftTimeout(ctx)).Error()
-	if err != nil {
+	if err := r.AddVoter(sid, raft.ServerAddress(addr), 0, raftTimeout(ctx)).Error(); err != nil {
 		return raftChangeErr(err)
 	}
 	c.logger.Info().Int32("node", id).Str("addr", addr).Msg("voter added to the metadata quorum")
