@@ -339,15 +339,7 @@ func Start(ctx context.Context, cfg Config, logger zerolog.Logger) (_ *Server, e
 	}
 	starting("opening the metadata quorum")
 	qc.Dir = filepath.Join(cfg.LogDirs[0], cluster.MetadataDirName)
-	s.meta, err = cluster.Open(ctx, cluster.Config{
-		NodeID: cfg.NodeID, Rack: cfg.Rack,
-		NumPartitions: cfg.NumPartitions, DefaultReplicationFactor: cfg.DefaultReplicationFactor,
-		DeleteTopicEnable: cfg.DeleteTopicEnable, BrokerDefaults: cfg.BrokerDefaults,
-		BootstrapScram:                     cfg.SASL.BootstrapScram,
-		AutoLeaderRebalanceEnable:          cfg.LeaderRebalance.Enable,
-		LeaderImbalanceCheckInterval:       cfg.LeaderRebalance.CheckInterval,
-		LeaderImbalancePerBrokerPercentage: cfg.LeaderRebalance.PerBrokerPercentage,
-	}, qc, logger.With().Str("component", "cluster").Logger())
+	s.meta, err = cluster.Open(ctx, cfg.clusterConfig(), qc, logger.With().Str("component", "cluster").Logger())
 	if err != nil {
 		return nil, fmt.Errorf("open metadata: %w", err)
 	}
@@ -485,14 +477,7 @@ func startController(ctx context.Context, cfg Config, qc cluster.QuorumConfig, c
 		}
 	}()
 	qc.Dir = filepath.Join(cfg.LogDirs[0], cluster.MetadataDirName)
-	s.meta, err = cluster.Open(ctx, cluster.Config{
-		NodeID: cfg.NodeID, NumPartitions: cfg.NumPartitions, DefaultReplicationFactor: cfg.DefaultReplicationFactor,
-		DeleteTopicEnable: cfg.DeleteTopicEnable, BrokerDefaults: cfg.BrokerDefaults,
-		BootstrapScram:                     cfg.SASL.BootstrapScram,
-		AutoLeaderRebalanceEnable:          cfg.LeaderRebalance.Enable,
-		LeaderImbalanceCheckInterval:       cfg.LeaderRebalance.CheckInterval,
-		LeaderImbalancePerBrokerPercentage: cfg.LeaderRebalance.PerBrokerPercentage,
-	}, qc, logger.With().Str("component", "cluster").Logger())
+	s.meta, err = cluster.Open(ctx, cfg.clusterConfig(), qc, logger.With().Str("component", "cluster").Logger())
 	if err != nil {
 		return nil, fmt.Errorf("open metadata: %w", err)
 	}
@@ -858,4 +843,18 @@ func (s *Server) closeAll() error {
 		s.meta = nil
 	}
 	return errors.Join(errs...)
+}
+
+// clusterConfig is the metadata controller's configuration, the same for
+// every process.roles.
+func (cfg *Config) clusterConfig() cluster.Config {
+	return cluster.Config{
+		NodeID: cfg.NodeID, Rack: cfg.Rack,
+		NumPartitions: cfg.NumPartitions, DefaultReplicationFactor: cfg.DefaultReplicationFactor,
+		DeleteTopicEnable: cfg.DeleteTopicEnable, BrokerDefaults: cfg.BrokerDefaults,
+		BootstrapScram:                     cfg.SASL.BootstrapScram,
+		AutoLeaderRebalanceEnable:          cfg.LeaderRebalance.Enable,
+		LeaderImbalanceCheckInterval:       cfg.LeaderRebalance.CheckInterval,
+		LeaderImbalancePerBrokerPercentage: cfg.LeaderRebalance.PerBrokerPercentage,
+	}
 }
