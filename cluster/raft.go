@@ -88,6 +88,17 @@ type QuorumConfig struct {
 	FetchTimeout time.Duration
 	// commitTimeout overrides defaultCommitTimeout (tests).
 	commitTimeout time.Duration
+	// SnapshotBytes is metadata.log.max.record.bytes.between.snapshots:
+	// once the entries applied since the last snapshot hold more bytes
+	// than this, the node takes a snapshot, so that a restart replays at
+	// most about this much of the log. 0 is Kafka's default, 20 MiB.
+	// Raft's own snapshot every SnapshotThreshold entries stays on.
+	SnapshotBytes int64
+	// SnapshotInterval is metadata.log.max.snapshot.interval.ms: the
+	// longest the node goes without a snapshot while it has applied
+	// entries the last one does not hold. 0 is Kafka's default, 1 h;
+	// negative never snapshots by time (Kafka's 0).
+	SnapshotInterval time.Duration
 	// TLS, when set, runs the CONTROLLER listener inside TLS (an SSL or
 	// SASL_SSL controller listener): raft traffic and the Kafka-protocol
 	// requests alike, in both directions.
@@ -134,6 +145,12 @@ type fsm struct {
 	ctrl *Controller
 	mu   sync.Mutex
 	st   *State
+	// sinceSnapshot counts the bytes of the entries applied since the
+	// state was last snapshotted or restored; past snapshotBytes, Apply
+	// asks snapshotLoop for a snapshot on snapshotCh.
+	sinceSnapshot atomic.Int64
+	snapshotBytes int64
+	snapshotCh    chan struct{}
 	// beforeApply, if set, runs before each entry is applied: tests hold
 	// the fsm inside an entry with it.
 	beforeApply atomic.Pointer[func()]
@@ -160,6 +177,14 @@ func (f *fsm) Apply(l *raft.Log) interface{} {
 	err := f.st.ApplyEntry(int64(l.Index), cmds)
 	f.st.offset = int64(l.Index)
 	f.publishLocked()
+	if f.sinceSnapshot.Add(int64(len(l.Data))) > f.snapshotBytes && f.snapshotBytes > 0 {
+		// Raft takes the snapshot on its own goroutines and asks this
+		// one (the fsm's) for the state: it cannot be taken from here.
+		select {
+		case f.snapshotCh <- struct{}{}:
+		default:
+		}
+	}
 	return applyResult{err}
 }
 
@@ -174,6 +199,10 @@ func (f *fsm) Snapshot() (raft.FSMSnapshot, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Raft calls this on the fsm goroutine, between two Applies: the
+	// snapshot holds every entry counted so far. (One that then fails
+	// to persist is retried at the next threshold.)
+	f.sinceSnapshot.Store(0)
 	return snapshotBytes(b), nil
 }
 
@@ -188,6 +217,7 @@ func (f *fsm) Restore(rc io.ReadCloser) error {
 	if err := f.st.RestoreSnapshot(b); err != nil {
 		return err
 	}
+	f.sinceSnapshot.Store(0)
 	f.publishLocked()
 	return nil
 }
@@ -228,7 +258,10 @@ func Open(ctx context.Context, cfg Config, qc QuorumConfig, logger zerolog.Logge
 		logger.Warn().Err(err).Msg("clean shutdown record unusable; registering as after an unclean shutdown")
 	}
 	c.previousEpoch = prev
-	f := &fsm{ctrl: c, st: NewState()}
+	f := &fsm{ctrl: c, st: NewState(), snapshotBytes: qc.SnapshotBytes, snapshotCh: make(chan struct{}, 1)}
+	if f.snapshotBytes <= 0 {
+		f.snapshotBytes = defaultSnapshotBytes
+	}
 	c.img = f.st.Image(-1)
 
 	rc := raft.DefaultConfig()
@@ -345,10 +378,11 @@ func Open(ctx context.Context, cfg Config, qc QuorumConfig, logger zerolog.Logge
 		return ok
 	})
 	r.RegisterObserver(obs)
-	c.wg.Add(3)
+	c.wg.Add(4)
 	go l.watchLeader(obsCh, obs)
 	go c.leaderLoop()
 	go l.nudgeLoop()
+	go l.snapshotLoop(snapshotInterval(qc))
 
 	if qc.Observer {
 		// The active controller adds this node to the quorum, after
@@ -363,6 +397,91 @@ func Open(ctx context.Context, cfg Config, qc QuorumConfig, logger zerolog.Logge
 		return nil, err
 	}
 	return c, nil
+}
+
+// defaultSnapshotBytes is Kafka's
+// metadata.log.max.record.bytes.between.snapshots.
+const defaultSnapshotBytes = 20 << 20
+
+// defaultSnapshotInterval is Kafka's metadata.log.max.snapshot.interval.ms.
+const defaultSnapshotInterval = time.Hour
+
+// snapshotInterval is qc's SnapshotInterval with its default, 0 for never.
+func snapshotInterval(qc QuorumConfig) time.Duration {
+	switch {
+	case qc.SnapshotInterval < 0:
+		return 0
+	case qc.SnapshotInterval == 0:
+		return defaultSnapshotInterval
+	}
+	return qc.SnapshotInterval
+}
+
+// snapshotLoop takes the snapshots Kafka takes and raft would not: raft
+// snapshots every SnapshotThreshold entries, but entries that change
+// thousands of partitions are few and large, so a log of a few hundred of
+// them could hold tens of megabytes that every restart replays. It
+// snapshots when the fsm has applied more than SnapshotBytes since the
+// last snapshot, and after SnapshotInterval without one while there is
+// anything new. Raft's snapshot goroutine does the work (asking the fsm
+// goroutine for the state between two entries, then writing it out), so
+// this loop only waits for it; a snapshot never runs under fsm.mu for
+// longer than the state takes to serialise.
+func (l *raftLog) snapshotLoop(interval time.Duration) {
+	c := l.ctrl
+	defer c.wg.Done()
+	var tick <-chan time.Time
+	var timer *time.Timer
+	if interval > 0 {
+		timer = time.NewTimer(interval)
+		defer timer.Stop()
+		tick = timer.C
+	}
+	for {
+		bySize := false
+		select {
+		case <-c.stop:
+			return
+		case <-l.fsm.snapshotCh:
+			bySize = true
+		case <-tick:
+		}
+		if bySize || l.fsm.sinceSnapshot.Load() > 0 {
+			l.snapshot(bySize)
+		}
+		if timer != nil {
+			timer.Stop()
+			select {
+			case <-timer.C:
+			default:
+			}
+			timer.Reset(interval)
+		}
+	}
+}
+
+// snapshot has raft take a snapshot now and waits for it, giving up
+// when the controller closes (raft's shutdown then ends it).
+func (l *raftLog) snapshot(bySize bool) {
+	c := l.ctrl
+	start := time.Now()
+	pending := l.fsm.sinceSnapshot.Load()
+	fut := l.r.Snapshot()
+	done := make(chan error, 1)
+	go func() { done <- fut.Error() }()
+	select {
+	case <-c.stop:
+		return
+	case err := <-done:
+		switch {
+		case errors.Is(err, raft.ErrNothingNewToSnapshot):
+		case err != nil:
+			c.logger.Warn().Err(err).Msg("metadata snapshot failed")
+		default:
+			c.logger.Info().Bool("by_size", bySize).Int64("bytes_since_last", pending).
+				Dur("took", time.Since(start)).Msg("metadata snapshot taken")
+		}
+	}
 }
 
 // soloTimeout is the heartbeat, election and lease timeout of a one-node
@@ -773,6 +892,25 @@ func (l *raftLog) Close() error {
 		case <-time.After(3 * time.Second):
 		}
 	}
+	if !l.ctrl.killed.Load() && l.fsm.sinceSnapshot.Load() > 0 {
+		// A clean shutdown leaves a snapshot of everything applied, so
+		// the next start restores it instead of replaying (and
+		// decoding) the entries since the last one: with thousands of
+		// partitions those are megabytes. Kafka's replay is cheaper.
+		start := time.Now()
+		done := make(chan error, 1)
+		go func() { done <- l.r.Snapshot().Error() }()
+		select {
+		case err := <-done:
+			if err != nil && !errors.Is(err, raft.ErrNothingNewToSnapshot) {
+				l.ctrl.logger.Warn().Err(err).Msg("metadata snapshot at shutdown failed")
+			} else if err == nil {
+				l.ctrl.logger.Info().Dur("took", time.Since(start)).Msg("metadata snapshot taken at shutdown")
+			}
+		case <-time.After(shutdownSnapshotWait):
+			l.ctrl.logger.Warn().Msg("metadata snapshot at shutdown still running; shutting down without it")
+		}
+	}
 	if err := l.r.Shutdown().Error(); err != nil {
 		errs = append(errs, err)
 	}
@@ -782,6 +920,9 @@ func (l *raftLog) Close() error {
 	}
 	return errors.Join(errs...)
 }
+
+// shutdownSnapshotWait bounds the snapshot a clean shutdown takes.
+const shutdownSnapshotWait = 5 * time.Second
 
 // currentVoters is the number of voters in the quorum's latest
 // configuration, which AddRaftVoter and RemoveRaftVoter change.

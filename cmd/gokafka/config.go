@@ -77,6 +77,8 @@ var properties = []property{
 	{"controller.quorum.bootstrap.servers", "", "host:port list of controllers a node joins through when controller.quorum.voters is empty: it follows the quorum as an observer (a new controller until AddRaftVoter)."},
 	{"controller.quorum.election.timeout.ms", "500", "How long a metadata quorum candidate waits for votes before asking again (at least controller.quorum.fetch.timeout.ms)."},
 	{"controller.quorum.fetch.timeout.ms", "2000", "A metadata quorum voter that hears nothing from the leader for this long starts an election, and a leader that hears from no majority for this long steps down; the leader heartbeats every tenth to fifth of it."},
+	{"metadata.log.max.record.bytes.between.snapshots", "20971520", "A node snapshots the metadata log once the entries it applied since its last snapshot exceed this many bytes (it also snapshots every 1,024 entries and at a clean shutdown), bounding what a restart replays."},
+	{"metadata.log.max.snapshot.interval.ms", "3600000", "Longest a node goes without a metadata snapshot while it has applied entries the last one lacks; 0 snapshots by size and count only."},
 	{"broker.heartbeat.interval.ms", "2000", "How often a broker heartbeats to the active controller."},
 	{"broker.session.timeout.ms", "9000", "A broker not heard from for this long is fenced and its leaderships move."},
 	{"replica.lag.time.max.ms", "30000", "A follower not caught up to the leader's log end for this long leaves the ISR."},
@@ -701,7 +703,18 @@ func (s *settings) quorumConfig(voters []cluster.Voter) cluster.QuorumConfig {
 		SessionTimeout:    ms(s.positive("broker.session.timeout.ms")),
 		ElectionTimeout:   ms(s.positive("controller.quorum.election.timeout.ms")),
 		FetchTimeout:      ms(s.positive("controller.quorum.fetch.timeout.ms")),
+		SnapshotBytes:     s.positive("metadata.log.max.record.bytes.between.snapshots"),
+		SnapshotInterval:  snapshotInterval(s.nonNegative("metadata.log.max.snapshot.interval.ms")),
 	}
+}
+
+// snapshotInterval is metadata.log.max.snapshot.interval.ms as the quorum
+// takes it: Kafka's 0 (never by time) is negative there.
+func snapshotInterval(v int64) time.Duration {
+	if v == 0 {
+		return -1
+	}
+	return ms(v)
 }
 
 // authorizerConfig is the ACL authorizer's configuration, nil when
