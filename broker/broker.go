@@ -337,22 +337,27 @@ func Start(ctx context.Context, cfg Config, logger zerolog.Logger) (_ *Server, e
 	if cfg.Metrics != nil {
 		starting = cfg.Metrics.SetStarting
 	}
-	starting("opening the metadata quorum")
-	qc.Dir = filepath.Join(cfg.LogDirs[0], cluster.MetadataDirName)
-	s.meta, err = cluster.Open(ctx, cfg.clusterConfig(), qc, logger.With().Str("component", "cluster").Logger())
-	if err != nil {
-		return nil, fmt.Errorf("open metadata: %w", err)
+	// Each start-up phase is logged with the time since Start began, so a
+	// slow start shows where its time went.
+	began := time.Now()
+	phase := func(what string) {
+		logger.Info().Dur("since_start", time.Since(began)).Msg("start-up: " + what)
+		starting(what)
 	}
-	scramMeta.Store(s.meta)
-
 	logsCfg := cfg.Logs
 	logsCfg.Dirs = cfg.LogDirs
 	logsCfg.NodeID = cfg.NodeID
-	logsCfg.ClusterID = s.meta.Image().ClusterID
-	starting("loading logs")
 	logsCfg.Progress = func(p partition.RecoveryProgress) { starting(p.String()) }
-	meta := s.meta
+	var opened atomic.Pointer[cluster.Controller]
 	configFor := func(topic string) partition.Config {
+		meta := opened.Load()
+		if meta == nil {
+			// A log loaded while the metadata opens (below) starts with
+			// the broker's defaults; the replica manager gives it its
+			// topic's configs as it takes it up, before anything is
+			// appended to it, retained or cleaned.
+			return replication.LogConfig(nil, nil, cfg.NodeID, cfg.BrokerDefaults)
+		}
 		im := meta.Image()
 		return replication.LogConfig(im, im.Topics[topic], cfg.NodeID, cfg.BrokerDefaults)
 	}
@@ -360,9 +365,68 @@ func Start(ctx context.Context, cfg Config, logger zerolog.Logger) (_ *Server, e
 	if logFS == nil {
 		logFS = partition.OSFS()
 	}
-	s.logs, err = partition.OpenManager(logFS, logsCfg, configFor, logger.With().Str("component", "log").Logger())
+	openLogs := func(clusterID string) (*partition.Manager, error) {
+		lc := logsCfg
+		lc.ClusterID = clusterID
+		return partition.OpenManager(logFS, lc, configFor, logger.With().Str("component", "log").Logger())
+	}
+
+	// A restarting broker (every log dir's meta.properties names its
+	// cluster) loads its logs while the metadata quorum opens and catches
+	// up, as Kafka does: both take a while with many partitions, and
+	// neither needs the other until the replica manager takes the logs
+	// up. The cluster id the logs were checked against is then checked
+	// against the metadata's. A new broker learns the id from the quorum
+	// first, and writes it.
+	type loaded struct {
+		logs *partition.Manager
+		err  error
+	}
+	var early chan loaded
+	storedID, restarting := partition.StoredClusterID(logFS, cfg.LogDirs)
+	if restarting {
+		early = make(chan loaded, 1)
+		phase("loading logs while opening the metadata quorum")
+		go func() {
+			defer func() {
+				if p := recover(); p != nil {
+					early <- loaded{err: fmt.Errorf("loading logs: panic: %v", p)}
+				}
+			}()
+			m, err := openLogs(storedID)
+			early <- loaded{m, err}
+		}()
+	} else {
+		phase("opening the metadata quorum")
+	}
+	qc.Dir = filepath.Join(cfg.LogDirs[0], cluster.MetadataDirName)
+	s.meta, err = cluster.Open(ctx, cfg.clusterConfig(), qc, logger.With().Str("component", "cluster").Logger())
 	if err != nil {
-		return nil, fmt.Errorf("open logs: %w", err)
+		if early != nil {
+			if r := <-early; r.logs != nil {
+				r.logs.Close()
+			}
+		}
+		return nil, fmt.Errorf("open metadata: %w", err)
+	}
+	opened.Store(s.meta)
+	scramMeta.Store(s.meta)
+
+	if early != nil {
+		phase("loading logs (metadata open)")
+		r := <-early
+		if r.err != nil {
+			return nil, fmt.Errorf("open logs: %w", r.err)
+		}
+		s.logs = r.logs
+		if id := s.meta.Image().ClusterID; id != storedID {
+			return nil, fmt.Errorf("open logs: the log dirs' meta.properties name cluster.id %q, the metadata %q", storedID, id)
+		}
+	} else {
+		phase("loading logs")
+		if s.logs, err = openLogs(s.meta.Image().ClusterID); err != nil {
+			return nil, fmt.Errorf("open logs: %w", err)
+		}
 	}
 	rcfg := cfg.Replication
 	rcfg.NodeID = cfg.NodeID
@@ -376,6 +440,33 @@ func Start(ctx context.Context, cfg Config, logger zerolog.Logger) (_ *Server, e
 		peerTLS = st.ClientConfig
 	}
 	rcfg.PeerTLS = peerTLS
+
+	// The broker registers before it takes up its partitions, fenced, as
+	// Kafka's does: the other brokers then know this incarnation when its
+	// replica fetchers first reach them, and nothing moves to it before
+	// it asks to be unfenced, once it can serve (below). The broker
+	// registers the inter-broker listener's address, where the other
+	// nodes reach it, and every listener's by name, so that a client is
+	// told the addresses of the listener it connected to.
+	var eps []cluster.Endpoint
+	var ib Listener
+	for i := range lns {
+		adv, err := s.advertised(lns, i)
+		if err != nil {
+			return nil, err
+		}
+		if i == interBroker {
+			ib = adv
+		}
+		eps = append(eps, cluster.Endpoint{Name: adv.Name, Host: adv.Host, Port: int32(adv.Port)})
+	}
+	s.registerLogDirs()
+	phase("registering with the controller")
+	if err := s.meta.RegisterFenced(ctx, ib.Host, int32(ib.Port), eps...); err != nil {
+		return nil, fmt.Errorf("register broker: %w", err)
+	}
+
+	phase("taking up the partitions")
 	s.replicas, err = replication.NewManagerWithConfig(rcfg, s.logs, s.meta, logger.With().Str("component", "replicas").Logger())
 	if err != nil {
 		return nil, fmt.Errorf("load partitions: %w", err)
@@ -414,25 +505,11 @@ func Start(ctx context.Context, cfg Config, logger zerolog.Logger) (_ *Server, e
 	}
 	s.srv = protocol.NewServer(pcfg, reg, logger.With().Str("component", "net").Logger())
 
-	// The broker registers the inter-broker listener's address, where
-	// the other nodes reach it, and every listener's by name, so that a
-	// client is told the addresses of the listener it connected to.
-	var eps []cluster.Endpoint
-	var ib Listener
-	for i := range lns {
-		adv, err := s.advertised(lns, i)
-		if err != nil {
-			return nil, err
-		}
-		if i == interBroker {
-			ib = adv
-		}
-		eps = append(eps, cluster.Endpoint{Name: adv.Name, Host: adv.Host, Port: int32(adv.Port)})
-	}
-	starting("registering with the controller")
-	if err := s.meta.Register(ctx, ib.Host, int32(ib.Port), eps...); err != nil {
+	phase("asking to be unfenced")
+	if err := s.meta.Unfence(ctx); err != nil {
 		return nil, fmt.Errorf("register broker: %w", err)
 	}
+	logger.Info().Dur("since_start", time.Since(began)).Msg("start-up: unfenced, serving")
 	// Kafka's listeners (handlers/roles.go): the controller's RPCs on the
 	// CONTROLLER listener only, the other broker-to-broker APIs on the
 	// inter-broker listener only.

@@ -22,17 +22,24 @@ import (
 	"github.com/gokafka/gokafka/replication"
 )
 
-// watchLogDirs registers the log dirs' ids with the metadata and handles
-// their failures. Call it before the broker registers.
+// registerLogDirs gives the metadata the log dirs' ids, which the broker
+// registers. Call it before the broker registers.
+func (s *Server) registerLogDirs() {
+	var ids [][16]byte
+	for _, d := range s.logs.LogDirs() {
+		ids = append(ids, d.ID)
+	}
+	s.meta.SetLogDirs(ids, s.logs.OfflineLogDirIDs)
+}
+
+// watchLogDirs handles the log dirs' failures, once the replica manager
+// runs.
 func (s *Server) watchLogDirs() {
 	logs, replicas, meta := s.logs, s.replicas, s.meta
-	var ids [][16]byte
 	idOf := map[string][16]byte{}
 	for _, d := range logs.LogDirs() {
-		ids = append(ids, d.ID)
 		idOf[d.Path] = d.ID
 	}
-	meta.SetLogDirs(ids, logs.OfflineLogDirIDs)
 	metadataDir := s.cfg.LogDirs[0]
 	logs.OnLogDirFailure(func(dir string, cause error) {
 		if s.killed.Load() {

@@ -37,6 +37,19 @@ func newIncarnation() string {
 // controller refuses the new run with DUPLICATE_BROKER_REGISTRATION, and
 // Register retries until that session has expired, as Kafka's broker does.
 func (c *Controller) Register(ctx context.Context, host string, port int32, endpoints ...Endpoint) error {
+	if err := c.RegisterFenced(ctx, host, port, endpoints...); err != nil {
+		return err
+	}
+	return c.Unfence(ctx)
+}
+
+// RegisterFenced is the first half of Register: it records this broker,
+// fenced, and returns once this node has applied the registration. Kafka's
+// broker registers this way while it takes up its partitions, and asks to
+// be unfenced (Unfence) once it can serve them: the other brokers then
+// accept its replica fetches (they know this incarnation) while nothing is
+// led by it yet.
+func (c *Controller) RegisterFenced(ctx context.Context, host string, port int32, endpoints ...Endpoint) error {
 	info := BrokerInfo{NodeID: c.cfg.NodeID, Host: host, Port: port, Rack: c.cfg.Rack, Incarnation: c.Incarnation(), Endpoints: endpoints,
 		LogDirs: c.registeredLogDirs(), PreviousEpoch: c.previousEpoch}
 	for {
@@ -54,9 +67,14 @@ func (c *Controller) Register(ctx context.Context, host string, port int32, endp
 		case <-time.After(c.qc.HeartbeatInterval):
 		}
 	}
-	if err := c.awaitLocal(ctx, func(im *Image) bool { b, ok := im.Brokers[info.NodeID]; return ok && b.Incarnation == info.Incarnation }); err != nil {
-		return err
-	}
+	return c.awaitLocal(ctx, func(im *Image) bool { b, ok := im.Brokers[info.NodeID]; return ok && b.Incarnation == info.Incarnation })
+}
+
+// Unfence is the second half of Register: it heartbeats until the active
+// controller has unfenced this broker, waits until this node has applied
+// that, and starts the heartbeats.
+func (c *Controller) Unfence(ctx context.Context) error {
+	id := c.cfg.NodeID
 	for {
 		fenced, _, err := c.Heartbeat(ctx, false)
 		if err == nil && !fenced {
@@ -68,7 +86,7 @@ func (c *Controller) Register(ctx context.Context, host string, port int32, endp
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
-	if err := c.awaitLocal(ctx, func(im *Image) bool { return !im.Brokers[info.NodeID].Fenced }); err != nil {
+	if err := c.awaitLocal(ctx, func(im *Image) bool { return !im.Brokers[id].Fenced }); err != nil {
 		return err
 	}
 	c.wg.Add(1)

@@ -208,6 +208,7 @@ func (f *fsm) Snapshot() (raft.FSMSnapshot, error) {
 
 func (f *fsm) Restore(rc io.ReadCloser) error {
 	defer rc.Close()
+	start := time.Now()
 	b, err := io.ReadAll(rc)
 	if err != nil {
 		return err
@@ -219,6 +220,7 @@ func (f *fsm) Restore(rc io.ReadCloser) error {
 	}
 	f.sinceSnapshot.Store(0)
 	f.publishLocked()
+	f.ctrl.logger.Info().Int64("offset", f.st.offset).Int("bytes", len(b)).Dur("took", time.Since(start)).Msg("metadata snapshot restored")
 	return nil
 }
 

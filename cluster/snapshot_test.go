@@ -141,3 +141,29 @@ func TestQuorum_CleanShutdownLeavesASnapshotKillDoesNot(t *testing.T) {
 		})
 	}
 }
+
+// A starting broker registers fenced (RegisterFenced) before it takes up
+// its partitions, and is unfenced only when it asks (Unfence), as Kafka's
+// broker is: in between, the other brokers know its incarnation (they
+// accept its replica fetches) but nothing is led by it.
+func TestRegisterFencedLeadsNothingUntilUnfence(t *testing.T) {
+	c := openQuorum(t, testConfig(), t.TempDir())
+	ctx := context.Background()
+	if err := c.RegisterFenced(ctx, "127.0.0.1", 9092); err != nil {
+		t.Fatal(err)
+	}
+	b, ok := c.Image().Brokers[1]
+	if !ok || !b.Fenced || b.Incarnation != c.Incarnation() {
+		t.Fatalf("after RegisterFenced: %+v (registered %v), want this incarnation, fenced", b, ok)
+	}
+	if err := c.Unfence(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if b := c.Image().Brokers[1]; b.Fenced {
+		t.Fatal("still fenced after Unfence")
+	}
+	top := mustCreate(t, c, TopicSpec{Name: "t", NumPartitions: 1, ReplicationFactor: 1})
+	if top.Partitions[0].Leader != 1 {
+		t.Fatalf("leader %d after Unfence, want 1", top.Partitions[0].Leader)
+	}
+}
