@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -94,3 +95,63 @@ func TestAlterPartition_SecondChangeOfAPartitionInOneBatchIsRefused(t *testing.T
 }
 
 func errorsIs(err, target error) bool { return errors.Is(err, target) }
+
+// The partitions of one AlterPartition request (a broker forwards every
+// ISR change pending at once in one request, as Kafka's does) are
+// committed as one metadata entry, not one each.
+func TestAlterPartitions_OneRequestIsOneMetadataEntry(t *testing.T) {
+	c := newController(t)
+	addBroker(t, c, 2)
+	addBroker(t, c, 3)
+	const n = 5
+	var assignment [][]int32
+	for range n {
+		assignment = append(assignment, []int32{1, 2, 3})
+	}
+	ctx := context.Background()
+	if errs := c.CreateTopics(ctx, []TopicSpec{{Name: "t", NumPartitions: -1, ReplicationFactor: -1, Assignment: assignment}}, false); errs[0] != nil {
+		t.Fatal(errs[0])
+	}
+	im := c.Image()
+	var reqs []AlterPartitionRequest
+	for p := range int32(n) {
+		cur := im.Partition("t", p)
+		reqs = append(reqs, AlterPartitionRequest{BrokerID: 1, Topic: "t", Partition: p, LeaderEpoch: cur.LeaderEpoch, PartitionEpoch: cur.PartitionEpoch, NewISR: []int32{1, 3}})
+	}
+	// One stale request among them is refused alone.
+	reqs[2].PartitionEpoch--
+	before := c.log.LastIndex()
+	infos, errs := c.AlterPartitions(ctx, reqs)
+	if got := c.log.LastIndex() - before; got != 1 {
+		t.Fatalf("one request of %d partitions took %d metadata entries, want 1", n, got)
+	}
+	for p := range int32(n) {
+		if p == 2 {
+			if !errors.Is(errs[p], ErrInvalidUpdateVersion) {
+				t.Fatalf("stale change of t-2: %v", errs[p])
+			}
+			continue
+		}
+		if errs[p] != nil || !sameMembers(infos[p].ISR, []int32{1, 3}) {
+			t.Fatalf("t-%d: %v, ISR %v", p, errs[p], infos[p].ISR)
+		}
+	}
+}
+
+// A forwarded request carries each partition once, all from one broker:
+// a second change of a partition, made from the epoch the first replaces,
+// waits for the next request.
+func TestForwardedAlterBatch_EachPartitionOncePerRequest(t *testing.T) {
+	call := func(broker int32, topic string, p int32) *alterCall {
+		return &alterCall{req: AlterPartitionRequest{BrokerID: broker, Topic: topic, Partition: p}}
+	}
+	a0, b0, a1, a0again, other := call(1, "a", 0), call(1, "b", 0), call(1, "a", 1), call(1, "a", 0), call(2, "a", 2)
+	batch, rest := nextAlterBatch([]*alterCall{a0, b0, a0again, other, a1})
+	if !slices.Equal(batch, []*alterCall{a0, b0, a1}) || !slices.Equal(rest, []*alterCall{a0again, other}) {
+		t.Fatalf("batch %v, rest %v", batch, rest)
+	}
+	batch, rest = nextAlterBatch(rest)
+	if !slices.Equal(batch, []*alterCall{a0again}) || !slices.Equal(rest, []*alterCall{other}) {
+		t.Fatalf("second batch %v, rest %v", batch, rest)
+	}
+}

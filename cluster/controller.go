@@ -175,6 +175,14 @@ type Controller struct {
 
 	fwdMu   sync.Mutex
 	fwdConn *protocol.Client
+	// fwdAlters holds the AlterPartition calls waiting to be forwarded
+	// to the active controller; sending is true while a sender runs
+	// (forward.go, sendForwardedAlters).
+	fwdAlters struct {
+		mu      sync.Mutex
+		pending []*alterCall
+		sending bool
+	}
 	// mux splits the CONTROLLER listener between raft and the Kafka
 	// protocol; nil for a one-node quorum.
 	mux *controllerMux
@@ -858,27 +866,59 @@ func (c *Controller) AlterPartition(ctx context.Context, req AlterPartitionReque
 	if !c.IsLeader() {
 		return c.forwardAlterPartition(ctx, req)
 	}
-	// Group commit: leaders send one AlterPartition per partition, and a
-	// broker rejoining every ISR after a restart sends thousands at once.
-	// Each waits here; whoever holds proposeMu next validates every waiting
-	// call against the image and commits the accepted ones as one entry.
-	call := &alterCall{req: req, done: make(chan alterResult, 1)}
+	pis, errs := c.alterPartitions(ctx, []AlterPartitionRequest{req})
+	return pis[0], errs[0]
+}
+
+// AlterPartitions is AlterPartition for the partitions of one request
+// (Kafka's AlterPartition carries many; a broker rejoining every ISR after
+// a restart sends thousands at once), committed together as one entry
+// rather than one entry each. Off the active controller it returns
+// ErrNotController for each.
+func (c *Controller) AlterPartitions(ctx context.Context, reqs []AlterPartitionRequest) ([]PartitionInfo, []error) {
+	if !c.IsLeader() {
+		errs := make([]error, len(reqs))
+		for i := range errs {
+			errs[i] = ErrNotController
+		}
+		return make([]PartitionInfo, len(reqs)), errs
+	}
+	return c.alterPartitions(ctx, reqs)
+}
+
+// alterPartitions commits reqs on the active controller. Group commit:
+// calls wait here; whoever holds proposeMu next validates every waiting
+// call against the image and commits the accepted ones as one entry.
+func (c *Controller) alterPartitions(ctx context.Context, reqs []AlterPartitionRequest) ([]PartitionInfo, []error) {
+	calls := make([]*alterCall, len(reqs))
+	for i, req := range reqs {
+		calls[i] = &alterCall{req: req, done: make(chan alterResult, 1)}
+	}
 	c.alterMu.Lock()
-	c.alters = append(c.alters, call)
+	c.alters = append(c.alters, calls...)
 	c.alterMu.Unlock()
+	pis, errs := make([]PartitionInfo, len(reqs)), make([]error, len(reqs))
 	if err := c.lockLeader(ctx); err != nil {
 		c.alterMu.Lock()
-		i := slices.Index(c.alters, call)
-		if i >= 0 {
-			c.alters = slices.Delete(c.alters, i, i+1)
-		}
+		waiting := map[*alterCall]bool{}
+		c.alters = slices.DeleteFunc(c.alters, func(a *alterCall) bool {
+			if slices.Contains(calls, a) {
+				waiting[a] = true
+				return true
+			}
+			return false
+		})
 		c.alterMu.Unlock()
-		if i >= 0 {
-			return PartitionInfo{}, err
+		for i, call := range calls {
+			if waiting[call] {
+				errs[i] = err
+				continue
+			}
+			// Taken by a batch being committed: its outcome is this call's.
+			r := <-call.done
+			pis[i], errs[i] = r.pi, r.err
 		}
-		// Taken by a batch being committed: its outcome is this call's.
-		r := <-call.done
-		return r.pi, r.err
+		return pis, errs
 	}
 	c.alterMu.Lock()
 	batch := c.alters
@@ -888,8 +928,11 @@ func (c *Controller) AlterPartition(ctx context.Context, req AlterPartitionReque
 		c.commitAlters(ctx, batch)
 	}
 	c.proposeMu.Unlock()
-	r := <-call.done
-	return r.pi, r.err
+	for i, call := range calls {
+		r := <-call.done
+		pis[i], errs[i] = r.pi, r.err
+	}
+	return pis, errs
 }
 
 // alterCall is one AlterPartition waiting to be committed.

@@ -298,54 +298,176 @@ func (c *Controller) forwardAlterConfigs(ctx context.Context, typ int8, name str
 	return c.awaitLocal(ctx, func(im *Image) bool { return im.Offset > before })
 }
 
+// forwardAlterPartition sends an AlterPartition to the active controller.
+// Calls made while a request is in flight wait and go together in the
+// next one, as Kafka's AlterPartitionManager sends every pending item in
+// one request with one in flight, and the controller commits a request as
+// one entry (AlterPartitions): a broker whose followers rejoin thousands
+// of ISRs at once sends a few requests, not thousands one after the other
+// on the forwarding connection, where its heartbeats would queue behind
+// them until its session expired.
 func (c *Controller) forwardAlterPartition(ctx context.Context, ap AlterPartitionRequest) (PartitionInfo, error) {
-	im := c.Image()
-	t := im.Topics[ap.Topic]
-	if t == nil {
-		return PartitionInfo{}, fmt.Errorf("%w: %s", ErrUnknownTopic, ap.Topic)
+	call := &alterCall{req: ap, done: make(chan alterResult, 1)}
+	f := &c.fwdAlters
+	f.mu.Lock()
+	f.pending = append(f.pending, call)
+	start := !f.sending
+	f.sending = true
+	f.mu.Unlock()
+	if start {
+		go c.sendForwardedAlters()
 	}
+	select {
+	case r := <-call.done:
+		if errors.Is(r.err, errLocalLeader) {
+			return c.AlterPartition(ctx, ap)
+		}
+		return r.pi, r.err
+	case <-ctx.Done():
+		// The call may still be sent; its answer is dropped.
+		return PartitionInfo{}, ctx.Err()
+	}
+}
+
+// sendForwardedAlters forwards the pending AlterPartition calls, as many
+// as one request can carry at a time, until none is left.
+func (c *Controller) sendForwardedAlters() {
+	f := &c.fwdAlters
+	var batch []*alterCall
+	defer func() {
+		if p := recover(); p != nil {
+			c.logger.Error().Interface("panic", p).Msg("forwarding AlterPartition panicked")
+			err := fmt.Errorf("forwarding AlterPartition: panic: %v", p)
+			for _, call := range batch {
+				call.done <- alterResult{err: err}
+			}
+			f.mu.Lock()
+			for _, call := range f.pending {
+				call.done <- alterResult{err: err}
+			}
+			f.pending, f.sending = nil, false
+			f.mu.Unlock()
+		}
+	}()
+	for {
+		f.mu.Lock()
+		batch, f.pending = nextAlterBatch(f.pending)
+		if len(batch) == 0 {
+			f.sending = false
+			f.mu.Unlock()
+			return
+		}
+		f.mu.Unlock()
+		c.sendAlterBatch(batch)
+		batch = nil
+	}
+}
+
+// nextAlterBatch splits the calls one request carries off pending: those
+// of the first call's broker, each partition once (a second change of a
+// partition waits for the answer to the first).
+func nextAlterBatch(pending []*alterCall) (batch, rest []*alterCall) {
+	type key struct {
+		topic     string
+		partition int32
+	}
+	seen := map[key]bool{}
+	for _, call := range pending {
+		k := key{call.req.Topic, call.req.Partition}
+		if seen[k] || call.req.BrokerID != pending[0].req.BrokerID {
+			rest = append(rest, call)
+			continue
+		}
+		seen[k] = true
+		batch = append(batch, call)
+	}
+	return batch, rest
+}
+
+// sendAlterBatch forwards batch as one AlterPartition request and answers
+// every call.
+func (c *Controller) sendAlterBatch(batch []*alterCall) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	im := c.Image()
 	req := kmsg.NewPtrAlterPartitionRequest()
 	req.SetVersion(3)
-	req.BrokerID = ap.BrokerID
-	rt := kmsg.NewAlterPartitionRequestTopic()
-	rt.Topic, rt.TopicID = ap.Topic, t.ID
-	rp := kmsg.NewAlterPartitionRequestTopicPartition()
-	rp.Partition, rp.LeaderEpoch, rp.PartitionEpoch = ap.Partition, ap.LeaderEpoch, ap.PartitionEpoch
-	for i, id := range ap.NewISR {
-		e := kmsg.NewAlterPartitionRequestTopicPartitionNewEpochISR()
-		e.BrokerID = id
-		if i < len(ap.NewISREpochs) {
-			e.BrokerEpoch = ap.NewISREpochs[i]
-		}
-		rp.NewEpochISR = append(rp.NewEpochISR, e)
+	req.BrokerID = batch[0].req.BrokerID
+	type key struct {
+		id        TopicID
+		partition int32
 	}
-	rt.Partitions = append(rt.Partitions, rp)
-	req.Topics = append(req.Topics, rt)
+	byKey := map[key]*alterCall{}
+	topicAt := map[string]int{}
+	for _, call := range batch {
+		ap := call.req
+		t := im.Topics[ap.Topic]
+		if t == nil {
+			call.done <- alterResult{err: fmt.Errorf("%w: %s", ErrUnknownTopic, ap.Topic)}
+			continue
+		}
+		i, ok := topicAt[ap.Topic]
+		if !ok {
+			i = len(req.Topics)
+			topicAt[ap.Topic] = i
+			rt := kmsg.NewAlterPartitionRequestTopic()
+			rt.Topic, rt.TopicID = ap.Topic, t.ID
+			req.Topics = append(req.Topics, rt)
+		}
+		rp := kmsg.NewAlterPartitionRequestTopicPartition()
+		rp.Partition, rp.LeaderEpoch, rp.PartitionEpoch = ap.Partition, ap.LeaderEpoch, ap.PartitionEpoch
+		for j, id := range ap.NewISR {
+			e := kmsg.NewAlterPartitionRequestTopicPartitionNewEpochISR()
+			e.BrokerID = id
+			if j < len(ap.NewISREpochs) {
+				e.BrokerEpoch = ap.NewISREpochs[j]
+			}
+			rp.NewEpochISR = append(rp.NewEpochISR, e)
+		}
+		req.Topics[i].Partitions = append(req.Topics[i].Partitions, rp)
+		byKey[key{t.ID, ap.Partition}] = call
+	}
+	if len(byKey) == 0 {
+		return
+	}
+	answerAll := func(err error) {
+		for _, call := range byKey {
+			call.done <- alterResult{err: err}
+		}
+	}
 	resp, err := c.forward(ctx, req, func(r kmsg.Response) bool {
 		return r.(*kmsg.AlterPartitionResponse).ErrorCode == kerr.NotController.Code
 	})
-	if errors.Is(err, errLocalLeader) {
-		return c.AlterPartition(ctx, ap)
-	}
 	if err != nil {
-		return PartitionInfo{}, err
+		// errLocalLeader too: each caller then applies its change here.
+		answerAll(err)
+		return
 	}
 	r := resp.(*kmsg.AlterPartitionResponse)
 	if err := codeErr(r.ErrorCode, nil); err != nil {
-		return PartitionInfo{}, err
+		answerAll(err)
+		return
 	}
-	if len(r.Topics) != 1 || len(r.Topics[0].Partitions) != 1 {
-		return PartitionInfo{}, errors.New("malformed AlterPartition response")
+	for _, rt := range r.Topics {
+		for _, p := range rt.Partitions {
+			k := key{TopicID(rt.TopidID), p.Partition}
+			call := byKey[k]
+			if call == nil {
+				continue
+			}
+			delete(byKey, k)
+			info := PartitionInfo{Partition: p.Partition, Leader: p.LeaderID, LeaderEpoch: p.LeaderEpoch, PartitionEpoch: p.PartitionEpoch, ISR: p.ISR}
+			if err := alterPartitionErr(p.ErrorCode); err != nil {
+				call.done <- alterResult{info, err}
+				continue
+			}
+			if cur := im.Partition(call.req.Topic, p.Partition); cur != nil {
+				info.Replicas = cur.Replicas
+			}
+			call.done <- alterResult{info, nil}
+		}
 	}
-	p := r.Topics[0].Partitions[0]
-	info := PartitionInfo{Partition: p.Partition, Leader: p.LeaderID, LeaderEpoch: p.LeaderEpoch, PartitionEpoch: p.PartitionEpoch, ISR: p.ISR}
-	if err := alterPartitionErr(p.ErrorCode); err != nil {
-		return info, err
-	}
-	if cur := im.Partition(ap.Topic, ap.Partition); cur != nil {
-		info.Replicas = cur.Replicas
-	}
-	return info, nil
+	answerAll(errors.New("malformed AlterPartition response"))
 }
 
 // alterPartitionErr maps AlterPartition partition codes to sentinels.

@@ -97,6 +97,12 @@ func (h *Handlers) alterPartition(ctx context.Context, req *protocol.Request) (k
 	r := req.Body.(*kmsg.AlterPartitionRequest)
 	resp := r.ResponseKind().(*kmsg.AlterPartitionResponse)
 	im := h.meta.Image()
+	// Every partition of the request is validated first, then all are
+	// committed together (one metadata entry, cluster.AlterPartitions):
+	// a broker rejoining thousands of ISRs after a restart sends them in
+	// one request.
+	var reqs []cluster.AlterPartitionRequest
+	var slots []*kmsg.AlterPartitionResponseTopicPartition
 	for _, t := range r.Topics {
 		rt := kmsg.NewAlterPartitionResponseTopic()
 		rt.Topic, rt.TopidID = t.Topic, t.TopicID
@@ -120,27 +126,62 @@ func (h *Handlers) alterPartition(ctx context.Context, req *protocol.Request) (k
 					epochs = append(epochs, e.BrokerEpoch)
 				}
 			}
-			if name == "" {
-				rp.ErrorCode = kerr.UnknownTopicID.Code
-			} else {
-				info, err := h.meta.AlterPartition(ctx, cluster.AlterPartitionRequest{
-					BrokerID: r.BrokerID, Topic: name, Partition: p.Partition,
-					LeaderEpoch: p.LeaderEpoch, PartitionEpoch: p.PartitionEpoch, NewISR: isr, NewISREpochs: epochs,
-				})
-				if code := alterPartitionErrorCode(err); code == kerr.NotController.Code {
-					// The whole request goes to the new controller.
-					resp.ErrorCode = code
-					return resp, nil
-				} else {
-					rp.ErrorCode = code
-				}
-				rp.LeaderID, rp.LeaderEpoch, rp.ISR, rp.PartitionEpoch = info.Leader, info.LeaderEpoch, info.ISR, info.PartitionEpoch
-			}
 			rt.Partitions = append(rt.Partitions, rp)
+			if name == "" {
+				rt.Partitions[len(rt.Partitions)-1].ErrorCode = kerr.UnknownTopicID.Code
+				continue
+			}
+			reqs = append(reqs, cluster.AlterPartitionRequest{
+				BrokerID: r.BrokerID, Topic: name, Partition: p.Partition,
+				LeaderEpoch: p.LeaderEpoch, PartitionEpoch: p.PartitionEpoch, NewISR: isr, NewISREpochs: epochs,
+			})
 		}
 		resp.Topics = append(resp.Topics, rt)
 	}
+	// The response partitions are in place now; point at the ones that
+	// wait for an answer, in request order.
+	for ti, t := range r.Topics {
+		for pi := range t.Partitions {
+			if rp := &resp.Topics[ti].Partitions[pi]; rp.ErrorCode == 0 {
+				slots = append(slots, rp)
+			}
+		}
+	}
+	infos, errs := h.alterPartitions(ctx, reqs)
+	for i, rp := range slots {
+		code := alterPartitionErrorCode(errs[i])
+		if code == kerr.NotController.Code {
+			// The whole request goes to the new controller.
+			resp.ErrorCode = code
+			resp.Topics = nil
+			return resp, nil
+		}
+		rp.ErrorCode = code
+		info := infos[i]
+		rp.LeaderID, rp.LeaderEpoch, rp.ISR, rp.PartitionEpoch = info.Leader, info.LeaderEpoch, info.ISR, info.PartitionEpoch
+	}
 	return resp, nil
+}
+
+// alterPartitions commits reqs together where the metadata can
+// (cluster.Controller), one by one otherwise.
+func (h *Handlers) alterPartitions(ctx context.Context, reqs []cluster.AlterPartitionRequest) ([]cluster.PartitionInfo, []error) {
+	if b, ok := h.meta.(interface {
+		AlterPartitions(context.Context, []cluster.AlterPartitionRequest) ([]cluster.PartitionInfo, []error)
+	}); ok {
+		return b.AlterPartitions(ctx, reqs)
+	}
+	infos, errs := make([]cluster.PartitionInfo, len(reqs)), make([]error, len(reqs))
+	for i, r := range reqs {
+		infos[i], errs[i] = h.meta.AlterPartition(ctx, r)
+		if alterPartitionErrorCode(errs[i]) == kerr.NotController.Code {
+			for j := i + 1; j < len(reqs); j++ {
+				errs[j] = errs[i]
+			}
+			break
+		}
+	}
+	return infos, errs
 }
 
 // isObserverJoin reports whether r asks to join the metadata quorum as an
