@@ -418,10 +418,11 @@ func Start(ctx context.Context, cfg Config, logger zerolog.Logger) (_ *Server, e
 		if r.err != nil {
 			return nil, fmt.Errorf("open logs: %w", r.err)
 		}
-		s.logs = r.logs
 		if id := s.meta.Image().ClusterID; id != storedID {
+			r.logs.Close()
 			return nil, fmt.Errorf("open logs: the log dirs' meta.properties name cluster.id %q, the metadata %q", storedID, id)
 		}
+		s.logs = r.logs
 	} else {
 		phase("loading logs")
 		if s.logs, err = openLogs(s.meta.Image().ClusterID); err != nil {
