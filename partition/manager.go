@@ -489,7 +489,9 @@ func (m *Manager) GetOrCreate(tp TopicPartition) (*Log, error) {
 		m.mu.creatingIn[tp] = dir
 		m.mu.Unlock()
 
-		l, err := open(m.fsFor(dir), dir, tp, m.configFor(tp.Topic), &m.logger, OpenOptions{CleanShutdown: true, Now: m.cfg.Now})
+		// Lazy: a new partition's files wait for its first append
+		// (lazy.go); registering it costs one stat.
+		l, err := open(m.fsFor(dir), dir, tp, m.configFor(tp.Topic), &m.logger, OpenOptions{CleanShutdown: true, Now: m.cfg.Now, Lazy: true})
 
 		m.mu.Lock()
 		delete(m.mu.creating, tp)
@@ -519,7 +521,13 @@ func (m *Manager) Delete(tp TopicPartition) error {
 	if l == nil {
 		return nil
 	}
-	err := l.Delete()
+	lazy, err := l.delete()
+	if lazy {
+		// Never on disk, nor in any checkpoint (writeCheckpoints
+		// leaves lazy logs out).
+		m.forgetCleaned(tp)
+		return nil
+	}
 	if m.forgetCleaned(tp) {
 		// A log recreated under this name must not inherit the
 		// checkpoint after a crash.
@@ -678,7 +686,9 @@ func (m *Manager) writeCheckpoints(logs []logInDir, only ...string) error {
 	}
 	for _, e := range logs {
 		c := byDir[e.dir]
-		if c == nil {
+		if c == nil || e.l.lazy.Load() {
+			// A lazy log has no directory: a restart takes it up as
+			// new, empty at 0, which is all an entry would say.
 			continue
 		}
 		e.l.mu.Lock()
