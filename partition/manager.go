@@ -437,7 +437,8 @@ func (m *Manager) Get(tp TopicPartition) *Log {
 }
 
 // GetOrCreate returns the log of tp, creating it in the log dir that holds
-// the fewest partitions.
+// the fewest partitions. A new log is lazy (lazy.go): its files are made
+// by its first append.
 func (m *Manager) GetOrCreate(tp TopicPartition) (*Log, error) {
 	for {
 		m.mu.Lock()
