@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 )
 
@@ -143,6 +144,9 @@ func (l *Log) syncFreshDir(meta bool) error {
 			return err
 		}
 	}
+	if l.parentSync != nil {
+		return l.parentSync.sync()
+	}
 	return l.fs.SyncDir(l.parent)
 }
 
@@ -157,4 +161,54 @@ func writeNewFile(fs FS, name string, data []byte) error {
 		return err
 	}
 	return f.Close()
+}
+
+// dirSyncer group-commits the fsyncs of one log dir that make the
+// directories of new logs durable (their first flush, see syncFreshDir):
+// a caller returns once a sync that began after it called has completed,
+// and the callers arriving during one sync share the next. Flushing
+// thousands of new logs at once (a shutdown closes every log side by
+// side) costs a few syncs of the log dir, not one per log.
+type dirSyncer struct {
+	fs  FS
+	dir string
+
+	mu      sync.Mutex
+	cond    *sync.Cond
+	running bool
+	// started counts the syncs begun, done those completed (in order:
+	// one runs at a time); err is the result of the last completed.
+	started, done uint64
+	err           error
+}
+
+func newDirSyncer(fs FS, dir string) *dirSyncer {
+	d := &dirSyncer{fs: fs, dir: dir}
+	d.cond = sync.NewCond(&d.mu)
+	return d
+}
+
+// sync returns once the directory has been synced after the call.
+func (d *dirSyncer) sync() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	target := d.started + 1 // the next sync to begin
+	for d.done < target {
+		if d.running {
+			d.cond.Wait()
+			continue
+		}
+		d.running = true
+		d.started++
+		n := d.started
+		d.mu.Unlock()
+		err := d.fs.SyncDir(d.dir)
+		d.mu.Lock()
+		d.running = false
+		d.done, d.err = n, err
+		d.cond.Broadcast()
+	}
+	// Every sync completed since began after the call: the last one's
+	// result is the answer.
+	return d.err
 }

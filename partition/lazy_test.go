@@ -4,6 +4,8 @@ import (
 	"errors"
 	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -302,5 +304,59 @@ func TestLazyLogCreationFailureAtFirstAppendTakesLogDirOffline(t *testing.T) {
 			// The other dir's lazy log is untouched.
 			mustAppend(t, b, testkit.SimpleBatch(1, 1, 10), 0)
 		})
+	}
+}
+
+// The first flush of many new logs at once (a shutdown closes every log
+// side by side) shares the syncs of their log dir rather than syncing it
+// once per log.
+func TestFirstFlushesOfNewLogsShareTheLogDirSync(t *testing.T) {
+	const n = 200
+	var (
+		mu         sync.Mutex
+		metaSyncs  int
+		dirSyncs   int
+		allArrived = make(chan struct{})
+		holdFirst  sync.Once
+		armed      atomic.Bool
+	)
+	efs := &ErrorFS{FS: NewMemFS(), Inject: func(op, name string) error {
+		switch {
+		case op == "sync" && strings.HasSuffix(name, partitionMetadataFile):
+			mu.Lock()
+			metaSyncs++
+			if metaSyncs == n {
+				close(allArrived)
+			}
+			mu.Unlock()
+		case op == "syncdir" && name == "/d1" && armed.Load():
+			mu.Lock()
+			dirSyncs++
+			mu.Unlock()
+			// The first sync of the log dir waits until every log is on
+			// its way to it.
+			holdFirst.Do(func() { <-allArrived })
+		}
+		return nil
+	}}
+	m := lazyTestManager(t, efs)
+	for i := range n {
+		l, err := m.GetOrCreate(TopicPartition{Topic: "t", Partition: int32(i)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := l.SetTopicID([16]byte{1}); err != nil {
+			t.Fatal(err)
+		}
+		mustAppend(t, l, testkit.SimpleBatch(1, 1, 10), 0)
+	}
+	armed.Store(true)
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if dirSyncs > n/4 {
+		t.Fatalf("closing %d new logs synced their log dir %d times", n, dirSyncs)
 	}
 }

@@ -96,6 +96,9 @@ type Log struct {
 	// partition.metadata is written (with its other files). Guarded by
 	// createMu.
 	topicID *[16]byte
+	// parentSync, if set (by the Manager, before the log is shared),
+	// syncs the log dir for syncFreshDir, shared by the dir's logs.
+	parentSync *dirSyncer
 	// afterTruncate, if set (by the Manager, before the log is shared),
 	// runs at the end of syncTruncation to rewrite the root checkpoints.
 	afterTruncate func() error

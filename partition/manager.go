@@ -349,6 +349,9 @@ func hasStaleEntries(names []string, cps ...map[TopicPartition]int64) bool {
 // Usually it is not (a follower truncates what it has not flushed yet),
 // and nothing is written.
 func (m *Manager) attach(l *Log) {
+	if d := m.dirFor(l.parent); d != nil {
+		l.parentSync = d.syncer
+	}
 	// The closure holds m and l alone: every idle log keeps it.
 	l.afterTruncate = func() error {
 		dir := l.parent
