@@ -114,7 +114,10 @@
 //
 //	createMu          creation of a lazy log's files (ensureFiles, taken by
 //	                  the first append before any other lock of the log;
-//	                  no fsync under it), Delete and the topic id.
+//	                  no fsync under it), Delete and the topic id. A log
+//	                  dir's dirSyncer.mu (lazy.go), which group-commits the
+//	                  log dir's sync for new logs' first flushes, is a leaf
+//	                  taken with no lock of any log held.
 //	lifeMu (RWMutex)  lifetime of segment files. Shared: Read,
 //	                  OffsetForTimestamp, a flush round's fsyncs. Exclusive:
 //	                  TruncateTo, TruncateFullyAndStartAt, DeleteRecordsBefore,
