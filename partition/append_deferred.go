@@ -13,6 +13,9 @@ func (l *Log) AppendDeferSync(records []byte, leaderEpoch int32) (AppendInfo, Pe
 	if err != nil {
 		return AppendInfo{}, PendingSync{}, err
 	}
+	if err := l.ensureFiles(); err != nil {
+		return AppendInfo{}, PendingSync{}, err
+	}
 	if err := l.lockForAppend(); err != nil {
 		return AppendInfo{}, PendingSync{}, err
 	}

@@ -3,24 +3,36 @@ package partition
 import (
 	"os"
 	"strings"
+	"sync"
 	"testing"
 )
 
-// holdFS blocks the creation of directories named hold until release is
-// closed, and closes reached when one arrives.
+// holdFS blocks the creation of directories named hold, and the look for
+// them that opening a new (lazy) log makes, until release is closed, and
+// closes reached when the first arrives.
 type holdFS struct {
 	FS
 	hold    string
 	reached chan struct{}
 	release chan struct{}
+	once    sync.Once
+}
+
+func (h *holdFS) wait(path string) {
+	if strings.HasSuffix(path, h.hold) {
+		h.once.Do(func() { close(h.reached) })
+		<-h.release
+	}
 }
 
 func (h *holdFS) MkdirAll(path string, perm os.FileMode) error {
-	if strings.HasSuffix(path, h.hold) {
-		close(h.reached)
-		<-h.release
-	}
+	h.wait(path)
 	return h.FS.MkdirAll(path, perm)
+}
+
+func (h *holdFS) Stat(name string) (bool, bool, error) {
+	h.wait(name)
+	return h.FS.Stat(name)
 }
 
 // Logs created side by side (a broker creating a new topic's partitions

@@ -27,6 +27,13 @@
 //	    <base>.log.cleaned, .log.swap, .log.deleted a cleaned segment being written, swapped in, replaced (cleaner.go)
 //	<log.dir>/<topic>-<partition>.<id>-delete/     a deleted partition, removed at startup
 //
+// A partition new to the broker has no directory until its first append
+// (lazy.go): the Manager opens its log empty in memory, the first append
+// creates the directory, segment and partition.metadata (no fsync), and
+// the first flush round makes the new directory durable before the
+// recovery point passes a batch. Checkpoints leave such logs out; a
+// restart finds the partition without a directory and takes it up as new.
+//
 // Appends rewrite only baseOffset and partitionLeaderEpoch, which the CRC
 // does not cover; with message.timestamp.type=LogAppendTime they also set
 // the timestamp-type bit and MaxTimestamp and recompute the CRC, exactly as
@@ -105,6 +112,12 @@
 //
 // Each Log has, in lock order:
 //
+//	createMu          creation of a lazy log's files (ensureFiles, taken by
+//	                  the first append before any other lock of the log;
+//	                  no fsync under it), Delete and the topic id. A log
+//	                  dir's dirSyncer.mu (lazy.go), which group-commits the
+//	                  log dir's sync for new logs' first flushes, is a leaf
+//	                  taken with no lock of any log held.
 //	lifeMu (RWMutex)  lifetime of segment files. Shared: Read,
 //	                  OffsetForTimestamp, a flush round's fsyncs. Exclusive:
 //	                  TruncateTo, TruncateFullyAndStartAt, DeleteRecordsBefore,

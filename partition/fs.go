@@ -508,7 +508,7 @@ func (f *memFile) Size() (int64, error) {
 
 // ErrorFS wraps an FS and lets a test fail chosen operations. Inject is
 // called with the operation name ("open", "write", "sync", "truncate",
-// "rename", "remove", "mkdir", "syncdir", "read") and the path; a non-nil
+// "rename", "remove", "mkdir", "syncdir", "read", "stat") and the path; a non-nil
 // result is returned instead of performing the operation.
 type ErrorFS struct {
 	FS
@@ -556,6 +556,14 @@ func (e *ErrorFS) MkdirAll(path string, perm os.FileMode) error {
 		return err
 	}
 	return e.FS.MkdirAll(path, perm)
+}
+
+// Stat implements FS.
+func (e *ErrorFS) Stat(name string) (bool, bool, error) {
+	if err := e.check("stat", name); err != nil {
+		return false, false, err
+	}
+	return e.FS.Stat(name)
 }
 
 // SyncDir implements FS.

@@ -26,6 +26,11 @@ type OpenOptions struct {
 	HighWatermark  int64 // 0 if unknown
 	CleanShutdown  bool
 	Now            func() time.Time // nil = time.Now
+	// Lazy opens a log whose directory does not exist without creating
+	// it: the log is empty at offset 0 in memory, and its directory,
+	// segment and partition.metadata are made by its first append (see
+	// ensureFiles). A log whose directory exists opens as usual.
+	Lazy bool
 }
 
 // AppendInfo describes a successful append.
@@ -78,6 +83,22 @@ type Log struct {
 	// ckMu serialises writes of leader-epoch-checkpoint so that the newest
 	// snapshot is the one left on disk.
 	ckMu sync.Mutex
+	// createMu serialises the creation of a lazy log's files
+	// (ensureFiles) with Delete and the topic id; taken before lifeMu.
+	createMu sync.Mutex
+	// lazy is set while the log's files do not exist yet: it was opened
+	// with OpenOptions.Lazy and has had no append. Cleared (once, under
+	// createMu) when ensureFiles has created them. While set the log is
+	// empty at offset 0: segs holds one placeholder segment with no file
+	// (noFile), and leo = hw = logStart = recoveryPoint = 0.
+	lazy atomic.Bool
+	// topicID is the topic id recorded for a lazy log until its
+	// partition.metadata is written (with its other files). Guarded by
+	// createMu.
+	topicID *[16]byte
+	// parentSync, if set (by the Manager, before the log is shared),
+	// syncs the log dir for syncFreshDir, shared by the dir's logs.
+	parentSync *dirSyncer
 	// afterTruncate, if set (by the Manager, before the log is shared),
 	// runs at the end of syncTruncation to rewrite the root checkpoints.
 	afterTruncate func() error
@@ -109,6 +130,14 @@ type Log struct {
 		// newSegments is set when segment files were created (or, by a
 		// truncation, removed) since the directory was last synced.
 		newSegments bool
+		// freshDir is set when ensureFiles created the log's directory
+		// and it has not been flushed since: the next flush round syncs
+		// the parent (the directory's own entry) and partition.metadata
+		// before the recovery point passes any batch.
+		freshDir bool
+		// freshMeta is set with freshDir when ensureFiles wrote
+		// partition.metadata.
+		freshMeta bool
 		// truncPending is set from a truncation until it is durable (see
 		// syncTruncation); cut holds the segments whose files it cut.
 		truncPending bool
@@ -189,6 +218,16 @@ func open(fs FS, dir string, tp TopicPartition, cfg Config, logger *zerolog.Logg
 	l.mu.lastFlush = now()
 	l.mu.truncatedTo = math.MaxInt64
 	l.mu.deleteHorizon = -1
+	if opts.Lazy {
+		exists, _, err := fs.Stat(l.dir)
+		if err != nil {
+			return nil, fmt.Errorf("open log %s: %w", tp, err)
+		}
+		if !exists {
+			l.initLazy(now())
+			return l, nil
+		}
+	}
 	l.opening = &openState{}
 	err := l.load(opts)
 	l.opening = nil
@@ -663,6 +702,9 @@ func (l *Log) AppendAsFollower(records []byte) (AppendInfo, error) {
 	if err != nil {
 		return AppendInfo{}, err
 	}
+	if err := l.ensureFiles(); err != nil {
+		return AppendInfo{}, err
+	}
 	if err := l.lockForAppend(); err != nil {
 		return AppendInfo{}, err
 	}
@@ -1101,10 +1143,17 @@ func (l *Log) syncRound() error {
 	segs := l.viewsLocked(from)
 	dirSync := l.mu.newSegments
 	l.mu.newSegments = false
+	fresh, freshMeta := l.mu.freshDir, l.mu.freshMeta
+	l.mu.freshDir, l.mu.freshMeta = false, false
 	l.mu.Unlock()
 
 	var err error
-	if dirSync {
+	if fresh {
+		// A directory created by the first append (lazy.go): its own
+		// entry must be durable before any batch in it counts as such.
+		err = l.syncFreshDir(freshMeta)
+	}
+	if dirSync && err == nil {
 		err = l.fs.SyncDir(l.dir)
 	}
 	for i, v := range segs {
@@ -1126,6 +1175,10 @@ func (l *Log) syncRound() error {
 	if err != nil {
 		if dirSync {
 			l.mu.newSegments = true
+		}
+		if fresh {
+			l.mu.freshDir = true
+			l.mu.freshMeta = l.mu.freshMeta || freshMeta
 		}
 		l.logger().Error().Err(err).Msg("fsync failed")
 		return fmt.Errorf("flush %s: %w", l.tp, err)
@@ -1305,6 +1358,25 @@ func (l *Log) noteCutLocked(s *segment) {
 // offset (a follower far behind a leader whose log start passed it). Like
 // TruncateTo, it is durable when it returns.
 func (l *Log) TruncateFullyAndStartAt(offset int64) error {
+	if l.lazy.Load() {
+		l.createMu.Lock()
+		if l.lazy.Load() && offset == 0 {
+			// Empty at 0 already, with nothing on disk to make durable.
+			l.mu.Lock()
+			closed := l.mu.closed
+			l.mu.Unlock()
+			l.createMu.Unlock()
+			if closed {
+				return ErrLogClosed
+			}
+			return nil
+		}
+		l.createMu.Unlock()
+		// A log start past 0 must survive a restart: it needs the files.
+		if err := l.ensureFiles(); err != nil {
+			return err
+		}
+	}
 	l.lifeMu.Lock()
 	l.mu.Lock()
 	var err error
@@ -1721,8 +1793,24 @@ func (l *Log) Close() error {
 // that a crash mid-removal leaves a directory the manager finishes deleting
 // at startup rather than a half-deleted partition.
 func (l *Log) Delete() error {
-	l.closeUnflushed()
+	_, err := l.delete()
+	return err
+}
 
+// delete is Delete, reporting whether the log was lazy (had no files).
+func (l *Log) delete() (lazy bool, err error) {
+	l.createMu.Lock()
+	l.closeUnflushed()
+	lazy = l.lazy.Load()
+	l.createMu.Unlock()
+	if lazy {
+		return true, nil // never created on disk
+	}
+	return false, l.removeDir()
+}
+
+// removeDir removes the closed log's directory (see Delete).
+func (l *Log) removeDir() error {
 	var id [16]byte
 	_, _ = rand.Read(id[:])
 	dead := l.dir + "." + hex.EncodeToString(id[:]) + deleteDirSuffix

@@ -62,6 +62,8 @@ type logDir struct {
 	// fs is dirFS{m.fs, the logDir}, made once: every log of the dir
 	// keeps it.
 	fs FS
+	// syncer syncs the dir for the first flush of its new logs (lazy.go).
+	syncer *dirSyncer
 }
 
 // LogDirInfo describes one log dir.
@@ -274,6 +276,7 @@ func (m *Manager) initLogDirs() {
 	for _, p := range m.cfg.Dirs {
 		d := &logDir{path: p, m: m}
 		d.fs = dirFS{fs: m.fs, d: d}
+		d.syncer = newDirSyncer(d.fs, p)
 		m.ldirs[p] = d
 	}
 }

@@ -349,6 +349,9 @@ func hasStaleEntries(names []string, cps ...map[TopicPartition]int64) bool {
 // Usually it is not (a follower truncates what it has not flushed yet),
 // and nothing is written.
 func (m *Manager) attach(l *Log) {
+	if d := m.dirFor(l.parent); d != nil {
+		l.parentSync = d.syncer
+	}
 	// The closure holds m and l alone: every idle log keeps it.
 	l.afterTruncate = func() error {
 		dir := l.parent
@@ -437,7 +440,8 @@ func (m *Manager) Get(tp TopicPartition) *Log {
 }
 
 // GetOrCreate returns the log of tp, creating it in the log dir that holds
-// the fewest partitions.
+// the fewest partitions. A new log is lazy (lazy.go): its files are made
+// by its first append.
 func (m *Manager) GetOrCreate(tp TopicPartition) (*Log, error) {
 	for {
 		m.mu.Lock()
@@ -489,7 +493,9 @@ func (m *Manager) GetOrCreate(tp TopicPartition) (*Log, error) {
 		m.mu.creatingIn[tp] = dir
 		m.mu.Unlock()
 
-		l, err := open(m.fsFor(dir), dir, tp, m.configFor(tp.Topic), &m.logger, OpenOptions{CleanShutdown: true, Now: m.cfg.Now})
+		// Lazy: a new partition's files wait for its first append
+		// (lazy.go); registering it costs one stat.
+		l, err := open(m.fsFor(dir), dir, tp, m.configFor(tp.Topic), &m.logger, OpenOptions{CleanShutdown: true, Now: m.cfg.Now, Lazy: true})
 
 		m.mu.Lock()
 		delete(m.mu.creating, tp)
@@ -519,7 +525,13 @@ func (m *Manager) Delete(tp TopicPartition) error {
 	if l == nil {
 		return nil
 	}
-	err := l.Delete()
+	lazy, err := l.delete()
+	if lazy {
+		// Never on disk, nor in any checkpoint (writeCheckpoints
+		// leaves lazy logs out).
+		m.forgetCleaned(tp)
+		return nil
+	}
 	if m.forgetCleaned(tp) {
 		// A log recreated under this name must not inherit the
 		// checkpoint after a crash.
@@ -678,7 +690,9 @@ func (m *Manager) writeCheckpoints(logs []logInDir, only ...string) error {
 	}
 	for _, e := range logs {
 		c := byDir[e.dir]
-		if c == nil {
+		if c == nil || e.l.lazy.Load() {
+			// A lazy log has no directory: a restart takes it up as
+			// new, empty at 0, which is all an entry would say.
 			continue
 		}
 		e.l.mu.Lock()

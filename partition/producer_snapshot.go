@@ -30,6 +30,9 @@ func (l *Log) WriteProducerSnapshot(end int64, data []byte) error {
 	if end > leo {
 		return fmt.Errorf("%w: producer snapshot at %d above log end offset %d", ErrOffsetOutOfRange, end, leo)
 	}
+	if l.lazy.Load() {
+		return nil // empty, with no directory: nothing to describe
+	}
 	name := filepath.Join(l.dir, segmentName(end)+producerSnapshotSuffix)
 	if err := WriteFileAtomic(l.fs, name, data); err != nil {
 		return fmt.Errorf("write producer snapshot: %w", err)
@@ -82,6 +85,9 @@ func (l *Log) removeSnapshotsAboveLocked(end int64, ends []int64) error {
 // offset is within [log start, LEO] — a snapshot past the LEO describes
 // data lost to a crash or truncation and is ignored.
 func (l *Log) LatestProducerSnapshot() (end int64, data []byte, ok bool, err error) {
+	if l.lazy.Load() {
+		return 0, nil, false, nil
+	}
 	ends, err := l.producerSnapshots()
 	if err != nil {
 		return 0, nil, false, err

@@ -606,7 +606,7 @@ func TestShutdownWaitsForLogCreatedDuringIt(t *testing.T) {
 			return nil
 		}
 		switch {
-		case op == "mkdir" && strings.HasSuffix(name, tp.String()):
+		case (op == "stat" || op == "mkdir") && strings.HasSuffix(name, tp.String()):
 			close(creating)
 			<-release
 		case op == "open" && filepath.Dir(name) == "/d1" && (strings.Contains(name, "checkpoint") || strings.HasSuffix(name, cleanShutdownFile)):

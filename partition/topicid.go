@@ -16,6 +16,16 @@ const partitionMetadataFile = "partition.metadata"
 // false if none is recorded.
 func (l *Log) TopicID() ([16]byte, bool, error) {
 	var id [16]byte
+	l.createMu.Lock()
+	if l.lazy.Load() {
+		p := l.topicID
+		l.createMu.Unlock()
+		if p == nil {
+			return id, false, nil
+		}
+		return *p, true, nil
+	}
+	l.createMu.Unlock()
 	data, ok, err := readWholeFile(l.fs, filepath.Join(l.dir, partitionMetadataFile))
 	if err != nil || !ok {
 		return id, false, err
@@ -35,8 +45,19 @@ func (l *Log) TopicID() ([16]byte, bool, error) {
 }
 
 // SetTopicID records the topic id of the partition directory (atomically,
-// fsynced).
+// fsynced). A lazy log keeps it in memory until its files are created.
 func (l *Log) SetTopicID(id [16]byte) error {
-	data := fmt.Sprintf("version: 0\ntopic_id: %s\n", base64.RawURLEncoding.EncodeToString(id[:]))
-	return WriteFileAtomic(l.fs, filepath.Join(l.dir, partitionMetadataFile), []byte(data))
+	l.createMu.Lock()
+	if l.lazy.Load() {
+		l.topicID = &id
+		l.createMu.Unlock()
+		return nil
+	}
+	l.createMu.Unlock()
+	return WriteFileAtomic(l.fs, filepath.Join(l.dir, partitionMetadataFile), topicIDFileData(id))
+}
+
+// topicIDFileData is partition.metadata's content for the topic id.
+func topicIDFileData(id [16]byte) []byte {
+	return []byte(fmt.Sprintf("version: 0\ntopic_id: %s\n", base64.RawURLEncoding.EncodeToString(id[:])))
 }

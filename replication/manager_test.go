@@ -29,8 +29,14 @@ func TestCreateTopicHostsEveryPartition(t *testing.T) {
 		if part.LeaderEpoch() != 0 {
 			t.Fatalf("partition %d leader epoch %d, want 0", p, part.LeaderEpoch())
 		}
-		if !exists(t, filepath.Join(s.logDir, tp("t", p).String())) {
-			t.Fatalf("no directory for partition %d", p)
+		// A new partition's files wait for its first append.
+		dir := filepath.Join(s.logDir, tp("t", p).String())
+		if exists(t, dir) {
+			t.Fatalf("partition %d has a directory before any append", p)
+		}
+		mustProduce(t, s.rm, tp("t", p), testkit.SimpleBatch(1, 1, 10))
+		if !exists(t, dir) {
+			t.Fatalf("no directory for partition %d after its first append", p)
 		}
 	}
 	if s.rm.Get(tp("t", 3)) != nil {

@@ -13,8 +13,9 @@ import (
 	"github.com/gokafka/gokafka/partition"
 )
 
-// gatedFS holds the creation of directories whose path contains hold
-// until open is closed.
+// gatedFS holds the opening of new logs (the look for their directory)
+// and the creation of directories whose path contains hold until open is
+// closed.
 type gatedFS struct {
 	partition.FS
 	hold    string
@@ -23,12 +24,21 @@ type gatedFS struct {
 	arrived chan struct{}
 }
 
-func (g *gatedFS) MkdirAll(path string, perm os.FileMode) error {
+func (g *gatedFS) wait(path string) {
 	if strings.Contains(path, g.hold) {
 		g.reached.Do(func() { close(g.arrived) })
 		<-g.open
 	}
+}
+
+func (g *gatedFS) MkdirAll(path string, perm os.FileMode) error {
+	g.wait(path)
 	return g.FS.MkdirAll(path, perm)
+}
+
+func (g *gatedFS) Stat(name string) (bool, bool, error) {
+	g.wait(name)
+	return g.FS.Stat(name)
 }
 
 // Every broker applies the metadata log at its own pace, so the followers
@@ -71,9 +81,9 @@ func TestCluster_FollowerRetriesSoonWhenLeaderHasNotAppliedMetadata(t *testing.T
 	c.waitISR("t", 1, 2, 3)
 }
 
-// barrierFS records whether the directories of two partitions were
-// being created at the same time: each creation waits (a while) for the
-// other to begin.
+// barrierFS records whether the logs of two partitions were being opened
+// at the same time: each opening (its look for the log's directory)
+// waits (a while) for the other to begin.
 type barrierFS struct {
 	partition.FS
 	names   []string
@@ -82,7 +92,7 @@ type barrierFS struct {
 	alone atomic.Bool
 }
 
-func (b *barrierFS) MkdirAll(path string, perm os.FileMode) error {
+func (b *barrierFS) Stat(path string) (bool, bool, error) {
 	for _, n := range b.names {
 		if strings.HasSuffix(path, n) {
 			b.arrived.Done()
@@ -95,7 +105,7 @@ func (b *barrierFS) MkdirAll(path string, perm os.FileMode) error {
 			}
 		}
 	}
-	return b.FS.MkdirAll(path, perm)
+	return b.FS.Stat(path)
 }
 
 // A topic with many partitions costs each broker a few fsyncs per new log;
