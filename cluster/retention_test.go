@@ -179,3 +179,28 @@ func TestQuorum_VoterBehindCompactedLogCatchesUpFromSnapshot(t *testing.T) {
 	// just after restoring it).
 	awaitSnapshot(t, back, behindLast+1)
 }
+
+// A node restarted with a lower metadata.max.retention.bytes bounds the
+// log it kept before the restart too: the sizes of entries it did not
+// apply since starting are read back from the log.
+func TestQuorum_LogKeptBeforeRestartIsBoundAtNextSnapshot(t *testing.T) {
+	const limit = 128 << 10
+	dir := t.TempDir()
+	c := openSnapshotQuorum(t, dir, QuorumConfig{SnapshotInterval: -1, RetentionBytes: -1})
+	for i := range 60 {
+		proposeLarge(t, c, i, 8<<10)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	c2 := openSnapshotQuorum(t, dir, QuorumConfig{SnapshotInterval: -1, RetentionBytes: limit})
+	if _, _, entries, _ := keptLog(t, c2, lastSnapshotIndex(t, c2)); entries < 60 {
+		t.Fatalf("%d entries kept before the restart, want all 60 (no limit then)", entries)
+	}
+	proposeLarge(t, c2, 60, 8<<10)
+	snapshotNow(t, c2)
+	snap := lastSnapshotIndex(t, c2)
+	if first, last, entries, bytes := keptLog(t, c2, snap); bytes > limit || entries < minTrailingLogs {
+		t.Fatalf("log %d-%d keeps %d entries of %d bytes up to the snapshot at %d, want at most %d bytes, at least %d entries", first, last, entries, bytes, snap, limit, minTrailingLogs)
+	}
+}
