@@ -26,6 +26,7 @@
 //	sessions.go     broker sessions: who has been silent too long (pure, clock passed in)
 //	logdirs.go      log dir assignment and offline log dirs
 //	raft.go         the production Log: a hashicorp/raft quorum and its fsm
+//	retention.go    the log kept after a snapshot: metadata.max.retention.bytes/.ms
 //	memlog.go       MemLog, an in-memory Log for tests of the real Controller
 //	forward.go      requests forwarded to the active controller
 //	configs.go      topic config definitions and their resolution

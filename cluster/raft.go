@@ -99,6 +99,15 @@ type QuorumConfig struct {
 	// entries the last one does not hold. 0 is Kafka's default, 1 h;
 	// negative never snapshots by time (Kafka's 0).
 	SnapshotInterval time.Duration
+	// RetentionBytes is metadata.max.retention.bytes: after a snapshot
+	// the log it holds is deleted but for the newest entries holding at
+	// most this many bytes (see retention.go). 0 is Kafka's default,
+	// 100 MiB; negative is no limit (Kafka's -1).
+	RetentionBytes int64
+	// RetentionTime is metadata.max.retention.ms: after a snapshot the
+	// log it holds is deleted but for entries younger than this. 0 is
+	// Kafka's default, 7 days; negative is no limit (Kafka's -1).
+	RetentionTime time.Duration
 	// TLS, when set, runs the CONTROLLER listener inside TLS (an SSL or
 	// SASL_SSL controller listener): raft traffic and the Kafka-protocol
 	// requests alike, in both directions.
@@ -151,6 +160,9 @@ type fsm struct {
 	sinceSnapshot atomic.Int64
 	snapshotBytes int64
 	snapshotCh    chan struct{}
+	// ret bounds the log kept after a snapshot; used on the fsm
+	// goroutine, outside mu.
+	ret *retention
 	// beforeApply, if set, runs before each entry is applied: tests hold
 	// the fsm inside an entry with it.
 	beforeApply atomic.Pointer[func()]
@@ -162,6 +174,7 @@ func (f *fsm) Apply(l *raft.Log) interface{} {
 	if l.Type != raft.LogCommand {
 		return nil
 	}
+	f.ret.applied(l)
 	var cmds []*Command
 	if err := json.Unmarshal(l.Data, &cmds); err != nil {
 		return applyResult{fmt.Errorf("decode metadata entry %d: %w", l.Index, err)}
@@ -194,15 +207,19 @@ func (f *fsm) publishLocked() {
 
 func (f *fsm) Snapshot() (raft.FSMSnapshot, error) {
 	f.mu.Lock()
-	defer f.mu.Unlock()
 	b, err := f.st.MarshalSnapshot()
 	if err != nil {
+		f.mu.Unlock()
 		return nil, err
 	}
 	// Raft calls this on the fsm goroutine, between two Applies: the
 	// snapshot holds every entry counted so far. (One that then fails
 	// to persist is retried at the next threshold.)
 	f.sinceSnapshot.Store(0)
+	f.mu.Unlock()
+	// Raft compacts the log once it has persisted this snapshot, keeping
+	// TrailingLogs entries: set it to what the retention limits allow.
+	f.ret.retain()
 	return snapshotBytes(b), nil
 }
 
@@ -214,13 +231,18 @@ func (f *fsm) Restore(rc io.ReadCloser) error {
 		return err
 	}
 	f.mu.Lock()
-	defer f.mu.Unlock()
 	if err := f.st.RestoreSnapshot(b); err != nil {
+		f.mu.Unlock()
 		return err
 	}
 	f.sinceSnapshot.Store(0)
 	f.publishLocked()
-	f.ctrl.logger.Info().Int64("offset", f.st.offset).Int("bytes", len(b)).Dur("took", time.Since(start)).Msg("metadata snapshot restored")
+	offset := f.st.offset
+	f.mu.Unlock()
+	f.ctrl.logger.Info().Int64("offset", offset).Int("bytes", len(b)).Dur("took", time.Since(start)).Msg("metadata snapshot restored")
+	// A snapshot installed from the leader is followed by a compaction
+	// too.
+	f.ret.restored(uint64(max(offset, 0)))
 	return nil
 }
 
@@ -265,6 +287,7 @@ func Open(ctx context.Context, cfg Config, qc QuorumConfig, logger zerolog.Logge
 		f.snapshotBytes = defaultSnapshotBytes
 	}
 	c.img = f.st.Image(-1)
+	f.ret = newRetention(qc, c.now, nil)
 
 	rc := raft.DefaultConfig()
 	rc.LocalID = raft.ServerID(strconv.Itoa(int(cfg.NodeID)))
@@ -327,6 +350,7 @@ func Open(ctx context.Context, cfg Config, qc QuorumConfig, logger zerolog.Logge
 		closeTransport(trans)
 		return nil, err
 	}
+	f.ret.store = store
 	existing, err := raft.HasExistingState(store, store, snaps)
 	if err != nil {
 		store.Close()
@@ -353,20 +377,22 @@ func Open(ctx context.Context, cfg Config, qc QuorumConfig, logger zerolog.Logge
 		closeTransport(trans)
 		return nil, fmt.Errorf("start metadata quorum: %w", err)
 	}
+	conf := &raftConf{r: r}
+	f.ret.conf.Store(conf)
 	// Voters that start together would all ask at once and split the
 	// vote (each votes for itself), costing a full election timeout. So
 	// they ask in the order of their ids, startStagger apart: the first
 	// one up and asked usually wins, and a later one that has heard from
 	// the leader by its turn does not ask.
 	if rank := voterRank(qc.Voters, cfg.NodeID); rank == 0 {
-		electNow(r, rc, tm)
+		electNow(conf, tm)
 	} else {
 		stop := c.stop
 		time.AfterFunc(time.Duration(rank)*min(tm.election/5, startStagger), func() {
 			select {
 			case <-stop:
 			default:
-				electNow(r, rc, tm)
+				electNow(conf, tm)
 			}
 		})
 	}
@@ -564,14 +590,10 @@ func (tm timings) start(rc *raft.Config) {
 // election at once (a pre-vote first, in a quorum of more than one).
 // Start-up waits for the quorum to have a leader, so this takes one to
 // two heartbeat timeouts off every start.
-func electNow(r *raft.Raft, rc *raft.Config, tm timings) {
+func electNow(conf *raftConf, tm timings) {
 	// The lease (tm.lease) is at most tm.heartbeat: still valid.
-	_ = r.ReloadConfig(raft.ReloadableConfig{
-		TrailingLogs:      rc.TrailingLogs,
-		SnapshotInterval:  rc.SnapshotInterval,
-		SnapshotThreshold: rc.SnapshotThreshold,
-		HeartbeatTimeout:  tm.heartbeat,
-		ElectionTimeout:   tm.election,
+	_ = conf.update(func(rc *raft.ReloadableConfig) {
+		rc.HeartbeatTimeout, rc.ElectionTimeout = tm.heartbeat, tm.election
 	})
 }
 

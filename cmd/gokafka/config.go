@@ -79,6 +79,8 @@ var properties = []property{
 	{"controller.quorum.fetch.timeout.ms", "2000", "A metadata quorum voter that hears nothing from the leader for this long starts an election, and a leader that hears from no majority for this long steps down; the leader heartbeats every tenth to fifth of it."},
 	{"metadata.log.max.record.bytes.between.snapshots", "20971520", "A node snapshots the metadata log once the entries it applied since its last snapshot exceed this many bytes (it also snapshots every 1,024 entries and at a clean shutdown), bounding what a restart replays."},
 	{"metadata.log.max.snapshot.interval.ms", "3600000", "Longest a node goes without a metadata snapshot while it has applied entries the last one lacks; 0 snapshots by size and count only."},
+	{"metadata.max.retention.bytes", "104857600", "After a metadata snapshot, the log before it is deleted but for the newest entries holding at most this many bytes (never fewer than 16 entries); -1 for no limit."},
+	{"metadata.max.retention.ms", "604800000", "After a metadata snapshot, the log before it is deleted but for entries younger than this (never fewer than 16 entries); -1 for no limit."},
 	{"broker.heartbeat.interval.ms", "2000", "How often a broker heartbeats to the active controller."},
 	{"broker.session.timeout.ms", "9000", "A broker not heard from for this long is fenced and its leaderships move."},
 	{"replica.lag.time.max.ms", "30000", "A follower not caught up to the leader's log end for this long leaves the ISR."},
@@ -705,7 +707,23 @@ func (s *settings) quorumConfig(voters []cluster.Voter) cluster.QuorumConfig {
 		FetchTimeout:      ms(s.positive("controller.quorum.fetch.timeout.ms")),
 		SnapshotBytes:     s.positive("metadata.log.max.record.bytes.between.snapshots"),
 		SnapshotInterval:  snapshotInterval(s.nonNegative("metadata.log.max.snapshot.interval.ms")),
+		RetentionBytes:    retentionLimit(s.i64("metadata.max.retention.bytes")),
+		RetentionTime:     time.Duration(retentionLimit(s.i64("metadata.max.retention.ms"))) * time.Millisecond,
 	}
+}
+
+// retentionLimit is metadata.max.retention.bytes or .ms as the quorum
+// takes it: 0 is its default there, so Kafka's 0 (keep nothing before
+// the snapshot) is the smallest limit, 1, and any negative value no
+// limit.
+func retentionLimit(v int64) int64 {
+	switch {
+	case v < 0:
+		return -1
+	case v == 0:
+		return 1
+	}
+	return v
 }
 
 // snapshotInterval is metadata.log.max.snapshot.interval.ms as the quorum

@@ -263,3 +263,39 @@ func TestProcessRolesAndQuorumBootstrapServers(t *testing.T) {
 		}
 	}
 }
+
+// metadata.max.retention.bytes and .ms reach the quorum with Kafka's
+// meaning: the defaults as they are, -1 as no limit, 0 as the smallest
+// limit (the quorum's own 0 is its default).
+func TestConfigMetadataRetentionLimits(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "c.yaml")
+	os.WriteFile(path, []byte("metadata.max.retention.ms: \"-1\"\n"), 0o644)
+	t.Setenv("GOKAFKA_METADATA_MAX_RETENTION_BYTES", "0")
+	s, err := loadConfig(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := s.brokerConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := cfg.Quorum.RetentionBytes; got != 1 {
+		t.Errorf("metadata.max.retention.bytes 0 reaches the quorum as %d, want 1", got)
+	}
+	if got := cfg.Quorum.RetentionTime; got >= 0 {
+		t.Errorf("metadata.max.retention.ms -1 reaches the quorum as %v, want negative (no limit)", got)
+	}
+
+	os.WriteFile(path, []byte("num.partitions: 1\n"), 0o644)
+	t.Setenv("GOKAFKA_METADATA_MAX_RETENTION_BYTES", "104857600")
+	if s, err = loadConfig(path); err != nil {
+		t.Fatal(err)
+	}
+	if cfg, err = s.brokerConfig(); err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Quorum.RetentionBytes != 104857600 || cfg.Quorum.RetentionTime != 7*24*time.Hour {
+		t.Errorf("defaults reach the quorum as %d bytes, %v", cfg.Quorum.RetentionBytes, cfg.Quorum.RetentionTime)
+	}
+}
