@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/gokafka/gokafka/internal/testkit"
@@ -77,41 +76,14 @@ func TestCluster_NewPartitionReplicasCreateFilesAtTheirFirstRecord(t *testing.T)
 // answered KAFKA_STORAGE_ERROR, and the log dir goes offline as for any
 // storage failure; the partition in the other dir keeps serving.
 func TestFirstProduceFailingToCreateLogFilesAnswersStorageError(t *testing.T) {
-	root := t.TempDir()
-	ctrl := openController(t, testClusterConfig(), filepath.Join(root, "meta"))
-	efs := &partition.ErrorFS{FS: partition.NewMemFS(), Inject: func(op, name string) error {
+	s, inD1, inD2, handled := twoLogDirs(t, func(op, name string) error {
 		if op == "mkdir" && strings.HasPrefix(name, "/d1/") {
 			return syscall.EIO
 		}
 		return nil
-	}}
-	configFor := func(topic string) partition.Config {
-		im := ctrl.Image()
-		return replication.LogConfig(im, im.Topics[topic], nodeID, ctrl.BrokerDefaults())
-	}
-	logs, err := partition.OpenManager(efs, partition.ManagerConfig{
-		Dirs: []string{"/d1", "/d2"}, NodeID: nodeID, ClusterID: ctrl.Image().ClusterID, Defaults: partition.DefaultConfig(),
-		RetentionCheckInterval: time.Hour, CheckpointInterval: time.Hour, FlushSchedulerInterval: time.Hour,
-	}, configFor, zerolog.Nop())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { logs.Close() })
-	rm := newManager(t, logs, ctrl)
-	handled := make(chan string, 1)
-	logs.OnLogDirFailure(func(dir string, _ error) {
-		rm.HandleLogDirFailure(dir)
-		handled <- dir
 	})
-	s := &stack{ctrl: ctrl, logs: logs, rm: rm}
-	s.createTopic(t, "t", 2, nil)
-	eventually(t, "logs of t", func() bool { return rm.Get(tp("t", 0)) != nil && rm.Get(tp("t", 1)) != nil })
-	inD1, inD2 := tp("t", 0), tp("t", 1)
-	if d, _ := logs.DirOf(inD1); d != "/d1" {
-		inD1, inD2 = inD2, inD1
-	}
-
-	_, err = rm.Produce(context.Background(), inD1, testkit.SimpleBatch(1, 1, 10), -1, time.Second)
+	rm := s.rm
+	_, err := rm.Produce(context.Background(), inD1, testkit.SimpleBatch(1, 1, 10), -1, time.Second)
 	if !errors.Is(err, kerr.KafkaStorageError) {
 		t.Fatalf("first produce when the log's files cannot be created: %v, want KAFKA_STORAGE_ERROR", err)
 	}

@@ -22,45 +22,19 @@ import (
 // recreated elsewhere by later metadata, and the other dir's partition
 // is served as before.
 func TestFailedLogDirPartitionsAnswerStorageErrorOthersKeepServing(t *testing.T) {
-	root := t.TempDir()
-	ctrl := openController(t, testClusterConfig(), filepath.Join(root, "meta"))
 	var failD1 atomic.Bool
-	efs := &partition.ErrorFS{FS: partition.NewMemFS(), Inject: func(op, name string) error {
+	s, inD1, inD2, handled := twoLogDirs(t, func(op, name string) error {
 		if failD1.Load() && op == "write" && strings.HasPrefix(name, "/d1/") {
 			return syscall.ENOSPC
 		}
 		return nil
-	}}
-	configFor := func(topic string) partition.Config {
-		im := ctrl.Image()
-		return replication.LogConfig(im, im.Topics[topic], nodeID, ctrl.BrokerDefaults())
-	}
-	logs, err := partition.OpenManager(efs, partition.ManagerConfig{
-		Dirs: []string{"/d1", "/d2"}, NodeID: nodeID, ClusterID: ctrl.Image().ClusterID, Defaults: partition.DefaultConfig(),
-		RetentionCheckInterval: time.Hour, CheckpointInterval: time.Hour, FlushSchedulerInterval: time.Hour,
-	}, configFor, zerolog.Nop())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { logs.Close() })
-	rm := newManager(t, logs, ctrl)
-	handled := make(chan string, 1)
-	logs.OnLogDirFailure(func(dir string, _ error) {
-		rm.HandleLogDirFailure(dir)
-		handled <- dir
 	})
-	s := &stack{ctrl: ctrl, logs: logs, rm: rm}
-	s.createTopic(t, "t", 2, nil)
-	eventually(t, "logs of t", func() bool { return logs.Get(tp("t", 0)) != nil && logs.Get(tp("t", 1)) != nil })
-	inD1, inD2 := tp("t", 0), tp("t", 1)
-	if d, _ := logs.DirOf(inD1); d != "/d1" {
-		inD1, inD2 = inD2, inD1
-	}
+	rm, logs := s.rm, s.logs
 	mustProduce(t, rm, inD1, testkit.SimpleBatch(2, 1, 10))
 	mustProduce(t, rm, inD2, testkit.SimpleBatch(2, 1, 10))
 
 	failD1.Store(true)
-	_, err = rm.Produce(context.Background(), inD1, testkit.SimpleBatch(1, 1, 10), -1, time.Second)
+	_, err := rm.Produce(context.Background(), inD1, testkit.SimpleBatch(1, 1, 10), -1, time.Second)
 	if !errors.Is(err, partition.ErrStorage) && !errors.Is(err, replication.ErrStorage) {
 		t.Fatalf("produce to a full log dir: %v, want a storage error", err)
 	}
@@ -95,4 +69,42 @@ func TestFailedLogDirPartitionsAnswerStorageErrorOthersKeepServing(t *testing.T)
 	}
 	mustProduce(t, rm, inD2, testkit.SimpleBatch(2, 1, 10))
 	mustProduce(t, rm, tp("u", 0), testkit.SimpleBatch(2, 1, 10))
+}
+
+// twoLogDirs starts a replica manager over two log dirs, /d1 and /d2, of an
+// in-memory file system failing as inject says, and creates topic t with a
+// partition in each. handled receives each dir whose failure the manager
+// handled.
+func twoLogDirs(t *testing.T, inject func(op, name string) error) (s *stack, inD1, inD2 partition.TopicPartition, handled chan string) {
+	t.Helper()
+	ctrl := openController(t, testClusterConfig(), filepath.Join(t.TempDir(), "meta"))
+	efs := &partition.ErrorFS{FS: partition.NewMemFS(), Inject: inject}
+	configFor := func(topic string) partition.Config {
+		im := ctrl.Image()
+		return replication.LogConfig(im, im.Topics[topic], nodeID, ctrl.BrokerDefaults())
+	}
+	logs, err := partition.OpenManager(efs, partition.ManagerConfig{
+		Dirs: []string{"/d1", "/d2"}, NodeID: nodeID, ClusterID: ctrl.Image().ClusterID, Defaults: partition.DefaultConfig(),
+		RetentionCheckInterval: time.Hour, CheckpointInterval: time.Hour, FlushSchedulerInterval: time.Hour,
+	}, configFor, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { logs.Close() })
+	rm := newManager(t, logs, ctrl)
+	handled = make(chan string, 1)
+	logs.OnLogDirFailure(func(dir string, _ error) {
+		rm.HandleLogDirFailure(dir)
+		handled <- dir
+	})
+	s = &stack{ctrl: ctrl, logs: logs, rm: rm}
+	s.createTopic(t, "t", 2, nil)
+	eventually(t, "logs of t", func() bool {
+		return rm.Get(tp("t", 0)) != nil && rm.Get(tp("t", 1)) != nil && logs.Get(tp("t", 0)) != nil && logs.Get(tp("t", 1)) != nil
+	})
+	inD1, inD2 = tp("t", 0), tp("t", 1)
+	if d, _ := logs.DirOf(inD1); d != "/d1" {
+		inD1, inD2 = inD2, inD1
+	}
+	return s, inD1, inD2, handled
 }
