@@ -3,6 +3,7 @@ package handlers
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"slices"
 	"sync"
 	"testing"
@@ -206,7 +207,8 @@ func (c *fakeClock) set(d time.Duration) {
 func openTestSession(c *FetchSessionCache, follower bool, n int) int32 {
 	entries := make([]fetchEntry, n)
 	for i := range entries {
-		entries[i] = fetchEntry{topic: "t", p: fetchPartition(int32(i), 0, 1)}
+		fp := fetchPartition(int32(i), 0, 1)
+		entries[i] = fetchEntry{topic: "t", part: fp.Partition, partFetch: partFetchOf(&fp)}
 	}
 	return c.createSession(follower, false, entries, make([]fetchAnswer, n), nil)
 }
@@ -354,4 +356,41 @@ func TestFollowerSessionReadsOnlyChangedPartitions(t *testing.T) {
 	// once more; then it is left alone.
 	round(5, "[]", 1)
 	round(6, "[]", 0)
+}
+
+// A session keeps, of each partition, the fetch parameters it reads with
+// and the offsets it compares, by value in its map: a broker leading
+// thousands of partitions holds two followers' sessions over all of them.
+// Each partition used to keep a copy of the whole request partition and
+// its topic (a 144-byte allocation) behind a pointer.
+func TestFetchSessionPartitionHeap(t *testing.T) {
+	const n = 5000
+	c := NewFetchSessionCache(10, nil)
+	entries := make([]fetchEntry, n)
+	for i := range entries {
+		fp := fetchPartition(int32(i), 100, 1<<20)
+		entries[i] = fetchEntry{topicID: [16]byte{1}, part: fp.Partition, partFetch: partFetchOf(&fp)}
+	}
+	answers := make([]fetchAnswer, n)
+	runtime.GC()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	id := c.createSession(true, true, entries, answers, nil)
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	per := (int64(after.HeapAlloc) - int64(before.HeapAlloc)) / n
+	t.Logf("heap per session partition: %d bytes", per)
+	// 285 bytes before, 229 since (the map's slots are 112 bytes, and a
+	// map of n entries has room for up to twice as many).
+	if per > 250 {
+		t.Fatalf("a session keeps %d bytes a partition, want at most 250", per)
+	}
+	c.mu.Lock()
+	s := c.sessions[id]
+	c.mu.Unlock()
+	if cp, ok := s.parts[fetchPartKey{id: [16]byte{1}, part: 7}]; !ok || cp.fetchOffset != 100 || cp.maxBytes != 1<<20 || cp.leaderEpoch != -1 {
+		t.Fatalf("partition 7 of the session: %+v, %v", cp, ok)
+	}
+	runtime.KeepAlive(entries)
+	runtime.KeepAlive(answers)
 }
