@@ -62,8 +62,10 @@ type Manager struct {
 
 	mu struct {
 		sync.Mutex
-		logs map[TopicPartition]*Log
-		dirs map[TopicPartition]string // log dir of each partition
+		// logs holds every partition found or created here: its log
+		// dir and its log. One map, not one for each: at 10,000
+		// partitions a second map costs over half a megabyte.
+		logs map[TopicPartition]hostedLog
 		// creating guards against two GetOrCreate calls opening one log.
 		creating map[TopicPartition]*sync.WaitGroup
 		// creatingIn is the log dir of each log in creating: a log
@@ -81,6 +83,25 @@ type Manager struct {
 	started bool
 }
 
+// hostedLog is a partition this broker holds: the log dir it is in and
+// its log, nil while the log opens at start-up and once its log dir went
+// offline (the partition still counts as being there).
+type hostedLog struct {
+	l   *Log
+	dir *logDir
+}
+
+// path is the log dir's path ("" if none).
+func (h hostedLog) path() string {
+	if h.dir == nil {
+		return ""
+	}
+	return h.dir.path
+}
+
+// offline reports whether the log dir is offline.
+func (h hostedLog) offline() bool { return h.dir != nil && h.dir.offline.Load() }
+
 // OpenManager opens every log dir: validates or writes meta.properties,
 // reads the root checkpoints, notes (and removes) the clean-shutdown marker,
 // removes "-delete" directories and opens every "<topic>-<partition>"
@@ -96,8 +117,7 @@ func OpenManager(fs FS, cfg ManagerConfig, configFor func(topic string) Config, 
 	}
 	m := &Manager{fs: fs, cfg: cfg, configFor: configFor, logger: logger, now: now, stop: make(chan struct{})}
 	m.rpOnDisk = map[string]map[TopicPartition]int64{}
-	m.mu.logs = map[TopicPartition]*Log{}
-	m.mu.dirs = map[TopicPartition]string{}
+	m.mu.logs = map[TopicPartition]hostedLog{}
 	m.mu.creating = map[TopicPartition]*sync.WaitGroup{}
 	m.mu.creatingIn = map[TopicPartition]string{}
 	m.initLogDirs()
@@ -236,13 +256,13 @@ func (m *Manager) scanLogDir(dir string) (jobs []openJob, marker string, stale b
 		}
 		// Under mu: a dir failing meanwhile is handled concurrently.
 		m.mu.Lock()
-		other, dup := m.mu.dirs[tp]
+		other, dup := m.mu.logs[tp]
 		if !dup {
-			m.mu.dirs[tp] = dir
+			m.mu.logs[tp] = hostedLog{dir: m.dirFor(dir)}
 		}
 		m.mu.Unlock()
 		if dup {
-			return nil, "", false, fmt.Errorf("partition %s found in both %s and %s", tp, other, dir)
+			return nil, "", false, fmt.Errorf("partition %s found in both %s and %s", tp, other.path(), dir)
 		}
 		jobs = append(jobs, openJob{dir: dir, tp: tp, opts: OpenOptions{
 			RecoveryPoint: rp[tp], LogStartOffset: ls[tp], HighWatermark: hw[tp], CleanShutdown: clean, Now: m.cfg.Now,
@@ -277,7 +297,7 @@ func (m *Manager) openLogs(jobs []openJob) error {
 			}
 			m.attach(l)
 			m.mu.Lock()
-			m.mu.logs[j.tp] = l
+			m.mu.logs[j.tp] = hostedLog{l: l, dir: m.dirFor(j.dir)}
 			m.mu.Unlock()
 			rec.opened(l.NumSegments(), l.Size())
 		}()
@@ -433,7 +453,7 @@ func (m *Manager) readCheckpoint(dir, name string) (cp map[TopicPartition]int64,
 func (m *Manager) Get(tp TopicPartition) *Log {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return m.mu.logs[tp]
+	return m.mu.logs[tp].l
 }
 
 // GetOrCreate returns the log of tp, creating it in the log dir that holds
@@ -445,13 +465,14 @@ func (m *Manager) GetOrCreate(tp TopicPartition) (*Log, error) {
 			m.mu.Unlock()
 			return nil, ErrLogClosed
 		}
-		if d, ok := m.mu.dirs[tp]; ok && m.dirOffline(d) {
+		h, ok := m.mu.logs[tp]
+		if ok && h.offline() {
 			m.mu.Unlock()
-			return nil, m.dirFor(d).offlineErr()
+			return nil, h.dir.offlineErr()
 		}
-		if l := m.mu.logs[tp]; l != nil {
+		if h.l != nil {
 			m.mu.Unlock()
-			return l, nil
+			return h.l, nil
 		}
 		if wg := m.mu.creating[tp]; wg != nil {
 			m.mu.Unlock()
@@ -467,8 +488,8 @@ func (m *Manager) GetOrCreate(tp TopicPartition) (*Log, error) {
 			}
 		} else {
 			counts := map[string]int{}
-			for _, d := range m.mu.dirs {
-				counts[d]++
+			for _, h := range m.mu.logs {
+				counts[h.path()]++
 			}
 			for _, d := range m.mu.creatingIn {
 				counts[d]++
@@ -496,8 +517,7 @@ func (m *Manager) GetOrCreate(tp TopicPartition) (*Log, error) {
 		delete(m.mu.creatingIn, tp)
 		if err == nil {
 			m.attach(l)
-			m.mu.logs[tp] = l
-			m.mu.dirs[tp] = dir
+			m.mu.logs[tp] = hostedLog{l: l, dir: m.dirFor(dir)}
 		}
 		m.mu.Unlock()
 		wg.Done()
@@ -511,10 +531,9 @@ func (m *Manager) GetOrCreate(tp TopicPartition) (*Log, error) {
 // log start, recovery point or HW after a crash.
 func (m *Manager) Delete(tp TopicPartition) error {
 	m.mu.Lock()
-	l := m.mu.logs[tp]
-	dir := m.mu.dirs[tp]
+	h := m.mu.logs[tp]
+	l, dir := h.l, h.path()
 	delete(m.mu.logs, tp)
-	delete(m.mu.dirs, tp)
 	m.mu.Unlock()
 	if l == nil {
 		return nil
@@ -532,8 +551,10 @@ func (m *Manager) Delete(tp TopicPartition) error {
 func (m *Manager) Partitions() []TopicPartition {
 	m.mu.Lock()
 	out := make([]TopicPartition, 0, len(m.mu.logs))
-	for tp := range m.mu.logs {
-		out = append(out, tp)
+	for tp, h := range m.mu.logs {
+		if h.l != nil {
+			out = append(out, tp)
+		}
 	}
 	m.mu.Unlock()
 	sort.Slice(out, func(i, j int) bool {
@@ -555,11 +576,11 @@ func (m *Manager) snapshot() []logInDir {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	out := make([]logInDir, 0, len(m.mu.logs))
-	for tp, l := range m.mu.logs {
-		if m.dirOffline(m.mu.dirs[tp]) {
+	for tp, h := range m.mu.logs {
+		if h.l == nil || h.offline() {
 			continue // closed by dirFailed
 		}
-		out = append(out, logInDir{tp: tp, dir: m.mu.dirs[tp], l: l})
+		out = append(out, logInDir{tp: tp, dir: h.path(), l: h.l})
 	}
 	return out
 }
@@ -623,9 +644,9 @@ func (m *Manager) FlushDue() {
 	now := m.now()
 	m.mu.Lock()
 	var timed []logInDir
-	for tp, l := range m.mu.logs {
-		if l.timedFlush.Load() && !m.dirOffline(m.mu.dirs[tp]) {
-			timed = append(timed, logInDir{tp: tp, dir: m.mu.dirs[tp], l: l})
+	for tp, h := range m.mu.logs {
+		if h.l != nil && h.l.timedFlush.Load() && !h.offline() {
+			timed = append(timed, logInDir{tp: tp, dir: h.path(), l: h.l})
 		}
 	}
 	m.mu.Unlock()
