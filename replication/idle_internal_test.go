@@ -150,3 +150,47 @@ func TestLeaderStateOfAnIdlePartitionIsSmall(t *testing.T) {
 	}
 	runtime.KeepAlive(sts)
 }
+
+// A follower keeps, for each partition it fetches, the fetcher's state of
+// it and the fetcher it is assigned to: thousands on a broker following
+// 10,000 partitions. The assignment names the fetcher (its leader epoch
+// is in the fetcher's state) instead of a copy of the fetcher's key and
+// the epoch, and the state is a 48-byte allocation, not 64.
+func TestFollowedPartitionsCostTheFetchersLittleHeap(t *testing.T) {
+	const n = 3000
+	m := &Manager{now: time.Now}
+	var fs fetchers
+	fs.init(m)
+	f := &fetcher{m: m, leader: 2, addr: "leader:9092", wake: make(chan struct{}, 1), parts: make(map[partition.TopicPartition]*fetchState)}
+	fs.byKey[f.key()] = f
+	ps := make([]*Partition, n)
+	for i := range ps {
+		ps[i] = m.newPartition(partition.TopicPartition{Topic: "t", Partition: int32(i)}, nil)
+	}
+	runtime.GC()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for _, p := range ps {
+		fs.assign(p, 2, 5, "leader:9092")
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	per := (int64(after.HeapAlloc) - int64(before.HeapAlloc)) / n
+	t.Logf("fetchers' heap per followed partition: %d bytes", per)
+	// 193 bytes before, 144 since.
+	if per > 170 {
+		t.Fatalf("the fetchers keep %d bytes a followed partition, want at most 170", per)
+	}
+	if fs.assigned[ps[7].TP] != f || f.epochOf(ps[7].TP) != 5 {
+		t.Fatal("partition 7 not assigned to the fetcher at epoch 5")
+	}
+	// The same leader and epoch again: left alone.
+	s := f.parts[ps[7].TP]
+	fs.assign(ps[7], 2, 5, "leader:9092")
+	if f.parts[ps[7].TP] != s {
+		t.Fatal("an unchanged assignment restarted the partition's fetch state")
+	}
+	runtime.KeepAlive(&fs)
+	runtime.KeepAlive(f)
+	runtime.KeepAlive(ps)
+}
