@@ -174,7 +174,7 @@ type fetchSession struct {
 	// leave them out anyway. byTP finds a changed partition's key by
 	// name.
 	watch   *replication.SessionWatch
-	byTP    map[partition.TopicPartition]fetchPartKey
+	byTP    map[partition.TopicPartition][16]byte
 	pending map[fetchPartKey]struct{}
 }
 
@@ -300,7 +300,7 @@ func (c *FetchSessionCache) newContext(version int16, r *kmsg.FetchRequest, foll
 		}
 		clear(s.pending)
 		s.watch.TakeDirty(func(tp partition.TopicPartition) {
-			if k, ok := s.byTP[tp]; ok {
+			if k, ok := s.keyByTP(tp); ok {
 				fc.visit(k)
 			}
 		})
@@ -340,7 +340,7 @@ func (fc *fetchContext) more() ([]fetchEntry, bool) {
 	changed := false
 	s.watch.TakeDirty(func(tp partition.TopicPartition) {
 		changed = true
-		if k, ok := s.byTP[tp]; ok {
+		if k, ok := s.keyByTP(tp); ok {
 			fc.visit(k)
 		}
 	})
@@ -430,10 +430,30 @@ func (s *fetchSession) forgetWatched(k fetchPartKey, cp *cachedPart) {
 	if cp.topic == "" {
 		return
 	}
-	if tp := cp.tp(k); s.byTP[tp] == k {
+	if tp := cp.tp(k); s.mapsTP(tp, k) {
 		delete(s.byTP, tp)
 		s.watch.Forget(tp)
 	}
+}
+
+// keyByTP returns the key of the session's partition last read as tp.
+// byTP keeps only the topic id of each (a key by name is the name);
+// a full key a partition cost 24 bytes more. Under s.mu.
+func (s *fetchSession) keyByTP(tp partition.TopicPartition) (fetchPartKey, bool) {
+	id, ok := s.byTP[tp]
+	if !ok {
+		return fetchPartKey{}, false
+	}
+	if s.usesIDs {
+		return fetchPartKey{id: id, part: tp.Partition}, true
+	}
+	return fetchPartKey{name: tp.Topic, part: tp.Partition}, true
+}
+
+// mapsTP reports whether byTP maps tp to k. Under s.mu.
+func (s *fetchSession) mapsTP(tp partition.TopicPartition, k fetchPartKey) bool {
+	got, ok := s.keyByTP(tp)
+	return ok && got == k
 }
 
 // noteRead records, in a session with a watch, where partition k was
@@ -444,13 +464,13 @@ func (s *fetchSession) noteRead(k fetchPartKey, cp *cachedPart, a *fetchAnswer) 
 		return
 	}
 	if a.tp.Topic != "" && cp.tp(k) != a.tp {
-		if old := cp.tp(k); cp.topic != "" && s.byTP[old] == k {
+		if old := cp.tp(k); cp.topic != "" && s.mapsTP(old, k) {
 			delete(s.byTP, old)
 		}
 		cp.topic = a.tp.Topic
 	}
 	if cp.topic != "" {
-		s.byTP[cp.tp(k)] = k
+		s.byTP[cp.tp(k)] = k.id
 	}
 	if !a.settled || a.errCode != 0 {
 		s.pending[k] = struct{}{}
@@ -557,7 +577,7 @@ func (c *FetchSessionCache) createSession(follower, useIDs bool, entries []fetch
 		s.order = make([]fetchPartKey, 0, len(entries))
 	} else {
 		s.watch = watch
-		s.byTP = make(map[partition.TopicPartition]fetchPartKey, len(entries))
+		s.byTP = make(map[partition.TopicPartition][16]byte, len(entries))
 		s.pending = make(map[fetchPartKey]struct{})
 	}
 	for i := range entries {

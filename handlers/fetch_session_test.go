@@ -14,6 +14,7 @@ import (
 
 	"github.com/gokafka/gokafka/partition"
 	"github.com/gokafka/gokafka/protocol"
+	"github.com/gokafka/gokafka/replication"
 )
 
 // sessionFetch sends a Fetch of the given session id and epoch, naming
@@ -390,6 +391,43 @@ func TestFetchSessionPartitionHeap(t *testing.T) {
 	c.mu.Unlock()
 	if cp, ok := s.parts[fetchPartKey{id: [16]byte{1}, part: 7}]; !ok || cp.fetchOffset != 100 || cp.maxBytes != 1<<20 || cp.leaderEpoch != -1 {
 		t.Fatalf("partition 7 of the session: %+v, %v", cp, ok)
+	}
+	runtime.KeepAlive(entries)
+	runtime.KeepAlive(answers)
+}
+
+// A follower's session (one with a watch) also finds a changed partition's
+// key by its name: it keeps only the topic id for that, the rest of the
+// key being the partition's name and number.
+func TestFollowerFetchSessionPartitionHeap(t *testing.T) {
+	const n = 5000
+	c := NewFetchSessionCache(10, nil)
+	entries := make([]fetchEntry, n)
+	answers := make([]fetchAnswer, n)
+	for i := range entries {
+		fp := fetchPartition(int32(i), 100, 1<<20)
+		entries[i] = fetchEntry{topicID: [16]byte{1}, part: fp.Partition, partFetch: partFetchOf(&fp)}
+		answers[i] = fetchAnswer{tp: partition.TopicPartition{Topic: "t", Partition: int32(i)}, settled: true}
+	}
+	watch := (*replication.Manager)(nil).NewSessionWatch(2)
+	runtime.GC()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	id := c.createSession(true, true, entries, answers, watch)
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	per := (int64(after.HeapAlloc) - int64(before.HeapAlloc)) / n
+	t.Logf("heap per follower session partition: %d bytes", per)
+	// 362 bytes with a pointer to a copy of the request partition and
+	// full keys by name, 267 since.
+	if per > 300 {
+		t.Fatalf("a follower's session keeps %d bytes a partition, want at most 300", per)
+	}
+	c.mu.Lock()
+	s := c.sessions[id]
+	c.mu.Unlock()
+	if k, ok := s.keyByTP(partition.TopicPartition{Topic: "t", Partition: 9}); !ok || k != (fetchPartKey{id: [16]byte{1}, part: 9}) {
+		t.Fatalf("partition t-9 of the session: %+v, %v", k, ok)
 	}
 	runtime.KeepAlive(entries)
 	runtime.KeepAlive(answers)
