@@ -1,11 +1,13 @@
 package partition
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -53,7 +55,7 @@ type Manager struct {
 	// rpOnDisk is, per log dir, what its recovery-point checkpoint holds
 	// as far as this process knows; a dir is absent when that is unknown
 	// (not written since open, or the write failed). Guarded by ckMu.
-	rpOnDisk map[string]map[TopicPartition]int64
+	rpOnDisk map[string]rpCheckpoint
 
 	// ldirs tracks each log dir's health (logdir.go); fixed at open.
 	ldirs  map[string]*logDir
@@ -116,7 +118,7 @@ func OpenManager(fs FS, cfg ManagerConfig, configFor func(topic string) Config, 
 		now = time.Now
 	}
 	m := &Manager{fs: fs, cfg: cfg, configFor: configFor, logger: logger, now: now, stop: make(chan struct{})}
-	m.rpOnDisk = map[string]map[TopicPartition]int64{}
+	m.rpOnDisk = map[string]rpCheckpoint{}
 	m.mu.logs = map[TopicPartition]hostedLog{}
 	m.mu.creating = map[TopicPartition]*sync.WaitGroup{}
 	m.mu.creatingIn = map[TopicPartition]string{}
@@ -221,7 +223,7 @@ func (m *Manager) scanLogDir(dir string) (jobs []openJob, marker string, stale b
 		// What is on disk is known from here on, so a truncation above
 		// every recovery point needs no checkpoint rewrite (attach).
 		m.ckMu.Lock()
-		m.rpOnDisk[dir] = rp
+		m.rpOnDisk[dir] = newRPCheckpoint(rp)
 		m.ckMu.Unlock()
 	}
 	hw, _ := m.readCheckpoint(dir, replicationCheckpointFile)
@@ -363,6 +365,41 @@ func hasStaleEntries(names []string, cps ...map[TopicPartition]int64) bool {
 	return false
 }
 
+// rpCheckpoint is a recovery-point checkpoint as written, sorted by
+// partition: 32 bytes an entry, where a map of 10,000 partitions costs
+// about three times as much.
+type rpCheckpoint []rpEntry
+
+type rpEntry struct {
+	tp TopicPartition
+	rp int64
+}
+
+func tpLess(a, b TopicPartition) int {
+	if c := strings.Compare(a.Topic, b.Topic); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.Partition, b.Partition)
+}
+
+func newRPCheckpoint(m map[TopicPartition]int64) rpCheckpoint {
+	c := make(rpCheckpoint, 0, len(m))
+	for tp, rp := range m {
+		c = append(c, rpEntry{tp, rp})
+	}
+	slices.SortFunc(c, func(a, b rpEntry) int { return tpLess(a.tp, b.tp) })
+	return c
+}
+
+// get returns tp's recovery point in the checkpoint.
+func (c rpCheckpoint) get(tp TopicPartition) (int64, bool) {
+	i, ok := slices.BinarySearchFunc(c, tp, func(e rpEntry, tp TopicPartition) int { return tpLess(e.tp, tp) })
+	if !ok {
+		return 0, false
+	}
+	return c[i].rp, true
+}
+
 // attach hooks a log to the root checkpoints of its log dir, before
 // the log is shared: a truncation rewrites them (see Log.syncTruncation)
 // when the recovery point on disk may be above the truncated log's.
@@ -376,7 +413,7 @@ func (m *Manager) attach(l *Log) {
 		defer m.ckMu.Unlock()
 		if onDisk, known := m.rpOnDisk[dir]; known {
 			// No entry opens with a full recovery, which is safe too.
-			if v, ok := onDisk[l.tp]; !ok || v <= l.RecoveryPoint() {
+			if v, ok := onDisk.get(l.tp); !ok || v <= l.RecoveryPoint() {
 				return nil
 			}
 		}
@@ -711,7 +748,7 @@ func (m *Manager) writeCheckpoints(logs []logInDir, only ...string) error {
 		fs := m.fsFor(dir)
 		rerr := WriteFileAtomic(fs, filepath.Join(dir, recoveryPointCheckpointFile), encodeOffsetCheckpoint(c.rp))
 		if rerr == nil {
-			m.rpOnDisk[dir] = c.rp
+			m.rpOnDisk[dir] = newRPCheckpoint(c.rp)
 		} else {
 			delete(m.rpOnDisk, dir)
 		}
