@@ -2,6 +2,7 @@ package replication
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"maps"
@@ -94,6 +95,42 @@ type Partition struct {
 		// 10,000 idle partitions never need it).
 		busy *partitionBusy
 	}
+}
+
+// replicaSets hands out one shared copy of each replica list: thousands
+// of partitions over a few brokers have a few distinct replica sets and
+// ISRs, and a copy each cost every partition two allocations. The lists
+// it returns are never modified.
+type replicaSets struct {
+	mu   sync.Mutex
+	sets map[string][]int32
+}
+
+// maxReplicaSets bounds the table; past it, it starts afresh (the lists
+// handed out stay valid).
+const maxReplicaSets = 4096
+
+// get returns a shared list equal to ids.
+func (r *replicaSets) get(ids []int32) []int32 {
+	if len(ids) == 0 {
+		return slices.Clone(ids)
+	}
+	var buf [64]byte
+	key := buf[:0]
+	for _, id := range ids {
+		key = binary.LittleEndian.AppendUint32(key, uint32(id))
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if s, ok := r.sets[string(key)]; ok {
+		return s
+	}
+	if r.sets == nil || len(r.sets) >= maxReplicaSets {
+		r.sets = make(map[string][]int32)
+	}
+	s := slices.Clone(ids)
+	r.sets[string(key)] = s
+	return s
 }
 
 // partitionEnv is what every partition of a Manager shares.
@@ -360,6 +397,8 @@ type Manager struct {
 	now    func() time.Time
 	// penv is what its partitions share (Partition.env).
 	penv partitionEnv
+	// replicaSets holds the replica and ISR lists partitions keep.
+	replicaSets replicaSets
 
 	// ctx ends at Close; it bounds AlterPartition calls and fetches.
 	ctx    context.Context
@@ -1037,7 +1076,7 @@ func (m *Manager) makeLeader(p *Partition, pi *cluster.PartitionInfo, minISR int
 	p.mu.leader = m.nodeID
 	p.mu.leaderEpoch = pi.LeaderEpoch
 	p.mu.partitionEpoch = max(p.mu.partitionEpoch, pi.PartitionEpoch)
-	p.mu.replicas = slices.Clone(pi.Replicas)
+	p.mu.replicas = m.replicaSets.get(pi.Replicas)
 	prop := p.applyLocked(eff)
 	p.notifyLocked(true, true)
 	p.mu.Unlock()
@@ -1072,8 +1111,8 @@ func (m *Manager) makeFollower(p *Partition, pi *cluster.PartitionInfo, im *clus
 	p.mu.leader = pi.Leader
 	p.mu.leaderEpoch = pi.LeaderEpoch
 	p.mu.partitionEpoch = pi.PartitionEpoch
-	p.mu.replicas = slices.Clone(pi.Replicas)
-	p.mu.isr = slices.Clone(pi.ISR)
+	p.mu.replicas = m.replicaSets.get(pi.Replicas)
+	p.mu.isr = m.replicaSets.get(pi.ISR)
 	p.notifyLocked(true, true)
 	p.mu.Unlock()
 	p.roleMu.Unlock()
