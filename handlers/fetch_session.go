@@ -298,7 +298,14 @@ func (c *FetchSessionCache) newContext(version int16, r *kmsg.FetchRequest, foll
 		for k := range s.pending {
 			fc.visit(k)
 		}
-		clear(s.pending)
+		if len(s.pending) > 64 {
+			// A cleared map keeps the room of its largest size: a
+			// session that once had thousands pending (its first
+			// fetches) would keep it while idle.
+			s.pending = make(map[fetchPartKey]struct{})
+		} else {
+			clear(s.pending)
+		}
 		s.watch.TakeDirty(func(tp partition.TopicPartition) {
 			if k, ok := s.keyByTP(tp); ok {
 				fc.visit(k)

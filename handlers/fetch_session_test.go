@@ -432,3 +432,47 @@ func TestFollowerFetchSessionPartitionHeap(t *testing.T) {
 	runtime.KeepAlive(entries)
 	runtime.KeepAlive(answers)
 }
+
+// A follower's session whose first fetches left thousands of partitions
+// pending (not caught up yet) keeps none of that room once they settle.
+func TestFollowerFetchSessionKeepsNoRoomAfterABurst(t *testing.T) {
+	const n = 5000
+	c := NewFetchSessionCache(10, nil)
+	entries := make([]fetchEntry, n)
+	answers := make([]fetchAnswer, n)
+	for i := range entries {
+		fp := fetchPartition(int32(i), 100, 1<<20)
+		entries[i] = fetchEntry{topicID: [16]byte{1}, part: fp.Partition, partFetch: partFetchOf(&fp)}
+		answers[i] = fetchAnswer{tp: partition.TopicPartition{Topic: "t", Partition: int32(i)}, settled: false}
+	}
+	id := c.createSession(true, true, entries, answers, (*replication.Manager)(nil).NewSessionWatch(2))
+	c.mu.Lock()
+	s := c.sessions[id]
+	c.mu.Unlock()
+	if len(s.pending) != n {
+		t.Fatalf("%d partitions pending, want %d", len(s.pending), n)
+	}
+	runtime.GC()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	r := kmsg.NewPtrFetchRequest()
+	r.SessionID, r.SessionEpoch = id, 1
+	fc, code := c.newContext(13, r, true)
+	if code != 0 || len(fc.entries) != n {
+		t.Fatalf("incremental fetch: code %d, %d partitions to read, want all %d pending", code, len(fc.entries), n)
+	}
+	fc = nil
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	freed := int64(before.HeapAlloc) - int64(after.HeapAlloc)
+	t.Logf("heap freed once the pending partitions were taken: %d bytes", freed)
+	if freed < 100<<10 {
+		t.Fatalf("the session still keeps the room of %d pending partitions (%d bytes freed)", n, freed)
+	}
+	if len(s.pending) != 0 {
+		t.Fatalf("%d partitions still pending", len(s.pending))
+	}
+	runtime.KeepAlive(c)
+	runtime.KeepAlive(entries)
+	runtime.KeepAlive(answers)
+}

@@ -223,3 +223,39 @@ func TestPartitionsShareTheirReplicaLists(t *testing.T) {
 	}
 	runtime.KeepAlive(kept)
 }
+
+// A follower session's watch forgets the room a burst of changes needed:
+// a topic's creation marks thousands of partitions dirty at once, and a
+// map cleared for reuse would keep that room while the session idles.
+func TestSessionWatchKeepsNoRoomAfterABurst(t *testing.T) {
+	w := (*Manager)(nil).NewSessionWatch(2)
+	const n = 5000
+	tps := make([]partition.TopicPartition, n)
+	for i := range tps {
+		tps[i] = partition.TopicPartition{Topic: "t", Partition: int32(i)}
+	}
+	runtime.GC()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for _, tp := range tps {
+		w.markDirty(tp, false)
+	}
+	seen := 0
+	w.TakeDirty(func(partition.TopicPartition) { seen++ })
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	if seen != n || w.Dirty() != 0 {
+		t.Fatalf("took %d changed partitions, %d left; want %d, none", seen, w.Dirty(), n)
+	}
+	kept := int64(after.HeapAlloc) - int64(before.HeapAlloc)
+	t.Logf("heap kept after a burst of %d changes: %d bytes", n, kept)
+	if kept > 16<<10 {
+		t.Fatalf("the watch keeps %d bytes after a burst, want at most 16 KiB", kept)
+	}
+	w.markDirty(tps[1], false)
+	if w.Dirty() != 1 {
+		t.Fatal("a change after the burst was lost")
+	}
+	runtime.KeepAlive(w)
+	runtime.KeepAlive(tps)
+}
