@@ -235,7 +235,6 @@ func planFetch(req *protocol.Request, entries []fetchEntry, resp *kmsg.FetchResp
 	slots := make([]fetchSlot, 0, len(entries))
 	for i := range entries {
 		e := &entries[i]
-		p := &e.p
 		if n := len(resp.Topics); n == 0 || resp.Topics[n-1].Topic != e.topic || resp.Topics[n-1].TopicID != e.topicID {
 			rt := kmsg.NewFetchResponseTopic()
 			rt.Topic, rt.TopicID = e.topic, e.topicID
@@ -243,7 +242,7 @@ func planFetch(req *protocol.Request, entries []fetchEntry, resp *kmsg.FetchResp
 		}
 		rt := &resp.Topics[len(resp.Topics)-1]
 		rp := kmsg.NewFetchResponseTopicPartition()
-		rp.Partition = p.Partition
+		rp.Partition = e.part
 		rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = -1, -1, -1
 		rp.PreferredReadReplica = -1
 		rt.Partitions = append(rt.Partitions, rp)
@@ -266,7 +265,7 @@ func planFetch(req *protocol.Request, entries []fetchEntry, resp *kmsg.FetchResp
 		}
 		at.idx = len(params.Partitions)
 		slots = append(slots, at)
-		params.Partitions = append(params.Partitions, partitionRead(req.Version, name, p))
+		params.Partitions = append(params.Partitions, partitionRead(req.Version, name, e.part, &e.partFetch))
 	}
 	return slots
 }
@@ -274,22 +273,22 @@ func planFetch(req *protocol.Request, entries []fetchEntry, resp *kmsg.FetchResp
 // partitionRead is one partition's read, its fields taken as far as the
 // request's version carries them (CurrentLeaderEpoch from v9,
 // LogStartOffset from v5, LastFetchedEpoch from v12).
-func partitionRead(version int16, name string, p *kmsg.FetchRequestTopicPartition) replication.FetchPartition {
+func partitionRead(version int16, name string, num int32, p *partFetch) replication.FetchPartition {
 	part := replication.FetchPartition{
-		TP:                 partition.TopicPartition{Topic: name, Partition: p.Partition},
-		Offset:             p.FetchOffset,
-		MaxBytes:           p.PartitionMaxBytes,
-		CurrentLeaderEpoch: p.CurrentLeaderEpoch,
+		TP:                 partition.TopicPartition{Topic: name, Partition: num},
+		Offset:             p.fetchOffset,
+		MaxBytes:           p.maxBytes,
+		CurrentLeaderEpoch: p.leaderEpoch,
 		LogStartOffset:     -1,
 	}
 	if version < 9 {
 		part.CurrentLeaderEpoch = -1
 	}
-	if version >= 12 && p.LastFetchedEpoch >= 0 {
-		part.LastFetchedEpoch, part.HasLastFetchedEpoch = p.LastFetchedEpoch, true
+	if version >= 12 && p.lastFetchedEpoch >= 0 {
+		part.LastFetchedEpoch, part.HasLastFetchedEpoch = p.lastFetchedEpoch, true
 	}
 	if version >= 5 {
-		part.LogStartOffset = p.LogStartOffset
+		part.LogStartOffset = p.logStartOffset
 	}
 	return part
 }

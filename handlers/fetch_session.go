@@ -85,7 +85,30 @@ type fetchPartKey struct {
 type fetchEntry struct {
 	topic   string
 	topicID [16]byte
-	p       kmsg.FetchRequestTopicPartition
+	part    int32
+	partFetch
+}
+
+// partFetch is what a request says of a partition that its read uses:
+// the fields of kmsg.FetchRequestTopicPartition but its number, tags and
+// directory id, in 32 bytes instead of 64.
+type partFetch struct {
+	fetchOffset, logStartOffset             int64
+	leaderEpoch, lastFetchedEpoch, maxBytes int32
+}
+
+func partFetchOf(p *kmsg.FetchRequestTopicPartition) partFetch {
+	return partFetch{
+		fetchOffset: p.FetchOffset, logStartOffset: p.LogStartOffset,
+		leaderEpoch: p.CurrentLeaderEpoch, lastFetchedEpoch: p.LastFetchedEpoch, maxBytes: p.PartitionMaxBytes,
+	}
+}
+
+// entry is the partition's fetchEntry. A request names a topic by id from
+// v13 and by name before, never both, so the key holds all the entry's
+// topic.
+func (k fetchPartKey) entry(f partFetch) fetchEntry {
+	return fetchEntry{topic: k.name, topicID: k.id, part: k.part, partFetch: f}
 }
 
 // fetchAnswer is what a response said of a partition, which the session
@@ -101,13 +124,20 @@ type fetchAnswer struct {
 }
 
 // cachedPart is a session's partition: its fetch parameters and what the
-// last response that carried it said.
+// last response that carried it said. Sessions hold them by value in
+// their map, 72 bytes each: a follower's session at 10,000 partitions
+// holds thousands.
 type cachedPart struct {
-	fetchEntry
+	partFetch
 	hw, lso, logStart int64
-	// tp is the partition's name as last read, in a session with a
-	// watch.
-	tp partition.TopicPartition
+	// topic is the name of the partition's topic as last read, in a
+	// session with a watch ("" until read, or when the id was unknown).
+	topic string
+}
+
+// tp is the partition k names, by its name as last read.
+func (cp *cachedPart) tp(k fetchPartKey) partition.TopicPartition {
+	return partition.TopicPartition{Topic: cp.topic, Partition: k.part}
 }
 
 // fetchSession is one cached session.
@@ -122,7 +152,7 @@ type fetchSession struct {
 	mu       sync.Mutex
 	epoch    int32
 	lastUsed time.Time
-	parts    map[fetchPartKey]*cachedPart
+	parts    map[fetchPartKey]cachedPart
 	// order is the order partitions are read and answered in; one that
 	// is answered moves to the end, so that a response that fills up
 	// does not always favour the same partitions. A session with a watch
@@ -144,7 +174,7 @@ type fetchSession struct {
 	// leave them out anyway. byTP finds a changed partition's key by
 	// name.
 	watch   *replication.SessionWatch
-	byTP    map[partition.TopicPartition]fetchPartKey
+	byTP    map[partition.TopicPartition][16]byte
 	pending map[fetchPartKey]struct{}
 }
 
@@ -268,9 +298,16 @@ func (c *FetchSessionCache) newContext(version int16, r *kmsg.FetchRequest, foll
 		for k := range s.pending {
 			fc.visit(k)
 		}
-		clear(s.pending)
+		if len(s.pending) > 64 {
+			// A cleared map keeps the room of its largest size: a
+			// session that once had thousands pending (its first
+			// fetches) would keep it while idle.
+			s.pending = make(map[fetchPartKey]struct{})
+		} else {
+			clear(s.pending)
+		}
 		s.watch.TakeDirty(func(tp partition.TopicPartition) {
-			if k, ok := s.byTP[tp]; ok {
+			if k, ok := s.keyByTP(tp); ok {
 				fc.visit(k)
 			}
 		})
@@ -279,7 +316,7 @@ func (c *FetchSessionCache) newContext(version int16, r *kmsg.FetchRequest, foll
 	}
 	fc.entries = make([]fetchEntry, 0, len(s.order))
 	for _, k := range s.order {
-		fc.entries = append(fc.entries, s.parts[k].fetchEntry)
+		fc.entries = append(fc.entries, k.entry(s.parts[k].partFetch))
 	}
 	s.mu.Unlock()
 	return fc, 0
@@ -291,12 +328,12 @@ func (fc *fetchContext) visit(k fetchPartKey) {
 	if _, dup := fc.visiting[k]; dup {
 		return
 	}
-	cp := fc.session.parts[k]
-	if cp == nil {
+	cp, ok := fc.session.parts[k]
+	if !ok {
 		return
 	}
 	fc.visiting[k] = struct{}{}
-	fc.entries = append(fc.entries, cp.fetchEntry)
+	fc.entries = append(fc.entries, k.entry(cp.partFetch))
 }
 
 // more returns the session's partitions that changed since the fetch
@@ -310,7 +347,7 @@ func (fc *fetchContext) more() ([]fetchEntry, bool) {
 	changed := false
 	s.watch.TakeDirty(func(tp partition.TopicPartition) {
 		changed = true
-		if k, ok := s.byTP[tp]; ok {
+		if k, ok := s.keyByTP(tp); ok {
 			fc.visit(k)
 		}
 	})
@@ -325,16 +362,17 @@ func requestEntries(r *kmsg.FetchRequest, useIDs bool) []fetchEntry {
 	entries := make([]fetchEntry, 0, len(parts))
 	for _, fp := range parts {
 		t := &r.Topics[fp.topic]
-		entries = append(entries, fetchEntry{topic: t.Topic, topicID: t.TopicID, p: t.Partitions[fp.part]})
+		p := &t.Partitions[fp.part]
+		entries = append(entries, fetchEntry{topic: t.Topic, topicID: t.TopicID, part: p.Partition, partFetch: partFetchOf(p)})
 	}
 	return entries
 }
 
 func partKey(e *fetchEntry, useIDs bool) fetchPartKey {
 	if useIDs {
-		return fetchPartKey{id: e.topicID, part: e.p.Partition}
+		return fetchPartKey{id: e.topicID, part: e.part}
 	}
-	return fetchPartKey{name: e.topic, part: e.p.Partition}
+	return fetchPartKey{name: e.topic, part: e.part}
 }
 
 // update applies an incremental request to the session
@@ -348,13 +386,14 @@ func (s *fetchSession) update(r *kmsg.FetchRequest, useIDs bool) (int, []fetchPa
 	for _, e := range entries {
 		k := partKey(&e, useIDs)
 		changed = append(changed, k)
-		if cp := s.parts[k]; cp != nil {
-			cp.p = e.p
+		if cp, ok := s.parts[k]; ok {
+			cp.partFetch = e.partFetch
+			s.parts[k] = cp
 			continue
 		}
 		// New to the session: nothing answered yet, so the next
 		// response carries it.
-		s.parts[k] = &cachedPart{fetchEntry: e, hw: -1, lso: -1, logStart: -1}
+		s.parts[k] = cachedPart{partFetch: e.partFetch, hw: -1, lso: -1, logStart: -1}
 		if s.watch == nil {
 			s.order = append(s.order, k)
 		}
@@ -372,7 +411,7 @@ func (s *fetchSession) update(r *kmsg.FetchRequest, useIDs bool) (int, []fetchPa
 			if cp, ok := s.parts[k]; ok {
 				delete(s.parts, k)
 				removed = true
-				s.forgetWatched(k, cp)
+				s.forgetWatched(k, &cp)
 			}
 		}
 	}
@@ -395,29 +434,50 @@ func (s *fetchSession) forgetWatched(k fetchPartKey, cp *cachedPart) {
 		return
 	}
 	delete(s.pending, k)
-	if cp.tp.Topic == "" {
+	if cp.topic == "" {
 		return
 	}
-	if s.byTP[cp.tp] == k {
-		delete(s.byTP, cp.tp)
-		s.watch.Forget(cp.tp)
+	if tp := cp.tp(k); s.mapsTP(tp, k) {
+		delete(s.byTP, tp)
+		s.watch.Forget(tp)
 	}
 }
 
+// keyByTP returns the key of the session's partition last read as tp.
+// byTP keeps only the topic id of each (a key by name is the name);
+// a full key a partition cost 24 bytes more. Under s.mu.
+func (s *fetchSession) keyByTP(tp partition.TopicPartition) (fetchPartKey, bool) {
+	id, ok := s.byTP[tp]
+	if !ok {
+		return fetchPartKey{}, false
+	}
+	if s.usesIDs {
+		return fetchPartKey{id: id, part: tp.Partition}, true
+	}
+	return fetchPartKey{name: tp.Topic, part: tp.Partition}, true
+}
+
+// mapsTP reports whether byTP maps tp to k. Under s.mu.
+func (s *fetchSession) mapsTP(tp partition.TopicPartition, k fetchPartKey) bool {
+	got, ok := s.keyByTP(tp)
+	return ok && got == k
+}
+
 // noteRead records, in a session with a watch, where partition k was
-// read and whether the next fetch must read it again. Under s.mu.
+// read and whether the next fetch must read it again; the caller stores
+// cp back. Under s.mu.
 func (s *fetchSession) noteRead(k fetchPartKey, cp *cachedPart, a *fetchAnswer) {
 	if s.watch == nil {
 		return
 	}
-	if a.tp.Topic != "" && cp.tp != a.tp {
-		if cp.tp.Topic != "" && s.byTP[cp.tp] == k {
-			delete(s.byTP, cp.tp)
+	if a.tp.Topic != "" && cp.tp(k) != a.tp {
+		if old := cp.tp(k); cp.topic != "" && s.mapsTP(old, k) {
+			delete(s.byTP, old)
 		}
-		cp.tp = a.tp
+		cp.topic = a.tp.Topic
 	}
-	if cp.tp.Topic != "" {
-		s.byTP[cp.tp] = k
+	if cp.topic != "" {
+		s.byTP[cp.tp(k)] = k.id
 	}
 	if !a.settled || a.errCode != 0 {
 		s.pending[k] = struct{}{}
@@ -452,12 +512,12 @@ func (fc *fetchContext) respond(c *FetchSessionCache, answers []fetchAnswer) ([]
 	var moved []fetchPartKey
 	for i := range fc.entries {
 		k := partKey(&fc.entries[i], s.usesIDs)
-		cp := s.parts[k]
-		if cp == nil {
+		cp, ok := s.parts[k]
+		if !ok {
 			continue // forgotten by a later request
 		}
 		a := &answers[i]
-		s.noteRead(k, cp, a)
+		s.noteRead(k, &cp, a)
 		must := a.hasRecords || a.diverging
 		if a.hw != cp.hw {
 			must, cp.hw = true, a.hw
@@ -472,6 +532,7 @@ func (fc *fetchContext) respond(c *FetchSessionCache, answers []fetchAnswer) ([]
 			// Always answered, and again next time until it clears.
 			must, cp.hw = true, -1
 		}
+		s.parts[k] = cp
 		if must {
 			keep[i] = true
 			moved = append(moved, k)
@@ -517,13 +578,13 @@ func (c *FetchSessionCache) createSession(follower, useIDs bool, entries []fetch
 	s := &fetchSession{
 		id: id, privileged: follower, usesIDs: useIDs, created: now,
 		epoch: nextSessionEpoch(sessionEpochInitial),
-		parts: make(map[fetchPartKey]*cachedPart, len(entries)),
+		parts: make(map[fetchPartKey]cachedPart, len(entries)),
 	}
 	if watch == nil {
 		s.order = make([]fetchPartKey, 0, len(entries))
 	} else {
 		s.watch = watch
-		s.byTP = make(map[partition.TopicPartition]fetchPartKey, len(entries))
+		s.byTP = make(map[partition.TopicPartition][16]byte, len(entries))
 		s.pending = make(map[fetchPartKey]struct{})
 	}
 	for i := range entries {
@@ -533,12 +594,12 @@ func (c *FetchSessionCache) createSession(follower, useIDs bool, entries []fetch
 			continue
 		}
 		a := &answers[i]
-		cp := &cachedPart{fetchEntry: *e, hw: a.hw, lso: a.lso, logStart: a.logStart}
+		cp := cachedPart{partFetch: e.partFetch, hw: a.hw, lso: a.lso, logStart: a.logStart}
+		s.noteRead(k, &cp, a)
 		s.parts[k] = cp
 		if watch == nil {
 			s.order = append(s.order, k)
 		}
-		s.noteRead(k, cp, a)
 	}
 	s.cachedSize = -1
 	c.sessions[id] = s

@@ -3,6 +3,7 @@ package handlers
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"slices"
 	"sync"
 	"testing"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/gokafka/gokafka/partition"
 	"github.com/gokafka/gokafka/protocol"
+	"github.com/gokafka/gokafka/replication"
 )
 
 // sessionFetch sends a Fetch of the given session id and epoch, naming
@@ -206,7 +208,8 @@ func (c *fakeClock) set(d time.Duration) {
 func openTestSession(c *FetchSessionCache, follower bool, n int) int32 {
 	entries := make([]fetchEntry, n)
 	for i := range entries {
-		entries[i] = fetchEntry{topic: "t", p: fetchPartition(int32(i), 0, 1)}
+		fp := fetchPartition(int32(i), 0, 1)
+		entries[i] = fetchEntry{topic: "t", part: fp.Partition, partFetch: partFetchOf(&fp)}
 	}
 	return c.createSession(follower, false, entries, make([]fetchAnswer, n), nil)
 }
@@ -354,4 +357,122 @@ func TestFollowerSessionReadsOnlyChangedPartitions(t *testing.T) {
 	// once more; then it is left alone.
 	round(5, "[]", 1)
 	round(6, "[]", 0)
+}
+
+// A session keeps, of each partition, the fetch parameters it reads with
+// and the offsets it compares, by value in its map: a broker leading
+// thousands of partitions holds two followers' sessions over all of them.
+// Each partition used to keep a copy of the whole request partition and
+// its topic (a 144-byte allocation) behind a pointer.
+func TestFetchSessionPartitionHeap(t *testing.T) {
+	const n = 5000
+	c := NewFetchSessionCache(10, nil)
+	entries := make([]fetchEntry, n)
+	for i := range entries {
+		fp := fetchPartition(int32(i), 100, 1<<20)
+		entries[i] = fetchEntry{topicID: [16]byte{1}, part: fp.Partition, partFetch: partFetchOf(&fp)}
+	}
+	answers := make([]fetchAnswer, n)
+	runtime.GC()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	id := c.createSession(true, true, entries, answers, nil)
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	per := (int64(after.HeapAlloc) - int64(before.HeapAlloc)) / n
+	t.Logf("heap per session partition: %d bytes", per)
+	// 285 bytes before, 229 since (the map's slots are 112 bytes, and a
+	// map of n entries has room for up to twice as many).
+	if per > 250 {
+		t.Fatalf("a session keeps %d bytes a partition, want at most 250", per)
+	}
+	c.mu.Lock()
+	s := c.sessions[id]
+	c.mu.Unlock()
+	if cp, ok := s.parts[fetchPartKey{id: [16]byte{1}, part: 7}]; !ok || cp.fetchOffset != 100 || cp.maxBytes != 1<<20 || cp.leaderEpoch != -1 {
+		t.Fatalf("partition 7 of the session: %+v, %v", cp, ok)
+	}
+	runtime.KeepAlive(entries)
+	runtime.KeepAlive(answers)
+}
+
+// A follower's session (one with a watch) also finds a changed partition's
+// key by its name: it keeps only the topic id for that, the rest of the
+// key being the partition's name and number.
+func TestFollowerFetchSessionPartitionHeap(t *testing.T) {
+	const n = 5000
+	c := NewFetchSessionCache(10, nil)
+	entries := make([]fetchEntry, n)
+	answers := make([]fetchAnswer, n)
+	for i := range entries {
+		fp := fetchPartition(int32(i), 100, 1<<20)
+		entries[i] = fetchEntry{topicID: [16]byte{1}, part: fp.Partition, partFetch: partFetchOf(&fp)}
+		answers[i] = fetchAnswer{tp: partition.TopicPartition{Topic: "t", Partition: int32(i)}, settled: true}
+	}
+	watch := (*replication.Manager)(nil).NewSessionWatch(2)
+	runtime.GC()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	id := c.createSession(true, true, entries, answers, watch)
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	per := (int64(after.HeapAlloc) - int64(before.HeapAlloc)) / n
+	t.Logf("heap per follower session partition: %d bytes", per)
+	// 362 bytes with a pointer to a copy of the request partition and
+	// full keys by name, 267 since.
+	if per > 300 {
+		t.Fatalf("a follower's session keeps %d bytes a partition, want at most 300", per)
+	}
+	c.mu.Lock()
+	s := c.sessions[id]
+	c.mu.Unlock()
+	if k, ok := s.keyByTP(partition.TopicPartition{Topic: "t", Partition: 9}); !ok || k != (fetchPartKey{id: [16]byte{1}, part: 9}) {
+		t.Fatalf("partition t-9 of the session: %+v, %v", k, ok)
+	}
+	runtime.KeepAlive(entries)
+	runtime.KeepAlive(answers)
+}
+
+// A follower's session whose first fetches left thousands of partitions
+// pending (not caught up yet) keeps none of that room once they settle.
+func TestFollowerFetchSessionKeepsNoRoomAfterABurst(t *testing.T) {
+	const n = 5000
+	c := NewFetchSessionCache(10, nil)
+	entries := make([]fetchEntry, n)
+	answers := make([]fetchAnswer, n)
+	for i := range entries {
+		fp := fetchPartition(int32(i), 100, 1<<20)
+		entries[i] = fetchEntry{topicID: [16]byte{1}, part: fp.Partition, partFetch: partFetchOf(&fp)}
+		answers[i] = fetchAnswer{tp: partition.TopicPartition{Topic: "t", Partition: int32(i)}, settled: false}
+	}
+	id := c.createSession(true, true, entries, answers, (*replication.Manager)(nil).NewSessionWatch(2))
+	c.mu.Lock()
+	s := c.sessions[id]
+	c.mu.Unlock()
+	if len(s.pending) != n {
+		t.Fatalf("%d partitions pending, want %d", len(s.pending), n)
+	}
+	runtime.GC()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	r := kmsg.NewPtrFetchRequest()
+	r.SessionID, r.SessionEpoch = id, 1
+	fc, code := c.newContext(13, r, true)
+	if code != 0 || len(fc.entries) != n {
+		t.Fatalf("incremental fetch: code %d, %d partitions to read, want all %d pending", code, len(fc.entries), n)
+	}
+	fc = nil
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	freed := int64(before.HeapAlloc) - int64(after.HeapAlloc)
+	t.Logf("heap freed once the pending partitions were taken: %d bytes", freed)
+	if freed < 100<<10 {
+		t.Fatalf("the session still keeps the room of %d pending partitions (%d bytes freed)", n, freed)
+	}
+	if len(s.pending) != 0 {
+		t.Fatalf("%d partitions still pending", len(s.pending))
+	}
+	runtime.KeepAlive(c)
+	runtime.KeepAlive(entries)
+	runtime.KeepAlive(answers)
 }

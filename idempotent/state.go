@@ -91,6 +91,14 @@ type State struct {
 	entries map[int64]*Entry
 	// end is the log offset up to which the state includes the log.
 	end int64
+	// txns holds the ended transactions' ranges, nil until the first
+	// transaction ends: a State is a 24-byte allocation instead of 64
+	// for the partitions (most of them) that never see one.
+	txns *txnRanges
+}
+
+// txnRanges are the ended transactions a State tracks.
+type txnRanges struct {
 	// aborted lists the aborted transactions still in the log, ordered by
 	// marker offset: Kafka's .txnindex, which read_committed fetches
 	// return so that consumers drop the aborted records.
@@ -101,6 +109,28 @@ type State struct {
 	// unreplicatedTxns): a read_committed consumer must not read its
 	// records before it can read its outcome.
 	completed []TxnRange
+}
+
+func (s *State) aborted() []TxnRange {
+	if s.txns == nil {
+		return nil
+	}
+	return s.txns.aborted
+}
+
+func (s *State) completed() []TxnRange {
+	if s.txns == nil {
+		return nil
+	}
+	return s.txns.completed
+}
+
+// ranges returns s.txns, making it.
+func (s *State) ranges() *txnRanges {
+	if s.txns == nil {
+		s.txns = &txnRanges{}
+	}
+	return s.txns
 }
 
 // NewState returns empty state covering no offsets. Its map is made with
@@ -208,10 +238,11 @@ func (s *State) Update(b Batch, firstOffset, lastOffset int64) {
 		// A transaction marker ends the producer's transaction.
 		if e.CurrentTxnFirstOffset >= 0 {
 			r := TxnRange{ProducerID: b.ProducerID, FirstOffset: e.CurrentTxnFirstOffset, LastOffset: lastOffset}
+			t := s.ranges()
 			if b.Abort {
-				s.aborted = append(s.aborted, r)
+				t.aborted = append(t.aborted, r)
 			}
-			s.completed = append(s.completed, r)
+			t.completed = append(t.completed, r)
 		}
 		e.CurrentTxnFirstOffset = -1
 		return
@@ -246,7 +277,7 @@ func (s *State) FirstUnstableOffset(hw int64) int64 {
 			first = o
 		}
 	}
-	for _, r := range s.completed {
+	for _, r := range s.completed() {
 		if first < 0 || r.FirstOffset < first {
 			first = r.FirstOffset
 		}
@@ -256,13 +287,16 @@ func (s *State) FirstUnstableOffset(hw int64) int64 {
 
 // PruneCompleted forgets ended transactions whose marker is below hw.
 func (s *State) PruneCompleted(hw int64) {
-	kept := s.completed[:0]
-	for _, r := range s.completed {
+	if s.txns == nil {
+		return
+	}
+	kept := s.txns.completed[:0]
+	for _, r := range s.txns.completed {
 		if r.LastOffset >= hw {
 			kept = append(kept, r)
 		}
 	}
-	s.completed = kept
+	s.txns.completed = kept
 }
 
 // AbortedIn returns the aborted transactions overlapping [from, to): those
@@ -270,8 +304,9 @@ func (s *State) PruneCompleted(hw int64) {
 func (s *State) AbortedIn(from, to int64) []TxnRange {
 	var out []TxnRange
 	// aborted is ordered by LastOffset; skip those ending before from.
-	i := sort.Search(len(s.aborted), func(i int) bool { return s.aborted[i].LastOffset >= from })
-	for _, r := range s.aborted[i:] {
+	aborted := s.aborted()
+	i := sort.Search(len(aborted), func(i int) bool { return aborted[i].LastOffset >= from })
+	for _, r := range aborted[i:] {
 		if r.FirstOffset < to {
 			out = append(out, r)
 		}
@@ -282,9 +317,10 @@ func (s *State) AbortedIn(from, to int64) []TxnRange {
 // DropAbortedBefore forgets aborted transactions whose marker is below
 // the log start offset: their records are gone.
 func (s *State) DropAbortedBefore(logStart int64) {
-	i := sort.Search(len(s.aborted), func(i int) bool { return s.aborted[i].LastOffset >= logStart })
+	aborted := s.aborted()
+	i := sort.Search(len(aborted), func(i int) bool { return aborted[i].LastOffset >= logStart })
 	if i > 0 {
-		s.aborted = append(s.aborted[:0], s.aborted[i:]...)
+		s.txns.aborted = append(aborted[:0], aborted[i:]...)
 	}
 }
 
@@ -341,8 +377,10 @@ func (s *State) TruncateTo(offset int64) {
 			delete(s.entries, pid)
 		}
 	}
-	s.aborted = truncateRanges(s.aborted, offset)
-	s.completed = truncateRanges(s.completed, offset)
+	if s.txns != nil {
+		s.txns.aborted = truncateRanges(s.txns.aborted, offset)
+		s.txns.completed = truncateRanges(s.txns.completed, offset)
+	}
 	if s.end > offset {
 		s.end = offset
 	}
@@ -392,7 +430,7 @@ func (s *State) MarshalSnapshot() []byte {
 			b = binary.BigEndian.AppendUint64(b, uint64(m.Timestamp))
 		}
 	}
-	for _, rs := range [][]TxnRange{s.aborted, s.completed} {
+	for _, rs := range [][]TxnRange{s.aborted(), s.completed()} {
 		b = binary.BigEndian.AppendUint32(b, uint32(len(rs)))
 		for _, r := range rs {
 			b = binary.BigEndian.AppendUint64(b, uint64(r.ProducerID))
@@ -430,7 +468,8 @@ func UnmarshalSnapshot(b []byte) (*State, error) {
 		}
 		s.put(e)
 	}
-	for _, rs := range []*[]TxnRange{&s.aborted, &s.completed} {
+	var t txnRanges
+	for _, rs := range []*[]TxnRange{&t.aborted, &t.completed} {
 		n := r.u32()
 		if int(n) > len(r.b)/24 {
 			return nil, fmt.Errorf("%w: %d transactions", ErrCorruptSnapshot, n)
@@ -441,6 +480,9 @@ func UnmarshalSnapshot(b []byte) (*State, error) {
 	}
 	if r.err != nil || len(r.b) != 0 {
 		return nil, fmt.Errorf("%w: truncated or trailing data", ErrCorruptSnapshot)
+	}
+	if len(t.aborted) > 0 || len(t.completed) > 0 {
+		s.txns = &t
 	}
 	return s, nil
 }

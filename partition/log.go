@@ -139,12 +139,9 @@ type Log struct {
 		// partition.metadata.
 		freshMeta bool
 		// truncPending is set from a truncation until it is durable (see
-		// syncTruncation); cut holds the segments whose files it cut.
+		// syncTruncation); left holds what it left to do, nil if nothing.
 		truncPending bool
-		cut          []*segment
-		// dead holds segments a truncation dropped whose files could not
-		// be removed yet.
-		dead []*segment
+		left         *truncLeft
 		// cleanGen counts the changes that remove or cut segments
 		// (truncation, retention, DeleteRecords): a cleaning that began
 		// before one abandons its swap (cleaner.go).
@@ -164,6 +161,45 @@ type Log struct {
 	// opening is what loading the log needs (nil once open), kept out of
 	// the open log's struct.
 	opening *openState
+}
+
+// truncLeft is what a truncation leaves for syncTruncation: kept apart
+// from Log (a pointer instead of two slices) because nearly every log has
+// none.
+type truncLeft struct {
+	// cut holds the segments whose files a truncation cut.
+	cut []*segment
+	// dead holds segments a truncation dropped whose files could not be
+	// removed yet.
+	dead []*segment
+}
+
+// leftLocked returns the log's truncLeft, making it. Under mu.
+func (l *Log) leftLocked() *truncLeft {
+	if l.mu.left == nil {
+		l.mu.left = &truncLeft{}
+	}
+	return l.mu.left
+}
+
+// cutLocked returns the segments a truncation cut. Under mu.
+func (l *Log) cutLocked() []*segment {
+	if l.mu.left == nil {
+		return nil
+	}
+	return l.mu.left.cut
+}
+
+// clearCutLocked forgets the cut segments, dropping the truncLeft when
+// nothing is left in it. Under mu.
+func (l *Log) clearCutLocked() {
+	if l.mu.left == nil {
+		return
+	}
+	l.mu.left.cut = nil
+	if len(l.mu.left.dead) == 0 {
+		l.mu.left = nil
+	}
 }
 
 // openState is what a log needs only while it opens.
@@ -563,13 +599,14 @@ func (l *Log) persistRecovery(opts OpenOptions, recoverFrom int) error {
 		// Removed snapshots or a fresh start at the log start (clean
 		// shutdown; recovery above already synced everything otherwise).
 		var views []segView
-		for _, s := range l.mu.cut {
+		for _, s := range l.cutLocked() {
 			views = append(views, segView{s: s, idx: s.idx.buf, tidx: s.tidx.buf})
 		}
 		if err := syncFiles(l.fs, l.dir, l.mu.newSegments, views); err != nil {
 			return err
 		}
-		l.mu.truncPending, l.mu.newSegments, l.mu.cut = false, false, nil
+		l.mu.truncPending, l.mu.newSegments = false, false
+		l.clearCutLocked()
 	}
 	return nil
 }
@@ -1338,7 +1375,8 @@ func (l *Log) truncateToLocked(offset int64) error {
 func (l *Log) removeDeadLocked(s *segment) error {
 	err := s.removeFiles(l.fs)
 	if err != nil {
-		l.mu.dead = append(l.mu.dead, s)
+		left := l.leftLocked()
+		left.dead = append(left.dead, s)
 	}
 	return err
 }
@@ -1346,12 +1384,13 @@ func (l *Log) removeDeadLocked(s *segment) error {
 // noteCutLocked records that s's files were cut and must be synced before
 // the truncation is durable.
 func (l *Log) noteCutLocked(s *segment) {
-	for _, c := range l.mu.cut {
+	for _, c := range l.cutLocked() {
 		if c == s {
 			return
 		}
 	}
-	l.mu.cut = append(l.mu.cut, s)
+	left := l.leftLocked()
+	left.cut = append(left.cut, s)
 }
 
 // TruncateFullyAndStartAt deletes every segment and starts an empty log at
@@ -1428,7 +1467,7 @@ func (l *Log) truncateFullyLocked(offset int64) error {
 	}
 	old := l.mu.segs
 	l.mu.segs = []*segment{ns}
-	l.mu.cut = []*segment{ns}
+	l.leftLocked().cut = []*segment{ns}
 	l.mu.newSegments = true
 	l.mu.leo, l.mu.hw, l.mu.logStart, l.mu.recoveryPoint = offset, offset, offset, offset
 	l.mu.epochs.clear()
@@ -1470,19 +1509,19 @@ func (l *Log) syncTruncation() error {
 		l.lifeMu.RUnlock()
 		return nil
 	}
-	for len(l.mu.dead) > 0 {
-		if err := l.mu.dead[0].removeFiles(l.fs); err != nil {
+	for left := l.mu.left; left != nil && len(left.dead) > 0; {
+		if err := left.dead[0].removeFiles(l.fs); err != nil {
 			l.mu.Unlock()
 			l.lifeMu.RUnlock()
 			return fmt.Errorf("sync truncation of %s: %w", l.tp, err)
 		}
-		l.mu.dead = l.mu.dead[1:]
+		left.dead = left.dead[1:]
 	}
 	l.mu.truncPending = false
 	// Only segments still in the list: the others' files are gone.
 	var segs []*segment
 	var views []segView
-	for _, c := range l.mu.cut {
+	for _, c := range l.cutLocked() {
 		for _, s := range l.mu.segs {
 			if s == c {
 				segs = append(segs, s)
@@ -1490,7 +1529,7 @@ func (l *Log) syncTruncation() error {
 			}
 		}
 	}
-	l.mu.cut = nil
+	l.clearCutLocked()
 	dirSync := l.mu.newSegments
 	l.mu.newSegments = false
 	l.mu.Unlock()

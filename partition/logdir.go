@@ -347,10 +347,10 @@ func (m *Manager) dirFailed(d *logDir, cause error) {
 	go func() {
 		var dead []*Log
 		m.mu.Lock()
-		for tp, l := range m.mu.logs {
-			if m.mu.dirs[tp] == d.path {
-				dead = append(dead, l)
-				delete(m.mu.logs, tp)
+		for tp, h := range m.mu.logs {
+			if h.dir == d && h.l != nil {
+				dead = append(dead, h.l)
+				m.mu.logs[tp] = hostedLog{dir: d}
 			}
 		}
 		m.mu.Unlock()
@@ -433,16 +433,16 @@ func (m *Manager) LiveLogDirs() int {
 func (m *Manager) DirOf(tp TopicPartition) (string, bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	d, ok := m.mu.dirs[tp]
-	return d, ok
+	h, ok := m.mu.logs[tp]
+	return h.path(), ok
 }
 
 // InOfflineDir reports whether tp's log is in a log dir that is offline.
 func (m *Manager) InOfflineDir(tp TopicPartition) bool {
 	m.mu.Lock()
-	d, ok := m.mu.dirs[tp]
+	h, ok := m.mu.logs[tp]
 	m.mu.Unlock()
-	return ok && m.dirOffline(d)
+	return ok && h.offline()
 }
 
 // LogDir returns the log dir holding the log.
@@ -454,8 +454,8 @@ func (m *Manager) PartitionsIn(path string) []TopicPartition {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	var out []TopicPartition
-	for tp, d := range m.mu.dirs {
-		if d == path {
+	for tp, h := range m.mu.logs {
+		if h.path() == path {
 			out = append(out, tp)
 		}
 	}

@@ -119,6 +119,7 @@
 //	Partition.roleMu → Partition.followMu → producers.mu → Partition.mu →
 //	partition.Log's locks
 //	Partition.mu → SessionWatch.mu
+//	Partition.mu → replicaSets.mu (a leaf)
 //
 // Manager.mu is only held briefly to look partitions up and is never held
 // while taking a Partition's locks. fetcher.mu guards only the fetcher's

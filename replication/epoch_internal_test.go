@@ -19,15 +19,15 @@ func TestKIP903_ProposalKeepsTheEpochsOfTheFetchesThatJustifiedIt(t *testing.T) 
 	if prop == nil || !slices.Equal(prop.NewISR, []int32{1, 2}) {
 		t.Fatalf("proposal %+v, want the expansion to [1 2]", prop)
 	}
-	if !slices.Equal(p.mu.proposalEpochs, []int64{-1, 42}) {
-		t.Fatalf("proposal epochs %v, want [-1 42]", p.mu.proposalEpochs)
+	if !slices.Equal(p.mu.busy.proposalEpochs, []int64{-1, 42}) {
+		t.Fatalf("proposal epochs %v, want [-1 42]", p.mu.busy.proposalEpochs)
 	}
 	// Broker 2 restarts and fetches again; the same proposal goes out
 	// again (it is still pending).
 	p.noteReplicaEpoch(2, 57)
 	p.applyLocked(Effects{Propose: prop})
-	if !slices.Equal(p.mu.proposalEpochs, []int64{-1, 42}) {
-		t.Fatalf("resent proposal epochs %v, want the original [-1 42]", p.mu.proposalEpochs)
+	if !slices.Equal(p.mu.busy.proposalEpochs, []int64{-1, 42}) {
+		t.Fatalf("resent proposal epochs %v, want the original [-1 42]", p.mu.busy.proposalEpochs)
 	}
 	// A new leadership starts its proposals at sequence 1 again: they are
 	// new proposals and take the epochs known now.
@@ -36,8 +36,8 @@ func TestKIP903_ProposalKeepsTheEpochsOfTheFetchesThatJustifiedIt(t *testing.T) 
 	if prop := p.applyLocked(h2.at(2).fetch(2, 10)); prop == nil || prop.Seq != h.props[0].Seq {
 		t.Fatalf("proposal %+v, want one with the same sequence as the first leadership's", prop)
 	}
-	if !slices.Equal(p.mu.proposalEpochs, []int64{-1, 57}) {
-		t.Fatalf("new leadership's proposal epochs %v, want [-1 57]", p.mu.proposalEpochs)
+	if !slices.Equal(p.mu.busy.proposalEpochs, []int64{-1, 57}) {
+		t.Fatalf("new leadership's proposal epochs %v, want [-1 57]", p.mu.busy.proposalEpochs)
 	}
 	// A fetch that carried no epoch is unknown to the controller's check.
 	p.noteReplicaEpoch(3, 0)

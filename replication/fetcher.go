@@ -44,25 +44,22 @@ type fetchKey struct {
 	addr   string
 }
 
-type fetchAssignment struct {
-	key   fetchKey
-	epoch int32
-}
-
 // fetchers is the set of fetchers of a Manager. Lock order: mu, then a
 // fetcher's mu.
 type fetchers struct {
-	m        *Manager
-	mu       sync.Mutex
-	byKey    map[fetchKey]*fetcher
-	assigned map[partition.TopicPartition]fetchAssignment
+	m     *Manager
+	mu    sync.Mutex
+	byKey map[fetchKey]*fetcher
+	// assigned is the fetcher of each partition followed; the leader
+	// epoch it follows under is in that fetcher's state of it.
+	assigned map[partition.TopicPartition]*fetcher
 	stopped  bool
 }
 
 func (fs *fetchers) init(m *Manager) {
 	fs.m = m
 	fs.byKey = make(map[fetchKey]*fetcher)
-	fs.assigned = make(map[partition.TopicPartition]fetchAssignment)
+	fs.assigned = make(map[partition.TopicPartition]*fetcher)
 }
 
 // assign makes p fetched from leader at addr under epoch. A partition
@@ -74,25 +71,38 @@ func (fs *fetchers) assign(p *Partition, leader, epoch int32, addr string) {
 	if fs.stopped {
 		return
 	}
-	want := fetchAssignment{key: fetchKey{leader, addr}, epoch: epoch}
-	if cur, ok := fs.assigned[p.TP]; ok {
-		if cur == want {
+	key := fetchKey{leader, addr}
+	if cur := fs.assigned[p.TP]; cur != nil {
+		if cur.key() == key && cur.epochOf(p.TP) == epoch {
 			return
 		}
 		fs.removeLocked(p.TP)
 	}
-	f := fs.byKey[want.key]
+	f := fs.byKey[key]
 	if f == nil {
 		f = newFetcher(fs.m, leader, addr)
-		fs.byKey[want.key] = f
+		fs.byKey[key] = f
 		f.start()
 	}
 	f.add(p, epoch)
-	fs.assigned[p.TP] = want
+	fs.assigned[p.TP] = f
 }
 
 // remove stops fetching tp. It returns after any response being applied
 // to tp's log is done.
+// key is the fetcher's key in fetchers.byKey.
+func (f *fetcher) key() fetchKey { return fetchKey{f.leader, f.addr} }
+
+// epochOf is the leader epoch tp is fetched under here, -1 if it is not.
+func (f *fetcher) epochOf(tp partition.TopicPartition) int32 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if s := f.parts[tp]; s != nil {
+		return s.epoch
+	}
+	return -1
+}
+
 func (fs *fetchers) remove(tp partition.TopicPartition) {
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
@@ -100,18 +110,17 @@ func (fs *fetchers) remove(tp partition.TopicPartition) {
 }
 
 func (fs *fetchers) removeLocked(tp partition.TopicPartition) {
-	cur, ok := fs.assigned[tp]
-	if !ok {
+	f := fs.assigned[tp]
+	if f == nil {
 		return
 	}
 	delete(fs.assigned, tp)
-	f := fs.byKey[cur.key]
-	if f == nil {
+	if fs.byKey[f.key()] != f {
 		return
 	}
 	if f.removePartition(tp) == 0 {
 		// Kafka shuts idle fetcher threads down too.
-		delete(fs.byKey, cur.key)
+		delete(fs.byKey, f.key())
 		f.stop()
 	}
 }
@@ -121,7 +130,7 @@ func (fs *fetchers) stopAll() {
 	fs.stopped = true
 	all := fs.byKey
 	fs.byKey = map[fetchKey]*fetcher{}
-	fs.assigned = map[partition.TopicPartition]fetchAssignment{}
+	fs.assigned = map[partition.TopicPartition]*fetcher{}
 	fs.mu.Unlock()
 	for _, f := range all {
 		f.stop()
@@ -129,17 +138,19 @@ func (fs *fetchers) stopAll() {
 }
 
 // fetchState is one partition in a fetcher. Guarded by the fetcher's mu.
+// A 48-byte allocation: a follower of thousands of partitions keeps one
+// for each.
 type fetchState struct {
-	p     *Partition
-	epoch int32
-	// truncating: the next step is OffsetForLeaderEpoch, not Fetch.
-	truncating bool
+	p *Partition
 	// delayUntil pauses the partition after an error
 	// (replica.fetch.backoff.ms).
 	delayUntil time.Time
+	epoch      int32
 	// behind counts the leader's answers in a row saying it does not
 	// know yet what this replica was told (see behindBackoff).
-	behind int
+	behind int32
+	// truncating: the next step is OffsetForLeaderEpoch, not Fetch.
+	truncating bool
 	// removed is set (under the fetcher's mu) when the partition leaves
 	// this fetcher or is re-added under another state; a write to its log
 	// checks it under the partition's locks (see withPartition).
@@ -392,7 +403,7 @@ const behindRetry = 5 * time.Millisecond
 // replica.fetch.backoff.ms there would hold every acks=all produce to a
 // new partition (it waits for the whole ISR) for as long; a leader that
 // stays behind is asked no more often than after other errors.
-func (f *fetcher) behindBackoff(n int) time.Duration {
+func (f *fetcher) behindBackoff(n int32) time.Duration {
 	d := f.m.cfg.ReplicaFetchBackoff
 	if n < 20 {
 		d = min(d, behindRetry<<n)
@@ -807,13 +818,13 @@ type followerSession struct {
 }
 
 // sessionPart is what a session holds of a partition: its fetch
-// parameters.
+// parameters (40 bytes, in a map of thousands).
 type sessionPart struct {
 	topicID     [16]byte
-	leaderEpoch int32
 	offset      int64
-	lastEpoch   int32
 	logStart    int64
+	leaderEpoch int32
+	lastEpoch   int32
 }
 
 // build fills req's session fields and partitions for a fetch of next: all

@@ -111,6 +111,8 @@ const (
 
 // followerState is Kafka's Replica.ReplicaState for one remote replica.
 type followerState struct {
+	// id is the follower's broker id.
+	id int32
 	// leo is the follower's log end offset, i.e. its last fetch offset;
 	// -1 until it fetches under this leader epoch.
 	leo int64
@@ -188,15 +190,28 @@ type leaderState struct {
 	pendingExpand bool
 	seq           uint64
 
-	leo       int64
-	hw        int64
-	followers map[int32]*followerState
+	leo int64
+	hw  int64
+	// followers has a state for each replica but this one, by value:
+	// a few a partition, and thousands of partitions led.
+	followers []followerState
 	waiters   []waiter
+}
+
+// follower returns follower id's state, nil if id is not a replica. The
+// pointer is good until the replica set changes (setReplicas).
+func (s *leaderState) follower(id int32) *followerState {
+	for i := range s.followers {
+		if s.followers[i].id == id {
+			return &s.followers[i]
+		}
+	}
+	return nil
 }
 
 // newLeaderState starts leading at li with the log's current LEO and HW.
 func newLeaderState(localID int32, lagMaxMs int64, li LeaderAndISR, leo, hw, nowMs int64) (*leaderState, Effects) {
-	s := &leaderState{localID: localID, lagMaxMs: lagMaxMs, leaderEpoch: -1, leo: leo, hw: hw, followers: map[int32]*followerState{}}
+	s := &leaderState{localID: localID, lagMaxMs: lagMaxMs, leaderEpoch: -1, leo: leo, hw: hw}
 	eff := s.UpdateLeaderAndISR(li, nowMs)
 	return s, eff
 }
@@ -281,20 +296,21 @@ func (s *leaderState) UpdateLeaderAndISR(li LeaderAndISR, nowMs int64) Effects {
 // replica but this one; a new leader epoch starts every follower afresh.
 func (s *leaderState) setReplicas(replicas []int32, newEpoch bool, nowMs int64) {
 	s.replicas = slices.Clone(replicas)
-	for id := range s.followers {
-		if !slices.Contains(s.replicas, id) {
-			delete(s.followers, id)
-		}
-	}
+	followers := make([]followerState, 0, len(s.replicas))
 	for _, id := range s.replicas {
-		if id == s.localID {
+		if id == s.localID || slices.ContainsFunc(followers, func(f followerState) bool { return f.id == id }) {
 			continue
 		}
-		f := s.followers[id]
-		if f == nil {
-			f = &followerState{leo: -1, logStart: -1, lastFetchLeaderLEO: -1}
-			s.followers[id] = f
+		if old := s.follower(id); old != nil {
+			followers = append(followers, *old)
+		} else {
+			followers = append(followers, followerState{id: id, leo: -1, logStart: -1, lastFetchLeaderLEO: -1})
 		}
+	}
+	s.followers = followers
+	for i := range s.followers {
+		f := &s.followers[i]
+		id := f.id
 		if newEpoch {
 			inSync := slices.Contains(s.committed, id)
 			f.leo, f.logStart, f.lastFetchLeaderLEO, f.lastFetchMs, f.lastCaughtUpMs = -1, -1, -1, 0, 0
@@ -313,8 +329,8 @@ func (s *leaderState) Appended(leo int64) Effects {
 		// The session fetches that left the partition out were caught
 		// up at the old LEO; later ones are not until the follower
 		// fetches the new records.
-		for _, f := range s.followers {
-			f.settleRounds()
+		for i := range s.followers {
+			s.followers[i].settleRounds()
 		}
 	}
 	return s.maybeAdvanceHW()
@@ -325,7 +341,7 @@ func (s *leaderState) Appended(leo int64) Effects {
 // appends racing with the read do not deny the follower its catch-up).
 // Unknown replicas are ignored; the caller refuses their fetches.
 func (s *leaderState) FollowerFetched(id int32, fetchOffset, followerLogStart, leaderLEO, nowMs int64) Effects {
-	f := s.followers[id]
+	f := s.follower(id)
 	if f == nil {
 		return Effects{}
 	}
@@ -354,7 +370,7 @@ func (s *leaderState) FollowerFetched(id int32, fetchOffset, followerLogStart, l
 // settled: caught up and in the committed ISR, so that nothing needs it
 // to fetch the partition again while the partition does not change.
 func (s *leaderState) FollowerInSession(id int32, rounds *atomic.Int64) bool {
-	f := s.followers[id]
+	f := s.follower(id)
 	if f == nil {
 		return false
 	}
@@ -392,7 +408,7 @@ func (s *leaderState) Tick(nowMs int64) Effects {
 		if id == s.localID {
 			continue
 		}
-		f := s.followers[id]
+		f := s.follower(id)
 		if f == nil || !f.caughtUp(s.leo, nowMs, s.lagMaxMs) {
 			out = append(out, id)
 		}
@@ -488,7 +504,7 @@ func (s *leaderState) highWatermark() int64 {
 		if id == s.localID {
 			continue
 		}
-		f := s.followers[id]
+		f := s.follower(id)
 		if f == nil {
 			return -1
 		}

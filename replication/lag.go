@@ -34,8 +34,8 @@ func (m *Manager) FollowerLags() []FollowerLag {
 	for _, p := range parts {
 		p.mu.Lock()
 		if st := p.mu.st; st != nil && p.mu.isLeader {
-			for id, f := range st.followers {
-				lag := FollowerLag{TP: p.TP, Follower: id, Offsets: st.leo}
+			for _, f := range st.followers {
+				lag := FollowerLag{TP: p.TP, Follower: f.id, Offsets: st.leo}
 				if f.leo >= 0 {
 					lag.Offsets = max(st.leo-f.leo, 0)
 				}

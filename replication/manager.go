@@ -2,6 +2,7 @@ package replication
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"maps"
@@ -41,12 +42,12 @@ var (
 type Partition struct {
 	TP  partition.TopicPartition
 	log *partition.Log
-	// now is the manager's clock.
-	now func() time.Time
-	// mlog is the manager's logger; logger adds the partition's fields
-	// when something is logged, so that thousands of idle partitions
-	// do not each keep a logger of their own.
-	mlog *zerolog.Logger
+	// env is what all the manager's partitions share: its clock, its
+	// logger (logger adds the partition's fields when something is
+	// logged, so that thousands of idle partitions do not each keep a
+	// logger of their own) and the producer state's settings. One
+	// pointer instead of four fields a partition.
+	env *partitionEnv
 
 	// roleMu is held shared across a leader append (from the leadership
 	// check to the end of the write) and exclusively by role changes, so
@@ -82,32 +83,110 @@ type Partition struct {
 		// st is the ISR/HW state machine while this broker leads; nil
 		// otherwise.
 		st *leaderState
-		// waiters are parked acks=all produces by id; st decides when
-		// each completes. Buffered (1) channels. Made by the first.
-		waiters map[uint64]chan error
 		// replicaEpochs holds each follower's broker epoch from its
-		// latest fetch (KIP-903; -1 if it sent none). proposalEpochs are
-		// the epochs of the ISR members of proposal proposalSeq of state
-		// machine proposalFrom, taken with the fetch positions that
-		// justified it, for its AlterPartition.
-		replicaEpochs  replicaEpochs
-		proposalFrom   *leaderState
-		proposalSeq    uint64
-		proposalEpochs []int64
-		// hwMoved is closed whenever the high watermark, the log start
-		// offset or the role changes (HWMoved, for share fetches and
-		// the coordinators' log readers). It is made when asked for and
-		// dropped when closed, so that a change nobody waits for (nearly
-		// every acks=all produce) allocates nothing.
-		hwMoved chan struct{}
-		// fetchWaiters are the parked fetches reading this partition,
-		// signalled on the changes notifyLocked names.
-		fetchWaiters map[*fetchWaiter]struct{}
+		// latest fetch (KIP-903; -1 if it sent none).
+		replicaEpochs replicaEpochs
 		// sessions are the followers' fetch sessions this partition
 		// belongs to (session.go), marked dirty on the same changes; a
 		// few at most (one per follower, more only briefly).
 		sessions []*SessionWatch
+		// busy holds what only a partition with traffic, waiters or
+		// ISR changes uses; nil until the first of them (most of
+		// 10,000 idle partitions never need it).
+		busy *partitionBusy
 	}
+}
+
+// replicaSets hands out one shared copy of each replica list: thousands
+// of partitions over a few brokers have a few distinct replica sets and
+// ISRs, and a copy each cost every partition two allocations. The lists
+// it returns are never modified.
+type replicaSets struct {
+	mu   sync.Mutex
+	sets map[string][]int32
+}
+
+// maxReplicaSets bounds the table; past it, it starts afresh (the lists
+// handed out stay valid).
+const maxReplicaSets = 4096
+
+// get returns a shared list equal to ids.
+func (r *replicaSets) get(ids []int32) []int32 {
+	if len(ids) == 0 {
+		return slices.Clone(ids)
+	}
+	var buf [64]byte
+	key := buf[:0]
+	for _, id := range ids {
+		key = binary.LittleEndian.AppendUint32(key, uint32(id))
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if s, ok := r.sets[string(key)]; ok {
+		return s
+	}
+	if r.sets == nil || len(r.sets) >= maxReplicaSets {
+		r.sets = make(map[string][]int32)
+	}
+	s := slices.Clone(ids)
+	r.sets[string(key)] = s
+	return s
+}
+
+// partitionEnv is what every partition of a Manager shares.
+type partitionEnv struct {
+	// now is the manager's clock.
+	now func() time.Time
+	// log is the manager's logger.
+	log *zerolog.Logger
+	// expiry is producer.id.expiration.ms.
+	expiry time.Duration
+	// spawn runs a background load of the producer state; false if the
+	// manager is closed.
+	spawn func(func(ctx context.Context)) bool
+}
+
+// partitionBusy is the part of a partition's mu-guarded state that idle
+// partitions do without; see Partition.busyLocked.
+type partitionBusy struct {
+	// waiters are parked acks=all produces by id; st decides when each
+	// completes. Buffered (1) channels. Made by the first.
+	waiters map[uint64]chan error
+	// proposalEpochs are the epochs of the ISR members of proposal
+	// proposalSeq of state machine proposalFrom, taken with the fetch
+	// positions that justified it, for its AlterPartition.
+	proposalFrom   *leaderState
+	proposalSeq    uint64
+	proposalEpochs []int64
+	// hwMoved is closed whenever the high watermark, the log start
+	// offset or the role changes (HWMoved, for share fetches and the
+	// coordinators' log readers). It is made when asked for and dropped
+	// when closed, so that a change nobody waits for (nearly every
+	// acks=all produce) allocates nothing.
+	hwMoved chan struct{}
+	// fetchWaiters are the parked fetches reading this partition,
+	// signalled on the changes notifyLocked names.
+	fetchWaiters map[*fetchWaiter]struct{}
+}
+
+// busyLocked returns the partition's busy state, making it. Under p.mu.
+func (p *Partition) busyLocked() *partitionBusy {
+	if p.mu.busy == nil {
+		p.mu.busy = &partitionBusy{}
+	}
+	return p.mu.busy
+}
+
+// now reads the manager's clock.
+func (p *Partition) now() time.Time { return p.env.now() }
+
+// newPartition returns the replica state of tp over its log lg, neither
+// leading nor following yet.
+func (m *Manager) newPartition(tp partition.TopicPartition, lg *partition.Log) *Partition {
+	p := &Partition{TP: tp, log: lg, env: &m.penv}
+	p.mu.leaderEpoch = -1
+	p.mu.leader = -1
+	return p
 }
 
 // Log returns the partition's log.
@@ -142,16 +221,19 @@ func (p *Partition) ISR() []int32 {
 func (p *Partition) watch(w *fetchWaiter) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.mu.fetchWaiters == nil {
-		p.mu.fetchWaiters = make(map[*fetchWaiter]struct{})
+	b := p.busyLocked()
+	if b.fetchWaiters == nil {
+		b.fetchWaiters = make(map[*fetchWaiter]struct{})
 	}
-	p.mu.fetchWaiters[w] = struct{}{}
+	b.fetchWaiters[w] = struct{}{}
 }
 
 func (p *Partition) unwatch(w *fetchWaiter) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	delete(p.mu.fetchWaiters, w)
+	if b := p.mu.busy; b != nil {
+		delete(b.fetchWaiters, w)
+	}
 }
 
 // notifyLocked wakes parked fetches: consumers' when their view changed
@@ -164,14 +246,16 @@ func (p *Partition) unwatch(w *fetchWaiter) {
 // more for the HW those records moved). They learn the HW with the next
 // records or when their fetch's max wait ends.
 func (p *Partition) notifyLocked(followers, consumers bool) {
-	if consumers && p.mu.hwMoved != nil {
-		close(p.mu.hwMoved)
-		p.mu.hwMoved = nil
-	}
-	for w := range p.mu.fetchWaiters {
-		w.changed.Store(true)
-		if (w.replica && followers) || (!w.replica && consumers) {
-			w.signal()
+	if b := p.mu.busy; b != nil {
+		if consumers && b.hwMoved != nil {
+			close(b.hwMoved)
+			b.hwMoved = nil
+		}
+		for w := range b.fetchWaiters {
+			w.changed.Store(true)
+			if (w.replica && followers) || (!w.replica && consumers) {
+				w.signal()
+			}
 		}
 	}
 	for _, w := range p.mu.sessions {
@@ -201,18 +285,23 @@ func (p *Partition) applyLocked(eff Effects) *ISRProposal {
 		p.log.SetHighWatermark(eff.HW)
 		p.notifyLocked(false, true)
 	}
-	for _, d := range eff.Done {
-		if ch, ok := p.mu.waiters[d.ID]; ok {
-			delete(p.mu.waiters, d.ID)
-			ch <- d.Err
+	if b := p.mu.busy; b != nil {
+		for _, d := range eff.Done {
+			if ch, ok := b.waiters[d.ID]; ok {
+				delete(b.waiters, d.ID)
+				ch <- d.Err
+			}
 		}
 	}
-	if eff.Propose != nil && (p.mu.proposalFrom != p.mu.st || eff.Propose.Seq != p.mu.proposalSeq) {
-		// A proposal sent again keeps the epochs it was made with.
-		p.mu.proposalFrom, p.mu.proposalSeq = p.mu.st, eff.Propose.Seq
-		p.mu.proposalEpochs = make([]int64, len(eff.Propose.NewISR))
-		for i, id := range eff.Propose.NewISR {
-			p.mu.proposalEpochs[i] = p.mu.replicaEpochs.get(id)
+	if eff.Propose != nil {
+		b := p.busyLocked()
+		if b.proposalFrom != p.mu.st || eff.Propose.Seq != b.proposalSeq {
+			// A proposal sent again keeps the epochs it was made with.
+			b.proposalFrom, b.proposalSeq = p.mu.st, eff.Propose.Seq
+			b.proposalEpochs = make([]int64, len(eff.Propose.NewISR))
+			for i, id := range eff.Propose.NewISR {
+				b.proposalEpochs[i] = p.mu.replicaEpochs.get(id)
+			}
 		}
 	}
 	return eff.Propose
@@ -306,6 +395,10 @@ type Manager struct {
 	meta   cluster.Metadata
 	logger zerolog.Logger
 	now    func() time.Time
+	// penv is what its partitions share (Partition.env).
+	penv partitionEnv
+	// replicaSets holds the replica and ISR lists partitions keep.
+	replicaSets replicaSets
 
 	// ctx ends at Close; it bounds AlterPartition calls and fetches.
 	ctx    context.Context
@@ -368,6 +461,7 @@ func NewManagerWithConfig(cfg Config, logs *partition.Manager, meta cluster.Meta
 	for _, o := range opts {
 		o(m)
 	}
+	m.penv = partitionEnv{now: m.now, log: &m.logger, expiry: cfg.ProducerIDExpiration, spawn: m.spawnProducerLoad}
 	m.ctx, m.cancel = context.WithCancel(context.Background())
 	m.followerThrottle.setRate(-1)
 	m.leaderThrottle.setRate(-1)
@@ -569,8 +663,8 @@ func (m *Manager) afterUnlock(p *Partition, st *leaderState, prop *ISRProposal) 
 func (m *Manager) alterPartition(p *Partition, st *leaderState, prop ISRProposal) {
 	var epochs []int64
 	p.mu.Lock()
-	if p.mu.proposalFrom == st && p.mu.proposalSeq == prop.Seq {
-		epochs = slices.Clone(p.mu.proposalEpochs)
+	if b := p.mu.busy; b != nil && b.proposalFrom == st && b.proposalSeq == prop.Seq {
+		epochs = slices.Clone(b.proposalEpochs)
 	}
 	p.mu.Unlock()
 	if i := slices.Index(prop.NewISR, m.nodeID); i >= 0 && i < len(epochs) {
@@ -927,11 +1021,7 @@ func (m *Manager) ensure(tp partition.TopicPartition, pi *cluster.PartitionInfo,
 		if err != nil {
 			return fmt.Errorf("open log %s: %w", tp, err)
 		}
-		p = &Partition{TP: tp, log: lg, now: m.now, mlog: &m.logger}
-		p.prod.expiry = m.cfg.ProducerIDExpiration
-		p.prod.spawn = m.spawnProducerLoad
-		p.mu.leaderEpoch = -1
-		p.mu.leader = -1
+		p = m.newPartition(tp, lg)
 		m.mu.Lock()
 		m.parts[tp] = p
 		m.mu.Unlock()
@@ -986,7 +1076,7 @@ func (m *Manager) makeLeader(p *Partition, pi *cluster.PartitionInfo, minISR int
 	p.mu.leader = m.nodeID
 	p.mu.leaderEpoch = pi.LeaderEpoch
 	p.mu.partitionEpoch = max(p.mu.partitionEpoch, pi.PartitionEpoch)
-	p.mu.replicas = slices.Clone(pi.Replicas)
+	p.mu.replicas = m.replicaSets.get(pi.Replicas)
 	prop := p.applyLocked(eff)
 	p.notifyLocked(true, true)
 	p.mu.Unlock()
@@ -1021,8 +1111,8 @@ func (m *Manager) makeFollower(p *Partition, pi *cluster.PartitionInfo, im *clus
 	p.mu.leader = pi.Leader
 	p.mu.leaderEpoch = pi.LeaderEpoch
 	p.mu.partitionEpoch = pi.PartitionEpoch
-	p.mu.replicas = slices.Clone(pi.Replicas)
-	p.mu.isr = slices.Clone(pi.ISR)
+	p.mu.replicas = m.replicaSets.get(pi.Replicas)
+	p.mu.isr = m.replicaSets.get(pi.ISR)
 	p.notifyLocked(true, true)
 	p.mu.Unlock()
 	p.roleMu.Unlock()
@@ -1181,10 +1271,11 @@ func (m *Manager) AppendWithOptions(ctx context.Context, tp partition.TopicParti
 	if acks == -1 {
 		id = m.waiterSeq.Add(1)
 		done = make(chan error, 1)
-		if p.mu.waiters == nil {
-			p.mu.waiters = make(map[uint64]chan error)
+		b := p.busyLocked()
+		if b.waiters == nil {
+			b.waiters = make(map[uint64]chan error)
 		}
-		p.mu.waiters[id] = done
+		b.waiters[id] = done
 		eff.merge(st.AddWaiter(id, info.LastOffset+1))
 	}
 	prop := p.applyLocked(eff)
@@ -1213,9 +1304,12 @@ func (m *Manager) waitReplicated(ctx context.Context, deadline <-chan time.Time,
 		waitErr = fmt.Errorf("%w: %w", ErrRequestTimedOut, ctx.Err())
 	}
 	p.mu.Lock()
-	_, parked := p.mu.waiters[id]
+	var parked bool
+	if b := p.mu.busy; b != nil {
+		_, parked = b.waiters[id]
+	}
 	if parked {
-		delete(p.mu.waiters, id)
+		delete(p.mu.busy.waiters, id)
 		if p.mu.st != nil {
 			p.mu.st.RemoveWaiter(id)
 		}
@@ -1840,10 +1934,10 @@ func partitionLogger(l zerolog.Logger, tp partition.TopicPartition) zerolog.Logg
 // logger returns a logger with the partition's topic and partition
 // fields.
 func (p *Partition) logger() *zerolog.Logger {
-	if p.mlog == nil {
+	if p.env == nil || p.env.log == nil {
 		l := zerolog.Nop()
 		return &l
 	}
-	l := partitionLogger(*p.mlog, p.TP)
+	l := partitionLogger(*p.env.log, p.TP)
 	return &l
 }

@@ -70,7 +70,7 @@ func (m *Manager) preferredReadReplica(p *Partition, rack string, offset int64) 
 	}
 	best, bestLEO, bestCaughtUp := int32(-1), int64(-1), int64(0)
 	for _, id := range st.ISR() {
-		f := st.followers[id]
+		f := st.follower(id)
 		if id == st.localID || f == nil || f.leo < offset || f.logStart > offset {
 			continue
 		}

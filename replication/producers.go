@@ -44,20 +44,18 @@ type producers struct {
 	gen uint64
 	// load is the current or last background load, nil if none started
 	// since the state was last dropped.
-	load       *producerLoad
-	lastExpiry time.Time
-	// expiry is producer.id.expiration.ms.
-	expiry time.Duration
+	load *producerLoad
+	// lastExpiryMs is when idle producers were last expired, in
+	// milliseconds of the manager's clock; 0 if never.
+	lastExpiryMs int64
 	// segments is how many segments the log had at the last snapshot: a
 	// roll is when the state is snapshotted, as Kafka does, so that a
 	// restart after a crash reads at most the active segment's batches.
-	segments int
-	// spawn runs a background load; false if the manager is closed.
-	spawn func(func(ctx context.Context)) bool
-	// staged is a snapshot to write once mu is released; writing is set
-	// while one goroutine writes staged snapshots.
-	staged  *stagedSnapshot
+	segments int32
+	// writing is set while one goroutine writes staged snapshots.
 	writing bool
+	// staged is a snapshot to write once mu is released.
+	staged *stagedSnapshot
 
 	snapMu sync.Mutex
 	// written is the end of the last snapshot written (guarded by
@@ -139,7 +137,7 @@ func (p *Partition) producerStateLocked() (*idempotent.State, *producerLoad, err
 	if ld == nil || ld.finished() {
 		ld = &producerLoad{done: make(chan struct{})}
 		gen := p.prod.gen
-		if p.prod.spawn == nil || !p.prod.spawn(func(ctx context.Context) { p.loadProducers(ctx, gen, ld) }) {
+		if p.env == nil || p.env.spawn == nil || !p.env.spawn(func(ctx context.Context) { p.loadProducers(ctx, gen, ld) }) {
 			return nil, nil, fmt.Errorf("%w: replica manager closed", ErrNotLeaderOrFollower)
 		}
 		p.prod.load = ld
@@ -252,7 +250,7 @@ func (p *Partition) loadProducers(ctx context.Context, gen uint64, ld *producerL
 		installed := false
 		if err = scanProducers(ctx, p.log, st, st.End(), p.now); err == nil && p.prod.st == nil {
 			p.prod.st = st
-			p.prod.segments = p.log.NumSegments()
+			p.prod.segments = int32(p.log.NumSegments())
 			installed = true
 			if p.prod.load == ld {
 				// Nobody needs it once the state is in place (its
@@ -453,11 +451,12 @@ func (p *Partition) writeStagedSnapshots() {
 
 // expireProducersLocked forgets idle producers, at most once a minute.
 func (p *Partition) expireProducersLocked(now time.Time) {
-	if p.prod.st == nil || now.Sub(p.prod.lastExpiry) < time.Minute {
+	nowMs := now.UnixMilli()
+	if p.prod.st == nil || (p.prod.lastExpiryMs != 0 && nowMs-p.prod.lastExpiryMs < time.Minute.Milliseconds()) {
 		return
 	}
-	p.prod.lastExpiry = now
-	expiry := p.prod.expiry
+	p.prod.lastExpiryMs = nowMs
+	expiry := p.env.expiry
 	if expiry <= 0 {
 		expiry = 24 * time.Hour
 	}
@@ -531,7 +530,7 @@ func (p *Partition) stageSnapshotOnRollLocked() {
 	if p.prod.st == nil {
 		return
 	}
-	n := p.log.NumSegments()
+	n := int32(p.log.NumSegments())
 	if n <= p.prod.segments {
 		p.prod.segments = n
 		return

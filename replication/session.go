@@ -44,6 +44,10 @@ type SessionWatch struct {
 	dirty   map[partition.TopicPartition]struct{}
 }
 
+// smallSet is the size up to which a set that is emptied over and over
+// is cleared for reuse rather than made afresh.
+const smallSet = 64
+
 // NewSessionWatch returns a watch for a fetch session of follower
 // replicaID, watching nothing yet.
 func (m *Manager) NewSessionWatch(replicaID int32) *SessionWatch {
@@ -82,7 +86,14 @@ func (w *SessionWatch) TakeDirty(fn func(tp partition.TopicPartition)) {
 	for tp := range w.dirty {
 		fn(tp)
 	}
-	clear(w.dirty)
+	if len(w.dirty) > smallSet {
+		// A cleared map keeps the room of its largest size: after a
+		// burst (a topic's creation marks thousands of partitions) an
+		// idle session would keep it for good.
+		w.dirty = make(map[partition.TopicPartition]struct{})
+	} else {
+		clear(w.dirty)
+	}
 	select {
 	case <-w.ch:
 	default:

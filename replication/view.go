@@ -54,8 +54,8 @@ func (m *Manager) ReplicaViews() []ReplicaView {
 		v.Leader, v.LeaderEpoch = p.mu.isLeader, p.mu.leaderEpoch
 		if st := p.mu.st; st != nil && p.mu.isLeader {
 			v.ISR = slices.Clone(st.ISR())
-			for id, f := range st.followers {
-				fv := FollowerView{ID: id, LEO: f.leo}
+			for _, f := range st.followers {
+				fv := FollowerView{ID: f.id, LEO: f.leo}
 				if f.leo != st.leo && f.lastCaughtUpMs > 0 {
 					fv.SinceCaughtUp = time.Duration(max(nowMs-f.lastCaughtUpMs, 0)) * time.Millisecond
 				}

@@ -18,10 +18,11 @@ func (m *Manager) HWMoved(tp partition.TopicPartition) <-chan struct{} {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.mu.hwMoved == nil {
-		p.mu.hwMoved = make(chan struct{})
+	b := p.busyLocked()
+	if b.hwMoved == nil {
+		b.hwMoved = make(chan struct{})
 	}
-	return p.mu.hwMoved
+	return b.hwMoved
 }
 
 // WaitAny waits until one of waits is closed (true), or until deadline fires
