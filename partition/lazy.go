@@ -147,7 +147,7 @@ func (l *Log) syncFreshDir(meta bool) error {
 	if l.parentSync != nil {
 		return l.parentSync.sync()
 	}
-	return l.fs.SyncDir(l.parent)
+	return l.fs.SyncDir(l.parentDir())
 }
 
 // writeNewFile writes data to a new file name, without fsync.

@@ -67,10 +67,9 @@ func (ri ReadInfo) Size() int64 {
 
 // Log is the on-disk log of one partition. See doc.go for the lock order.
 type Log struct {
-	fs     FS
-	dir    string // the partition directory
-	parent string // the log dir holding it
-	tp     TopicPartition
+	fs  FS
+	dir string // the partition directory, in its log dir (parentDir)
+	tp  TopicPartition
 	// baseLog is the owner's logger, shared by all its logs; logger adds
 	// the partition's fields when something is logged.
 	baseLog *zerolog.Logger
@@ -92,6 +91,10 @@ type Log struct {
 	// empty at offset 0: segs holds one placeholder segment with no file
 	// (noFile), and leo = hw = logStart = recoveryPoint = 0.
 	lazy atomic.Bool
+	// timedFlush mirrors mu.cfg.FlushMs != math.MaxInt64, so that the
+	// Manager's flush.ms check skips, without a lock, the logs that have
+	// no flush.ms (all of them by default).
+	timedFlush atomic.Bool
 	// topicID is the topic id recorded for a lazy log until its
 	// partition.metadata is written (with its other files). Guarded by
 	// createMu.
@@ -110,10 +113,6 @@ type Log struct {
 		cond    *sync.Cond
 		running bool
 	}
-	// timedFlush mirrors mu.cfg.FlushMs != math.MaxInt64, so that the
-	// Manager's flush.ms check skips, without a lock, the logs that have
-	// no flush.ms (all of them by default).
-	timedFlush atomic.Bool
 
 	mu struct {
 		sync.Mutex
@@ -141,6 +140,7 @@ type Log struct {
 		// truncPending is set from a truncation until it is durable (see
 		// syncTruncation); left holds what it left to do, nil if nothing.
 		truncPending bool
+		closed       bool
 		left         *truncLeft
 		// cleanGen counts the changes that remove or cut segments
 		// (truncation, retention, DeleteRecords): a cleaning that began
@@ -153,7 +153,6 @@ type Log struct {
 		// deleteHorizon is the earliest delete horizon the last cleaning
 		// left on a tombstone or marker, -1 if none (cleaner.go).
 		deleteHorizon int64
-		closed        bool
 	}
 	// created is set when Open created the log's directory: a new,
 	// empty log.
@@ -246,7 +245,7 @@ func open(fs FS, dir string, tp TopicPartition, cfg Config, logger *zerolog.Logg
 		now = time.Now
 	}
 	l := &Log{
-		fs: fs, dir: filepath.Join(dir, tp.String()), parent: dir, tp: tp, now: now,
+		fs: fs, dir: filepath.Join(dir, tp.String()), tp: tp, now: now,
 		baseLog: logger,
 	}
 	l.mu.cfg = unique.Make(cfg)
@@ -343,7 +342,7 @@ func (l *Log) scanDir() ([]int64, error) {
 		if err := l.fs.MkdirAll(l.dir, 0o755); err != nil {
 			return nil, err
 		}
-		if err := l.fs.SyncDir(l.parent); err != nil {
+		if err := l.fs.SyncDir(l.parentDir()); err != nil {
 			return nil, err
 		}
 		l.created = true
@@ -1856,7 +1855,7 @@ func (l *Log) removeDir() error {
 	if err := l.fs.Rename(l.dir, dead); err != nil {
 		return err
 	}
-	if err := l.fs.SyncDir(l.parent); err != nil {
+	if err := l.fs.SyncDir(l.parentDir()); err != nil {
 		return err
 	}
 	return l.fs.RemoveAll(dead)

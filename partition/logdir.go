@@ -446,7 +446,10 @@ func (m *Manager) InOfflineDir(tp TopicPartition) bool {
 }
 
 // LogDir returns the log dir holding the log.
-func (l *Log) LogDir() string { return l.parent }
+func (l *Log) LogDir() string { return l.parentDir() }
+
+// parentDir is the log dir holding the log's directory.
+func (l *Log) parentDir() string { return filepath.Dir(l.dir) }
 
 // PartitionsIn lists the partitions whose logs are in log dir path,
 // including those of an offline dir.

@@ -94,8 +94,8 @@ func twoDirManager(t *testing.T, fs FS) (*Manager, *Log, *Log) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if a.parent != "/d1" || b.parent != "/d2" {
-		t.Fatalf("partitions in %s and %s, want /d1 and /d2", a.parent, b.parent)
+	if a.parentDir() != "/d1" || b.parentDir() != "/d2" {
+		t.Fatalf("partitions in %s and %s, want /d1 and /d2", a.parentDir(), b.parentDir())
 	}
 	return m, a, b
 }
@@ -142,7 +142,7 @@ func TestFailedFsyncTakesLogDirOfflineAndIsNeverRetried(t *testing.T) {
 		t.Fatal(err)
 	}
 	c, err := m.GetOrCreate(TopicPartition{"c", 0})
-	if err != nil || c.parent != "/d2" {
+	if err != nil || c.parentDir() != "/d2" {
 		t.Fatalf("new partition: %v in %v, want /d2", err, c)
 	}
 	dirs := m.LogDirs()

@@ -406,12 +406,12 @@ func (c rpCheckpoint) get(tp TopicPartition) (int64, bool) {
 // Usually it is not (a follower truncates what it has not flushed yet),
 // and nothing is written.
 func (m *Manager) attach(l *Log) {
-	if d := m.dirFor(l.parent); d != nil {
+	if d := m.dirFor(l.parentDir()); d != nil {
 		l.parentSync = d.syncer
 	}
 	// The closure holds m and l alone: every idle log keeps it.
 	l.afterTruncate = func() error {
-		dir := l.parent
+		dir := l.parentDir()
 		m.ckMu.Lock()
 		defer m.ckMu.Unlock()
 		if onDisk, known := m.rpOnDisk[dir]; known {

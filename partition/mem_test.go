@@ -148,7 +148,12 @@ func TestManager_RecoveryPointsOnDiskKeepLittleHeap(t *testing.T) {
 	defer m.Close()
 	const n = 1500
 	for i := range n {
-		if _, err := m.GetOrCreate(TopicPartition{Topic: "idle", Partition: int32(i)}); err != nil {
+		l, err := m.GetOrCreate(TopicPartition{Topic: "idle", Partition: int32(i)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// A new log is lazy, and checkpoints leave lazy logs out.
+		if err := l.ensureFiles(); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -162,6 +167,11 @@ func TestManager_RecoveryPointsOnDiskKeepLittleHeap(t *testing.T) {
 	onDisk := m.rpOnDisk
 	m.rpOnDisk = nil
 	m.ckMu.Unlock()
+	defer func() {
+		m.ckMu.Lock()
+		m.rpOnDisk = map[string]rpCheckpoint{}
+		m.ckMu.Unlock()
+	}()
 	if len(onDisk[dir]) != n {
 		t.Fatalf("%d recovery points on disk known, want %d", len(onDisk[dir]), n)
 	}
@@ -176,7 +186,4 @@ func TestManager_RecoveryPointsOnDiskKeepLittleHeap(t *testing.T) {
 	if per > 52 {
 		t.Fatalf("each recovery point on disk keeps %d bytes, want at most 52", per)
 	}
-	m.ckMu.Lock()
-	m.rpOnDisk = map[string]rpCheckpoint{}
-	m.ckMu.Unlock()
 }
