@@ -42,6 +42,7 @@ type options struct {
 	rssAfter     time.Duration
 	idleSettle   time.Duration
 	idleWindow   time.Duration
+	idleWritten  bool
 	// scalePartitions replaces s8's 10,000 partitions when positive.
 	scalePartitions int
 	scaleISRWait    time.Duration
@@ -107,6 +108,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.DurationVar(&o.rssAfter, "rss-after", 3*time.Second, "s6: read the servers' RSS this long after their start")
 	fs.DurationVar(&o.idleSettle, "idle-settle", 10*time.Second, "s7: wait this long after the topic is ready before measuring")
 	fs.DurationVar(&o.idleWindow, "idle-window", 30*time.Second, "s7: measure the idle servers' CPU over this long")
+	fs.BoolVar(&o.idleWritten, "idle-written", false, "s7: write one record to each partition before the idle window (a partition never written to has no files)")
 	fs.IntVar(&o.scalePartitions, "scale-partitions", 0, "s8: partitions of its topic instead of 10000 (each takes one open file per replica: its segment's log)")
 	fs.DurationVar(&o.scaleISRWait, "scale-isr-wait", 2*time.Minute, "s8: how long to wait for the restarted node to be back in every ISR")
 	fs.IntVar(&o.s9Conns, "s9-conns", 2000, "s9: producer clients, each with its own connection to its partition's leader")

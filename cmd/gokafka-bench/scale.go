@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -21,12 +20,7 @@ func (r *runner) scale(ctx context.Context, sc scenario, srv *server) ([]metric,
 	c := r.scenarioLoad(sc, srv.addrs)
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
 	defer cancel()
-	cl, err := newClient(srv.addrs,
-		kgo.RequiredAcks(kgo.AllISRAcks()),
-		kgo.RecordPartitioner(kgo.ManualPartitioner()),
-		kgo.RetryBackoffFn(func(int) time.Duration { return 10 * time.Millisecond }),
-		kgo.MaxBufferedRecords(c.partitions+1),
-	)
+	cl, err := oneEachClient(srv.addrs, c.partitions)
 	if err != nil {
 		return nil, err
 	}
@@ -51,26 +45,8 @@ func (r *runner) scale(ctx context.Context, sc scenario, srv *server) ([]metric,
 	fmt.Fprintf(r.log, "created in %v (server CPU %v); ", created.Round(time.Millisecond), (cpu1 - cpu0).Round(time.Millisecond))
 
 	t1 := time.Now()
-	value := make([]byte, c.recordSize)
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var firstErr error
-	for p := range c.partitions {
-		wg.Add(1)
-		cl.Produce(ctx, &kgo.Record{Topic: c.topic, Partition: int32(p), Value: value}, func(_ *kgo.Record, err error) {
-			if err != nil {
-				mu.Lock()
-				if firstErr == nil {
-					firstErr = err
-				}
-				mu.Unlock()
-			}
-			wg.Done()
-		})
-	}
-	wg.Wait()
-	if firstErr != nil {
-		return nil, fmt.Errorf("first produce to every partition: %v", firstErr)
+	if err := produceOneEach(ctx, cl, c.topic, c.partitions, c.recordSize); err != nil {
+		return nil, err
 	}
 	produced := time.Since(t1)
 	cpu2, err := srv.cpu()

@@ -7,6 +7,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -441,6 +442,13 @@ func (r *runner) idle(ctx context.Context, srv *server, sc scenario) ([]metric, 
 	if sc.partitions > 0 {
 		tctx, cancel := context.WithTimeout(ctx, 15*time.Minute)
 		err := createIdleTopic(tctx, srv.addrs, "bench-"+sc.Name, sc.partitions, sc.rf)
+		if err == nil && r.opts.idleWritten {
+			var cl *kgo.Client
+			if cl, err = oneEachClient(srv.addrs, sc.partitions); err == nil {
+				err = produceOneEach(tctx, cl, "bench-"+sc.Name, sc.partitions, 100)
+				cl.Close()
+			}
+		}
 		cancel()
 		if err != nil {
 			return nil, err
@@ -519,6 +527,45 @@ func createIdleTopic(ctx context.Context, brokers []string, topic string, partit
 		}
 		time.Sleep(time.Second)
 	}
+}
+
+// oneEachClient is a client for produceOneEach, able to buffer a record
+// for each of partitions.
+func oneEachClient(brokers []string, partitions int) (*kgo.Client, error) {
+	return newClient(brokers,
+		kgo.RequiredAcks(kgo.AllISRAcks()),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.RetryBackoffFn(func(int) time.Duration { return 10 * time.Millisecond }),
+		kgo.MaxBufferedRecords(partitions+1),
+	)
+}
+
+// produceOneEach writes one record of size bytes to each of topic's
+// partitions through cl (see oneEachClient), and waits for every
+// acknowledgement.
+func produceOneEach(ctx context.Context, cl *kgo.Client, topic string, partitions, size int) error {
+	value := make([]byte, size)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var firstErr error
+	for p := range partitions {
+		wg.Add(1)
+		cl.Produce(ctx, &kgo.Record{Topic: topic, Partition: int32(p), Value: value}, func(_ *kgo.Record, err error) {
+			if err != nil {
+				mu.Lock()
+				if firstErr == nil {
+					firstErr = err
+				}
+				mu.Unlock()
+			}
+			wg.Done()
+		})
+	}
+	wg.Wait()
+	if firstErr != nil {
+		return fmt.Errorf("first produce to every partition of %s: %v", topic, firstErr)
+	}
+	return nil
 }
 
 // summarize takes, for each metric, the median and spread of every
