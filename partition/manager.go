@@ -776,6 +776,9 @@ func (m *Manager) writeCheckpoints(logs []logInDir, only ...string) error {
 // Close stops the background work, closes (flushing) every log, writes the
 // checkpoints and, if all of that succeeded, the clean-shutdown marker of
 // each log dir.
+// closeParallelism is how many logs Close closes at once.
+const closeParallelism = 64
+
 func (m *Manager) Close() error {
 	m.mu.Lock()
 	if m.mu.closed {
@@ -803,10 +806,15 @@ func (m *Manager) Close() error {
 		emu  sync.Mutex
 		errs []error
 	)
+	// A bounded number of logs close at once: their fsyncs still share
+	// the file system's journal commits, without thousands of goroutines
+	// (one per log) contending for the CPU and the log dirs' syncers.
+	sem := make(chan struct{}, closeParallelism)
 	for _, e := range logs {
 		wg.Add(1)
+		sem <- struct{}{}
 		go func() {
-			defer wg.Done()
+			defer func() { <-sem; wg.Done() }()
 			if err := e.l.Close(); err != nil && !errors.Is(err, ErrStorage) {
 				// (A storage error took its dir offline, which Close
 				// skips; the other dirs still close cleanly.)

@@ -3,6 +3,7 @@ package partition
 import (
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -190,5 +191,41 @@ func BenchmarkFlushDueIdle(b *testing.B) {
 	b.ResetTimer()
 	for range b.N {
 		m.FlushDue()
+	}
+}
+
+// Closing a Manager with many logs closes a bounded number at once: one
+// goroutine per log had thousands fsyncing together, and a node with
+// 10,000 written partitions took longer than 30 s to shut down.
+func TestManagerCloseClosesABoundedNumberOfLogsAtOnce(t *testing.T) {
+	var inFlight, most atomic.Int64
+	fs := &ErrorFS{FS: NewMemFS(), Inject: func(op, _ string) error {
+		if op == "sync" {
+			n := inFlight.Add(1)
+			for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+			}
+			time.Sleep(100 * time.Microsecond)
+			inFlight.Add(-1)
+		}
+		return nil
+	}}
+	m, err := OpenManager(fs, ManagerConfig{Dirs: []string{"/d"}, NodeID: 1, ClusterID: "c1", Defaults: smallConfig()}, nil, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	const logs = 4 * closeParallelism
+	for i := range logs {
+		l, err := m.GetOrCreate(TopicPartition{Topic: "t", Partition: int32(i)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		mustAppend(t, l, testkit.SimpleBatch(1, 1, 10), 0)
+	}
+	most.Store(0)
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got := most.Load(); got > closeParallelism {
+		t.Fatalf("%d file syncs at once while closing %d logs, want at most %d (one log at a time each)", got, logs, closeParallelism)
 	}
 }
