@@ -63,11 +63,7 @@
 // log is flushed, a truncation is made durable or the log is closed, so a
 // segment holds one descriptor (its log file), there is nothing to trim on
 // close, and a torn index is simply a short file. Loading extends an index
-// that lags its log over the tail it scans and rebuilds a missing one. An
-// index file is created with the segment, except for a lazy log's first
-// segment, whose index files appear with their first entries; a missing
-// index of a segment too short to have an offset-index entry is therefore
-// an empty one, not a reason to recover.
+// that lags its log over the tail it scans and rebuilds a missing one.
 // segment.index.bytes still bounds them and rolls the segment when full.
 //
 // Checkpoints are written to "<name>.tmp", fsynced, renamed over the old
