@@ -175,6 +175,10 @@ func TestCleanRestartAfterFirstAppendLoadsWithoutRecovery(t *testing.T) {
 		if err := l.Close(); err != nil {
 			t.Fatal(err)
 		}
+		// Nothing needed an index file: closing made none either.
+		if names, _ := mem.ReadDir("/data/t-0"); strings.Contains(strings.Join(names, " "), "index") {
+			t.Fatalf("interval %d: files after a clean close: %v", cfg.IndexIntervalBytes, names)
+		}
 
 		var logs bytes.Buffer
 		l2, err := Open(mem, "/data", tp, cfg, zerolog.New(&logs), OpenOptions{CleanShutdown: true, RecoveryPoint: 3})

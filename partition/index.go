@@ -205,6 +205,18 @@ func (ix *index) persist(snap []byte, sync bool) error {
 	return err
 }
 
+// persistIfPresent is persist for an index whose file exists; an absent
+// one stays absent.
+func (ix *index) persistIfPresent(snap []byte, sync bool) error {
+	ix.ioMu.Lock()
+	absent := ix.absent
+	ix.ioMu.Unlock()
+	if absent {
+		return nil
+	}
+	return ix.persist(snap, sync)
+}
+
 func (ix *index) writeLocked(f File, snap []byte, write bool) error {
 	if ix.junk {
 		ix.changes++

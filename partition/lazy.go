@@ -32,11 +32,11 @@ import (
 // mu: it creates the directory, the segment's .log file and
 // partition.metadata, with no fsync, and looks for no stale file in the
 // directory it has just made. The segment's two index files are not
-// created with it: the first persist that writes entries creates each (a
-// small partition's offset index may never have one, and the time index
-// gets its closing entry when the log is closed), and loading takes a
-// missing index of a segment too short for an offset-index entry as an
-// empty one (segment.loadLocked). ensureFiles then swaps the real segment
+// created with it: the first persist that writes offset-index entries
+// creates each (a small partition's segment may never have one, and then
+// no index file is made, not even at close), and loading takes a missing
+// index of a segment too short for an offset-index entry as an empty one:
+// it scans the whole segment and rebuilds both (segment.loadLocked). ensureFiles then swaps the real segment
 // in for the placeholder under mu.
 // The durability of the new directory (its entry in the log dir, and
 // partition.metadata) is left to the log's first flush round, which syncs

@@ -161,6 +161,13 @@ func (s *segment) close() error {
 // taken under Log.mu, or the segment not yet shared) and, if sync, fsyncs
 // them. The caller holds Log.lifeMu, so no truncation runs meanwhile.
 func persistIndexes(s *segment, idx, tidx []byte, sync bool) error {
+	if len(idx) == 0 {
+		// With no offset-index entry, loading scans the whole segment and
+		// rebuilds the time index from it: a time index with no file yet
+		// (a lazy log's first segment closed with one small batch, say)
+		// gets none for its closing entry.
+		return errors.Join(s.idx.persist(idx, sync), s.tidx.persistIfPresent(tidx, sync))
+	}
 	return errors.Join(s.idx.persist(idx, sync), s.tidx.persist(tidx, sync))
 }
 
