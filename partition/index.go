@@ -49,9 +49,13 @@ type index struct {
 	// gone is set once the segment's files are removed: persist must not
 	// bring them back.
 	gone bool
-	// missing is set when open found no file (and created an empty one):
-	// a segment with data then needs its indexes rebuilt.
+	// missing is set when open found no file: loading accepts that only
+	// for a segment too short to have had an index entry (segment.go).
 	missing bool
+	// absent is set while the file has not been created: a new segment's
+	// indexes, and those open found missing, are created by the first
+	// persist that has entries to write (an empty index is no file).
+	absent bool
 	// changes counts writes and truncations, so that an fsync run without
 	// ioMu marks the file durable only if nothing changed it meanwhile.
 	changes uint64
@@ -60,16 +64,17 @@ type index struct {
 	entrySize int32
 }
 
-// openIndex reads the index file stem+ext into memory, creating it empty
-// when missing (as Kafka lays out a segment's files); no descriptor stays
-// open.
-func openIndex(fs FS, stem, ext string, entrySize int) (*index, error) {
+// openIndex reads the index file stem+ext into memory. A missing file is
+// created empty if create (a segment being created, as Kafka lays out a
+// segment's files); otherwise (loading) it stays absent until persist has
+// entries to write. No descriptor stays open.
+func openIndex(fs FS, stem, ext string, entrySize int, create bool) (*index, error) {
 	path := stem + ext
 	data, ok, err := readWholeFile(fs, path)
 	if err != nil {
 		return nil, err
 	}
-	if !ok {
+	if !ok && create {
 		f, err := fs.OpenFile(path, os.O_CREATE|os.O_WRONLY, 0o644)
 		if err != nil {
 			return nil, err
@@ -80,7 +85,13 @@ func openIndex(fs FS, stem, ext string, entrySize int) (*index, error) {
 	}
 	// A file just created empty has no contents to fsync (its name is the
 	// directory sync's business).
-	return &index{fs: fs, stem: stem, ext: ext, entrySize: int32(entrySize), buf: data, disk: len(data), durable: true, missing: !ok}, nil
+	return &index{fs: fs, stem: stem, ext: ext, entrySize: int32(entrySize), buf: data, disk: len(data), durable: true, missing: !ok, absent: !ok && !create}, nil
+}
+
+// newIndex is the index of a segment being created: empty, with no file
+// yet (persist creates it at the first entries it writes).
+func newIndex(fs FS, stem, ext string, entrySize int) *index {
+	return &index{fs: fs, stem: stem, ext: ext, entrySize: int32(entrySize), durable: true, absent: true}
 }
 
 func (ix *index) entries() int { return len(ix.buf) / int(ix.entrySize) }
@@ -121,7 +132,8 @@ func (ix *index) cutFile(size int) error {
 	ix.disk = min(ix.disk, size)
 	ix.junk, ix.durable = true, false
 	ix.changes++
-	if ix.gone {
+	if ix.gone || ix.absent {
+		ix.junk = false
 		return nil
 	}
 	f, err := ix.fs.OpenFile(ix.path(), os.O_WRONLY, 0)
@@ -158,11 +170,23 @@ func (ix *index) persist(snap []byte, sync bool) error {
 		ix.ioMu.Unlock()
 		return nil
 	}
-	f, err := ix.fs.OpenFile(ix.path(), os.O_WRONLY|os.O_APPEND, 0)
+	if ix.absent && !write {
+		// No file and nothing to write: an empty index is no file.
+		ix.junk, ix.durable = false, true
+		ix.ioMu.Unlock()
+		return nil
+	}
+	flag := os.O_WRONLY | os.O_APPEND
+	if ix.absent {
+		// disk is 0: a stale file of the name holds nothing of ours.
+		flag |= os.O_CREATE | os.O_TRUNC
+	}
+	f, err := ix.fs.OpenFile(ix.path(), flag, 0o644)
 	if err != nil {
 		ix.ioMu.Unlock()
 		return err
 	}
+	ix.absent = false
 	err = ix.writeLocked(f, snap, write)
 	changes := ix.changes
 	ix.ioMu.Unlock()
@@ -179,6 +203,18 @@ func (ix *index) persist(snap []byte, sync bool) error {
 		err = cerr
 	}
 	return err
+}
+
+// persistIfPresent is persist for an index whose file exists; an absent
+// one stays absent.
+func (ix *index) persistIfPresent(snap []byte, sync bool) error {
+	ix.ioMu.Lock()
+	absent := ix.absent
+	ix.ioMu.Unlock()
+	if absent {
+		return nil
+	}
+	return ix.persist(snap, sync)
 }
 
 func (ix *index) writeLocked(f File, snap []byte, write bool) error {
@@ -215,8 +251,10 @@ func (ix *index) writeLocked(f File, snap []byte, write bool) error {
 func (ix *index) rename(fs FS, stem, ext string) error {
 	ix.ioMu.Lock()
 	defer ix.ioMu.Unlock()
-	if err := fs.Rename(ix.path(), stem+ext); err != nil {
-		return err
+	if !ix.absent {
+		if err := fs.Rename(ix.path(), stem+ext); err != nil {
+			return err
+		}
 	}
 	ix.stem, ix.ext = stem, ext
 	return nil

@@ -29,9 +29,15 @@ import (
 // (SetTopicID) and written with the other files.
 //
 // The first append (leader or follower) calls ensureFiles before taking
-// mu: it creates the directory, the segment files and partition.metadata,
-// with no fsync, which is what an append that rolls a segment already
-// does. It then swaps the real segment in for the placeholder under mu.
+// mu: it creates the directory, the segment's .log file and
+// partition.metadata, with no fsync, and looks for no stale file in the
+// directory it has just made. The segment's two index files are not
+// created with it: the first persist that writes offset-index entries
+// creates each (a small partition's segment may never have one, and then
+// no index file is made, not even at close), and loading takes a missing
+// index of a segment too short for an offset-index entry as an empty one:
+// it scans the whole segment and rebuilds both (segment.loadLocked). ensureFiles then swaps the real segment
+// in for the placeholder under mu.
 // The durability of the new directory (its entry in the log dir, and
 // partition.metadata) is left to the log's first flush round, which syncs
 // them before the recovery point passes any batch (freshDir). A crash
@@ -82,7 +88,8 @@ func (l *Log) initLazy(now time.Time) {
 func (l *Log) Lazy() bool { return l.lazy.Load() }
 
 // ensureFiles creates the files of a lazy log: its directory, its first
-// segment and partition.metadata, none of them fsynced (see freshDir). It
+// segment's .log and partition.metadata, none of them fsynced (see
+// freshDir). It
 // takes createMu, and mu only to swap the segment in; no fsync runs.
 func (l *Log) ensureFiles() error {
 	if !l.lazy.Load() {
@@ -102,7 +109,7 @@ func (l *Log) ensureFiles() error {
 	if err := l.fs.MkdirAll(l.dir, 0o755); err != nil {
 		return fmt.Errorf("create log %s: %w", l.tp, err)
 	}
-	s, err := createSegment(l.fs, l.dir, 0, l.now())
+	s, err := createFirstSegment(l.fs, l.dir, 0, l.now())
 	if err != nil {
 		return fmt.Errorf("create log %s: %w", l.tp, err)
 	}

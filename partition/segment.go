@@ -79,7 +79,7 @@ func createSegment(fs FS, dir string, base int64, now time.Time) (*segment, erro
 			}
 		}
 	}
-	s, err := openSegment(fs, dir, base, now)
+	s, err := openSegmentFiles(fs, dir, base, "", now)
 	if err != nil {
 		// Leave no half-created segment (a .log without its indexes, say)
 		// for the next open to mistake for the active one.
@@ -91,12 +91,40 @@ func createSegment(fs FS, dir string, base int64, now time.Time) (*segment, erro
 	return s, nil
 }
 
-func openSegment(fs FS, dir string, base int64, now time.Time) (*segment, error) {
-	return openSegmentFiles(fs, dir, base, "", now)
+// createFirstSegment creates the segment at base in a directory just made
+// (a lazy log's first append), where no stale file can be: it creates the
+// .log file only (the indexes are created by the first persist with
+// entries, see index) and knows its size without asking.
+func createFirstSegment(fs FS, dir string, base int64, now time.Time) (*segment, error) {
+	path := filepath.Join(dir, segmentName(base)) + logSuffix
+	stem := path[:len(path)-len(logSuffix)]
+	lf, err := fs.OpenFile(path, os.O_CREATE|os.O_RDWR|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	return &segment{
+		base: base, log: lf, path: path,
+		idx:  newIndex(fs, stem, indexSuffix, offsetIndexEntrySize),
+		tidx: newIndex(fs, stem, timeIndexSuffix, timeIndexEntrySize),
+		next: base, maxTs: -1, offMaxTs: -1, rollBaseTs: -1, created: now,
+	}, nil
 }
 
-// openSegmentFiles opens the segment at base whose file names carry suffix.
+// openSegment opens an existing segment (loading); an index file it lacks
+// is not created (see index.absent).
+func openSegment(fs FS, dir string, base int64, now time.Time) (*segment, error) {
+	return openSegmentIndexes(fs, dir, base, "", now, false)
+}
+
+// openSegmentFiles opens the segment at base whose file names carry
+// suffix, creating the files it lacks.
 func openSegmentFiles(fs FS, dir string, base int64, suffix string, now time.Time) (*segment, error) {
+	return openSegmentIndexes(fs, dir, base, suffix, now, true)
+}
+
+// openSegmentIndexes is openSegmentFiles creating missing index files only
+// if create.
+func openSegmentIndexes(fs FS, dir string, base int64, suffix string, now time.Time, create bool) (*segment, error) {
 	path := filepath.Join(dir, segmentName(base)) + logSuffix + suffix
 	// The indexes' names share path's bytes.
 	stem := path[:len(path)-len(logSuffix)-len(suffix)]
@@ -109,12 +137,12 @@ func openSegmentFiles(fs FS, dir string, base int64, suffix string, now time.Tim
 		lf.Close()
 		return nil, err
 	}
-	idx, err := openIndex(fs, stem, indexSuffix+suffix, offsetIndexEntrySize)
+	idx, err := openIndex(fs, stem, indexSuffix+suffix, offsetIndexEntrySize, create)
 	if err != nil {
 		lf.Close()
 		return nil, err
 	}
-	tidx, err := openIndex(fs, stem, timeIndexSuffix+suffix, timeIndexEntrySize)
+	tidx, err := openIndex(fs, stem, timeIndexSuffix+suffix, timeIndexEntrySize, create)
 	if err != nil {
 		lf.Close()
 		return nil, err
@@ -133,6 +161,13 @@ func (s *segment) close() error {
 // taken under Log.mu, or the segment not yet shared) and, if sync, fsyncs
 // them. The caller holds Log.lifeMu, so no truncation runs meanwhile.
 func persistIndexes(s *segment, idx, tidx []byte, sync bool) error {
+	if len(idx) == 0 {
+		// With no offset-index entry, loading scans the whole segment and
+		// rebuilds the time index from it: a time index with no file yet
+		// (a lazy log's first segment closed with one small batch, say)
+		// gets none for its closing entry.
+		return errors.Join(s.idx.persist(idx, sync), s.tidx.persistIfPresent(tidx, sync))
+	}
 	return errors.Join(s.idx.persist(idx, sync), s.tidx.persist(tidx, sync))
 }
 
@@ -498,7 +533,12 @@ func (s *segment) loadLocked(cfg Config) error {
 		}
 		return nil
 	}
-	if s.idx.missing || s.tidx.missing {
+	// A missing index file is an empty index when the segment is too
+	// short to have had an offset-index entry: its file is created only
+	// with its first entry (see index). Then the scan below starts at 0
+	// and rebuilds both indexes whole; otherwise the segment is recovered.
+	missing := s.idx.missing || s.tidx.missing
+	if missing && s.idx.entries() > 0 {
 		return fmt.Errorf("index file missing")
 	}
 	var from int64
@@ -550,6 +590,9 @@ func (s *segment) loadLocked(cfg Config) error {
 		return err
 	}
 	s.indexBatchesLocked(keptPos, kept, cfg)
+	if missing && s.idx.entries() > 0 {
+		return fmt.Errorf("index file missing")
+	}
 	if end != fileSize || last.BatchLength == 0 {
 		return fmt.Errorf("segment tail does not end on a batch boundary")
 	}
