@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/gokafka/gokafka/internal/testkit"
 	"github.com/gokafka/gokafka/partition"
 	"github.com/gokafka/gokafka/protocol"
 	"github.com/gokafka/gokafka/replication"
@@ -373,13 +374,11 @@ func TestFetchSessionPartitionHeap(t *testing.T) {
 		entries[i] = fetchEntry{topicID: [16]byte{1}, part: fp.Partition, partFetch: partFetchOf(&fp)}
 	}
 	answers := make([]fetchAnswer, n)
-	runtime.GC()
-	var before, after runtime.MemStats
-	runtime.ReadMemStats(&before)
-	id := c.createSession(true, true, entries, answers, nil)
-	runtime.GC()
-	runtime.ReadMemStats(&after)
-	per := (int64(after.HeapAlloc) - int64(before.HeapAlloc)) / n
+	var id int32
+	grown := testkit.HeapGrowth(func() {
+		id = c.createSession(true, true, entries, answers, nil)
+	})
+	per := grown / n
 	t.Logf("heap per session partition: %d bytes", per)
 	// 285 bytes before, 229 since (the map's slots are 112 bytes, and a
 	// map of n entries has room for up to twice as many).
@@ -410,13 +409,11 @@ func TestFollowerFetchSessionPartitionHeap(t *testing.T) {
 		answers[i] = fetchAnswer{tp: partition.TopicPartition{Topic: "t", Partition: int32(i)}, settled: true}
 	}
 	watch := (*replication.Manager)(nil).NewSessionWatch(2)
-	runtime.GC()
-	var before, after runtime.MemStats
-	runtime.ReadMemStats(&before)
-	id := c.createSession(true, true, entries, answers, watch)
-	runtime.GC()
-	runtime.ReadMemStats(&after)
-	per := (int64(after.HeapAlloc) - int64(before.HeapAlloc)) / n
+	var id int32
+	grown := testkit.HeapGrowth(func() {
+		id = c.createSession(true, true, entries, answers, watch)
+	})
+	per := grown / n
 	t.Logf("heap per follower session partition: %d bytes", per)
 	// 362 bytes with a pointer to a copy of the request partition and
 	// full keys by name, 267 since.
@@ -452,19 +449,16 @@ func TestFollowerFetchSessionKeepsNoRoomAfterABurst(t *testing.T) {
 	if len(s.pending) != n {
 		t.Fatalf("%d partitions pending, want %d", len(s.pending), n)
 	}
-	runtime.GC()
-	var before, after runtime.MemStats
-	runtime.ReadMemStats(&before)
-	r := kmsg.NewPtrFetchRequest()
-	r.SessionID, r.SessionEpoch = id, 1
-	fc, code := c.newContext(13, r, true)
-	if code != 0 || len(fc.entries) != n {
-		t.Fatalf("incremental fetch: code %d, %d partitions to read, want all %d pending", code, len(fc.entries), n)
-	}
-	fc = nil
-	runtime.GC()
-	runtime.ReadMemStats(&after)
-	freed := int64(before.HeapAlloc) - int64(after.HeapAlloc)
+	grown := testkit.HeapGrowth(func() {
+		r := kmsg.NewPtrFetchRequest()
+		r.SessionID, r.SessionEpoch = id, 1
+		fc, code := c.newContext(13, r, true)
+		if code != 0 || len(fc.entries) != n {
+			t.Fatalf("incremental fetch: code %d, %d partitions to read, want all %d pending", code, len(fc.entries), n)
+		}
+		fc = nil
+	})
+	freed := -grown
 	t.Logf("heap freed once the pending partitions were taken: %d bytes", freed)
 	if freed < 100<<10 {
 		t.Fatalf("the session still keeps the room of %d pending partitions (%d bytes freed)", n, freed)

@@ -3,6 +3,8 @@ package idempotent
 import (
 	"runtime"
 	"testing"
+
+	"github.com/gokafka/gokafka/internal/testkit"
 )
 
 // A broker holds a producer state for every partition it hosts, and most
@@ -11,15 +13,12 @@ import (
 func TestEmptyStateIsSmall(t *testing.T) {
 	const n = 10000
 	sts := make([]*State, n)
-	runtime.GC()
-	var before, after runtime.MemStats
-	runtime.ReadMemStats(&before)
-	for i := range sts {
-		sts[i] = NewState()
-	}
-	runtime.GC()
-	runtime.ReadMemStats(&after)
-	per := (int64(after.HeapAlloc) - int64(before.HeapAlloc)) / n
+	grown := testkit.HeapGrowth(func() {
+		for i := range sts {
+			sts[i] = NewState()
+		}
+	})
+	per := grown / n
 	t.Logf("heap per empty producer state: %d bytes", per)
 	if per > 32 {
 		t.Fatalf("an empty producer state keeps %d bytes, want at most 32", per)

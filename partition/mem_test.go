@@ -5,6 +5,7 @@ import (
 	"runtime"
 	"testing"
 
+	"github.com/gokafka/gokafka/internal/testkit"
 	"github.com/rs/zerolog"
 )
 
@@ -32,17 +33,14 @@ func TestManager_IdleLogHeapPerPartition(t *testing.T) {
 	for i := range tps {
 		tps[i] = TopicPartition{Topic: fmt.Sprintf("idle-%04d", i), Partition: 0}
 	}
-	runtime.GC()
-	var before, after runtime.MemStats
-	runtime.ReadMemStats(&before)
-	for _, tp := range tps {
-		if _, err := m.GetOrCreate(tp); err != nil {
-			t.Fatal(err)
+	grown := testkit.HeapGrowth(func() {
+		for _, tp := range tps {
+			if _, err := m.GetOrCreate(tp); err != nil {
+				t.Fatal(err)
+			}
 		}
-	}
-	runtime.GC()
-	runtime.ReadMemStats(&after)
-	perLog := (int64(after.HeapAlloc) - int64(before.HeapAlloc)) / n
+	})
+	perLog := grown / n
 	t.Logf("live heap per idle log: %d bytes", perLog)
 	// About 1.8 KB while each log kept a logger of its own, names for its
 	// indexes, a condition variable, its open-time state, a closure over
@@ -76,18 +74,15 @@ func TestManager_HoldsOneEntryPerLog(t *testing.T) {
 		}
 	}
 	// Forget the logs from the Manager's books and see what that frees.
-	runtime.GC()
-	var before, after runtime.MemStats
-	runtime.ReadMemStats(&before)
-	m.mu.Lock()
-	books := m.mu.logs
-	m.mu.logs = nil
-	m.mu.Unlock()
-	runtime.KeepAlive(books)
-	books = nil
-	runtime.GC()
-	runtime.ReadMemStats(&after)
-	per := (int64(before.HeapAlloc) - int64(after.HeapAlloc)) / n
+	grown := testkit.HeapGrowth(func() {
+		m.mu.Lock()
+		books := m.mu.logs
+		m.mu.logs = nil
+		m.mu.Unlock()
+		runtime.KeepAlive(books)
+		books = nil
+	})
+	per := (-grown) / n
 	t.Logf("the Manager's bookkeeping per log: %d bytes", per)
 	// About 154 bytes with two maps, 83-95 with one.
 	if per > 120 {
@@ -103,15 +98,12 @@ func TestManager_HoldsOneEntryPerLog(t *testing.T) {
 func TestIdleLogStructIsSmall(t *testing.T) {
 	const n = 5000
 	logs := make([]*Log, n)
-	runtime.GC()
-	var before, after runtime.MemStats
-	runtime.ReadMemStats(&before)
-	for i := range logs {
-		logs[i] = &Log{tp: TopicPartition{Topic: "t", Partition: int32(i)}}
-	}
-	runtime.GC()
-	runtime.ReadMemStats(&after)
-	per := (int64(after.HeapAlloc) - int64(before.HeapAlloc)) / n
+	grown := testkit.HeapGrowth(func() {
+		for i := range logs {
+			logs[i] = &Log{tp: TopicPartition{Topic: "t", Partition: int32(i)}}
+		}
+	})
+	per := grown / n
 	t.Logf("heap per Log struct: %d bytes", per)
 	if per > 360 {
 		t.Fatalf("a Log struct takes %d bytes of heap, want at most 360", per)
@@ -160,28 +152,25 @@ func TestManager_RecoveryPointsOnDiskKeepLittleHeap(t *testing.T) {
 	if err := m.WriteCheckpoints(); err != nil {
 		t.Fatal(err)
 	}
-	runtime.GC()
-	var before, after runtime.MemStats
-	runtime.ReadMemStats(&before)
-	m.ckMu.Lock()
-	onDisk := m.rpOnDisk
-	m.rpOnDisk = nil
-	m.ckMu.Unlock()
-	defer func() {
+	grown := testkit.HeapGrowth(func() {
 		m.ckMu.Lock()
-		m.rpOnDisk = map[string]rpCheckpoint{}
+		onDisk := m.rpOnDisk
+		m.rpOnDisk = nil
 		m.ckMu.Unlock()
-	}()
-	if len(onDisk[dir]) != n {
-		t.Fatalf("%d recovery points on disk known, want %d", len(onDisk[dir]), n)
-	}
-	if rp, ok := onDisk[dir].get(TopicPartition{Topic: "idle", Partition: 77}); !ok || rp != 0 {
-		t.Fatalf("idle-77's recovery point on disk: %d, %v", rp, ok)
-	}
-	onDisk = nil
-	runtime.GC()
-	runtime.ReadMemStats(&after)
-	per := (int64(before.HeapAlloc) - int64(after.HeapAlloc)) / n
+		defer func() {
+			m.ckMu.Lock()
+			m.rpOnDisk = map[string]rpCheckpoint{}
+			m.ckMu.Unlock()
+		}()
+		if len(onDisk[dir]) != n {
+			t.Fatalf("%d recovery points on disk known, want %d", len(onDisk[dir]), n)
+		}
+		if rp, ok := onDisk[dir].get(TopicPartition{Topic: "idle", Partition: 77}); !ok || rp != 0 {
+			t.Fatalf("idle-77's recovery point on disk: %d, %v", rp, ok)
+		}
+		onDisk = nil
+	})
+	per := (-grown) / n
 	t.Logf("heap per recovery point on disk: %d bytes", per)
 	if per > 52 {
 		t.Fatalf("each recovery point on disk keeps %d bytes, want at most 52", per)

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gokafka/gokafka/internal/testkit"
 	"github.com/gokafka/gokafka/partition"
 	"github.com/rs/zerolog"
 )
@@ -62,17 +63,14 @@ func TestIdlePartitionKeepsNoFinishedProducerLoad(t *testing.T) {
 func TestFollowerEpochsCostALedPartitionLittleHeap(t *testing.T) {
 	const n = 1000
 	ps := make([]Partition, n)
-	runtime.GC()
-	var before, after runtime.MemStats
-	runtime.ReadMemStats(&before)
-	for i := range ps {
-		ps[i].noteReplicaEpoch(2, 10)
-		ps[i].noteReplicaEpoch(3, 11)
-		ps[i].noteReplicaEpoch(2, 12)
-	}
-	runtime.GC()
-	runtime.ReadMemStats(&after)
-	per := (int64(after.HeapAlloc) - int64(before.HeapAlloc)) / n
+	grown := testkit.HeapGrowth(func() {
+		for i := range ps {
+			ps[i].noteReplicaEpoch(2, 10)
+			ps[i].noteReplicaEpoch(3, 11)
+			ps[i].noteReplicaEpoch(2, 12)
+		}
+	})
+	per := grown / n
 	if per > 100 {
 		t.Fatalf("two followers' epochs keep %d bytes a partition, want at most 100", per)
 	}
@@ -98,15 +96,12 @@ func TestIdlePartitionStateIsSmall(t *testing.T) {
 	m := &Manager{now: time.Now}
 	const n = 10000
 	ps := make([]*Partition, n)
-	runtime.GC()
-	var before, after runtime.MemStats
-	runtime.ReadMemStats(&before)
-	for i := range ps {
-		ps[i] = m.newPartition(partition.TopicPartition{Topic: "t", Partition: int32(i)}, nil)
-	}
-	runtime.GC()
-	runtime.ReadMemStats(&after)
-	per := (int64(after.HeapAlloc) - int64(before.HeapAlloc)) / n
+	grown := testkit.HeapGrowth(func() {
+		for i := range ps {
+			ps[i] = m.newPartition(partition.TopicPartition{Topic: "t", Partition: int32(i)}, nil)
+		}
+	})
+	per := grown / n
 	t.Logf("heap per idle partition state: %d bytes", per)
 	if per > 288 {
 		t.Fatalf("an idle partition's state keeps %d bytes, want at most 288", per)
@@ -129,15 +124,12 @@ func TestLeaderStateOfAnIdlePartitionIsSmall(t *testing.T) {
 	const n = 2000
 	sts := make([]*leaderState, n)
 	li := LeaderAndISR{LeaderEpoch: 5, PartitionEpoch: 7, Replicas: []int32{1, 2, 3}, ISR: []int32{1, 2, 3}, MinISR: 2}
-	runtime.GC()
-	var before, after runtime.MemStats
-	runtime.ReadMemStats(&before)
-	for i := range sts {
-		sts[i], _ = newLeaderState(1, 30000, li, 10, 10, 1000)
-	}
-	runtime.GC()
-	runtime.ReadMemStats(&after)
-	per := (int64(after.HeapAlloc) - int64(before.HeapAlloc)) / n
+	grown := testkit.HeapGrowth(func() {
+		for i := range sts {
+			sts[i], _ = newLeaderState(1, 30000, li, 10, 10, 1000)
+		}
+	})
+	per := grown / n
 	t.Logf("heap per led partition's ISR state: %d bytes", per)
 	if per > 450 {
 		t.Fatalf("a led partition's ISR state keeps %d bytes, want at most 450", per)
@@ -168,15 +160,12 @@ func TestFollowedPartitionsCostTheFetchersLittleHeap(t *testing.T) {
 	for i := range ps {
 		ps[i] = m.newPartition(partition.TopicPartition{Topic: "t", Partition: int32(i)}, nil)
 	}
-	runtime.GC()
-	var before, after runtime.MemStats
-	runtime.ReadMemStats(&before)
-	for _, p := range ps {
-		fs.assign(p, 2, 5, "leader:9092")
-	}
-	runtime.GC()
-	runtime.ReadMemStats(&after)
-	per := (int64(after.HeapAlloc) - int64(before.HeapAlloc)) / n
+	grown := testkit.HeapGrowth(func() {
+		for _, p := range ps {
+			fs.assign(p, 2, 5, "leader:9092")
+		}
+	})
+	per := grown / n
 	t.Logf("fetchers' heap per followed partition: %d bytes", per)
 	// 193 bytes before, 144 since.
 	if per > 170 {
@@ -203,16 +192,13 @@ func TestPartitionsShareTheirReplicaLists(t *testing.T) {
 	var sets replicaSets
 	const n = 10000
 	kept := make([][]int32, n)
-	runtime.GC()
-	var before, after runtime.MemStats
-	runtime.ReadMemStats(&before)
-	for i := range kept {
-		ids := []int32{int32(1 + i%3), int32(1 + (i+1)%3), int32(1 + (i+2)%3)}
-		kept[i] = sets.get(ids)
-	}
-	runtime.GC()
-	runtime.ReadMemStats(&after)
-	if per := (int64(after.HeapAlloc) - int64(before.HeapAlloc)) / n; per > 1 {
+	grown := testkit.HeapGrowth(func() {
+		for i := range kept {
+			ids := []int32{int32(1 + i%3), int32(1 + (i+1)%3), int32(1 + (i+2)%3)}
+			kept[i] = sets.get(ids)
+		}
+	})
+	if per := grown / n; per > 1 {
 		t.Fatalf("keeping a replica list costs %d bytes a partition, want nothing", per)
 	}
 	if &kept[0][0] != &kept[3][0] || !slices.Equal(kept[3], []int32{1, 2, 3}) {
@@ -234,20 +220,17 @@ func TestSessionWatchKeepsNoRoomAfterABurst(t *testing.T) {
 	for i := range tps {
 		tps[i] = partition.TopicPartition{Topic: "t", Partition: int32(i)}
 	}
-	runtime.GC()
-	var before, after runtime.MemStats
-	runtime.ReadMemStats(&before)
-	for _, tp := range tps {
-		w.markDirty(tp, false)
-	}
 	seen := 0
-	w.TakeDirty(func(partition.TopicPartition) { seen++ })
-	runtime.GC()
-	runtime.ReadMemStats(&after)
+	grown := testkit.HeapGrowth(func() {
+		for _, tp := range tps {
+			w.markDirty(tp, false)
+		}
+		w.TakeDirty(func(partition.TopicPartition) { seen++ })
+	})
 	if seen != n || w.Dirty() != 0 {
 		t.Fatalf("took %d changed partitions, %d left; want %d, none", seen, w.Dirty(), n)
 	}
-	kept := int64(after.HeapAlloc) - int64(before.HeapAlloc)
+	kept := grown
 	t.Logf("heap kept after a burst of %d changes: %d bytes", n, kept)
 	if kept > 16<<10 {
 		t.Fatalf("the watch keeps %d bytes after a burst, want at most 16 KiB", kept)
