@@ -13,18 +13,9 @@ import (
 // committed together, as one metadata entry: a broker rejoining the ISR
 // of thousands of partitions after a restart sends one per partition.
 func TestAlterPartition_ConcurrentCallsShareOneMetadataEntry(t *testing.T) {
-	c := newController(t)
-	addBroker(t, c, 2)
-	addBroker(t, c, 3)
 	const n = 4
-	var assignment [][]int32
-	for range n {
-		assignment = append(assignment, []int32{1, 2, 3})
-	}
+	c := controllerWithTopicOnThree(t, n)
 	ctx := context.Background()
-	if errs := c.CreateTopics(ctx, []TopicSpec{{Name: "t", NumPartitions: -1, ReplicationFactor: -1, Assignment: assignment}}, false); errs[0] != nil {
-		t.Fatal(errs[0])
-	}
 	im := c.Image()
 	// The controller is busy with another proposal while the calls come.
 	c.proposeMu.Lock()
@@ -60,13 +51,8 @@ func TestAlterPartition_ConcurrentCallsShareOneMetadataEntry(t *testing.T) {
 // Two changes of one partition waiting together: the first is committed,
 // the second, made from the epoch the first replaces, is refused.
 func TestAlterPartition_SecondChangeOfAPartitionInOneBatchIsRefused(t *testing.T) {
-	c := newController(t)
-	addBroker(t, c, 2)
-	addBroker(t, c, 3)
+	c := controllerWithTopicOnThree(t, 1)
 	ctx := context.Background()
-	if errs := c.CreateTopics(ctx, []TopicSpec{{Name: "t", NumPartitions: -1, ReplicationFactor: -1, Assignment: [][]int32{{1, 2, 3}}}}, false); errs[0] != nil {
-		t.Fatal(errs[0])
-	}
 	cur := c.Image().Partition("t", 0)
 	c.proposeMu.Lock()
 	var wg sync.WaitGroup
@@ -100,18 +86,9 @@ func errorsIs(err, target error) bool { return errors.Is(err, target) }
 // ISR change pending at once in one request, as Kafka's does) are
 // committed as one metadata entry, not one each.
 func TestAlterPartitions_OneRequestIsOneMetadataEntry(t *testing.T) {
-	c := newController(t)
-	addBroker(t, c, 2)
-	addBroker(t, c, 3)
 	const n = 5
-	var assignment [][]int32
-	for range n {
-		assignment = append(assignment, []int32{1, 2, 3})
-	}
+	c := controllerWithTopicOnThree(t, n)
 	ctx := context.Background()
-	if errs := c.CreateTopics(ctx, []TopicSpec{{Name: "t", NumPartitions: -1, ReplicationFactor: -1, Assignment: assignment}}, false); errs[0] != nil {
-		t.Fatal(errs[0])
-	}
 	im := c.Image()
 	var reqs []AlterPartitionRequest
 	for p := range int32(n) {
@@ -154,4 +131,21 @@ func TestForwardedAlterBatch_EachPartitionOncePerRequest(t *testing.T) {
 	if !slices.Equal(batch, []*alterCall{a0again}) || !slices.Equal(rest, []*alterCall{other}) {
 		t.Fatalf("second batch %v, rest %v", batch, rest)
 	}
+}
+
+// controllerWithTopicOnThree is a controller with brokers 1, 2 and 3 and
+// topic t of n partitions, each replicated on all three.
+func controllerWithTopicOnThree(t *testing.T, n int) *Controller {
+	t.Helper()
+	c := newController(t)
+	addBroker(t, c, 2)
+	addBroker(t, c, 3)
+	assignment := make([][]int32, n)
+	for i := range assignment {
+		assignment[i] = []int32{1, 2, 3}
+	}
+	if errs := c.CreateTopics(context.Background(), []TopicSpec{{Name: "t", NumPartitions: -1, ReplicationFactor: -1, Assignment: assignment}}, false); errs[0] != nil {
+		t.Fatal(errs[0])
+	}
+	return c
 }

@@ -58,18 +58,7 @@ func TestQuorum_FollowersApplyProposalWithoutWaitingCommitTimeout(t *testing.T) 
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	ctrls := openQuorumOf(t, ctx, 3, QuorumConfig{SessionTimeout: time.Hour, ElectionTimeout: time.Minute, commitTimeout: time.Hour})
-	var leader *Controller
-	for leader == nil {
-		for _, c := range ctrls {
-			if c.IsLeader() {
-				leader = c
-			}
-		}
-		if ctx.Err() != nil {
-			t.Fatal("no leader")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	leader := awaitQuorumLeader(t, ctx, ctrls)
 	cmd := &Command{Type: CmdSetBrokerConfigs, Name: "", Configs: map[string]string{"log.retention.ms": "1234"}}
 	if err := leader.log.Propose(ctx, cmd); err != nil {
 		t.Fatal(err)
@@ -125,5 +114,22 @@ func TestQuorumTimings_KafkaCadenceWithLeaseOverSeveralHeartbeats(t *testing.T) 
 		if err := raft.ValidateConfig(rc); err != nil {
 			t.Errorf("configuration after electNow %+v: %v", tm, err)
 		}
+	}
+}
+
+// awaitQuorumLeader waits until one of ctrls leads the quorum, and
+// returns it.
+func awaitQuorumLeader(t *testing.T, ctx context.Context, ctrls []*Controller) *Controller {
+	t.Helper()
+	for {
+		for _, c := range ctrls {
+			if c.IsLeader() {
+				return c
+			}
+		}
+		if ctx.Err() != nil {
+			t.Fatal("no leader")
+		}
+		time.Sleep(time.Millisecond)
 	}
 }

@@ -131,18 +131,8 @@ func TestQuorum_VoterBehindCompactedLogCatchesUpFromSnapshot(t *testing.T) {
 	defer cancel()
 	qc := QuorumConfig{SessionTimeout: time.Hour, SnapshotBytes: 64 << 10, SnapshotInterval: -1, RetentionBytes: 128 << 10}
 	ctrls := openQuorumOf(t, ctx, 3, qc)
-	var leader, behind *Controller
-	for leader == nil {
-		for _, c := range ctrls {
-			if c.IsLeader() {
-				leader = c
-			}
-		}
-		if ctx.Err() != nil {
-			t.Fatal("no leader")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	leader := awaitQuorumLeader(t, ctx, ctrls)
+	var behind *Controller
 	for _, c := range ctrls {
 		if c != leader {
 			behind = c

@@ -401,13 +401,7 @@ func TestFetchSessionPartitionHeap(t *testing.T) {
 func TestFollowerFetchSessionPartitionHeap(t *testing.T) {
 	const n = 5000
 	c := NewFetchSessionCache(10, nil)
-	entries := make([]fetchEntry, n)
-	answers := make([]fetchAnswer, n)
-	for i := range entries {
-		fp := fetchPartition(int32(i), 100, 1<<20)
-		entries[i] = fetchEntry{topicID: [16]byte{1}, part: fp.Partition, partFetch: partFetchOf(&fp)}
-		answers[i] = fetchAnswer{tp: partition.TopicPartition{Topic: "t", Partition: int32(i)}, settled: true}
-	}
+	entries, answers := sessionOfPartitions(n, true)
 	watch := (*replication.Manager)(nil).NewSessionWatch(2)
 	var id int32
 	grown := testkit.HeapGrowth(func() {
@@ -435,13 +429,7 @@ func TestFollowerFetchSessionPartitionHeap(t *testing.T) {
 func TestFollowerFetchSessionKeepsNoRoomAfterABurst(t *testing.T) {
 	const n = 5000
 	c := NewFetchSessionCache(10, nil)
-	entries := make([]fetchEntry, n)
-	answers := make([]fetchAnswer, n)
-	for i := range entries {
-		fp := fetchPartition(int32(i), 100, 1<<20)
-		entries[i] = fetchEntry{topicID: [16]byte{1}, part: fp.Partition, partFetch: partFetchOf(&fp)}
-		answers[i] = fetchAnswer{tp: partition.TopicPartition{Topic: "t", Partition: int32(i)}, settled: false}
-	}
+	entries, answers := sessionOfPartitions(n, false)
 	id := c.createSession(true, true, entries, answers, (*replication.Manager)(nil).NewSessionWatch(2))
 	c.mu.Lock()
 	s := c.sessions[id]
@@ -469,4 +457,18 @@ func TestFollowerFetchSessionKeepsNoRoomAfterABurst(t *testing.T) {
 	runtime.KeepAlive(c)
 	runtime.KeepAlive(entries)
 	runtime.KeepAlive(answers)
+}
+
+// sessionOfPartitions is what a fetch session of n partitions of topic t
+// (id 1), each read from offset 100, is created from; settled says whether
+// each partition's answer found it caught up.
+func sessionOfPartitions(n int, settled bool) ([]fetchEntry, []fetchAnswer) {
+	entries := make([]fetchEntry, n)
+	answers := make([]fetchAnswer, n)
+	for i := range entries {
+		fp := fetchPartition(int32(i), 100, 1<<20)
+		entries[i] = fetchEntry{topicID: [16]byte{1}, part: fp.Partition, partFetch: partFetchOf(&fp)}
+		answers[i] = fetchAnswer{tp: partition.TopicPartition{Topic: "t", Partition: int32(i)}, settled: settled}
+	}
+	return entries, answers
 }
