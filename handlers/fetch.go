@@ -110,6 +110,9 @@ func (h *Handlers) fetch(ctx context.Context, req *protocol.Request) (kmsg.Respo
 		}
 	}()
 	slots := planFetch(req, fc.entries, resp, im, useIDs, &params, allowed)
+	if answerNow(slots, &params) {
+		params.MaxWait = 0
+	}
 	// With Config.FollowerSessionWatch, a follower's session keeps a
 	// watch on its partitions from the full fetch that opens it on, and
 	// each of its fetches reads only those that need it
@@ -221,6 +224,22 @@ func (h *Handlers) fetchParams(ctx context.Context, req *protocol.Request, r *km
 type fetchSlot struct {
 	topic, part int
 	idx         int // index into params.Partitions, -1 if errored
+}
+
+// answerNow reports whether a fetch must be answered without parking
+// because planFetch answered some of its partitions with an error (a
+// topic id unknown here, a topic not authorized). Kafka answers at once
+// when no partition is left to read, and so does gokafka. A follower's
+// fetch is answered at once when any partition failed: its UNKNOWN_TOPIC_ID
+// says this leader has not applied the metadata that made it a replica
+// yet, the follower retries that partition within milliseconds, and a
+// fetch parked for replica.fetch.wait.max.ms would hold the partition's
+// first acks=all produce (it waits for the whole ISR) for as long.
+func answerNow(slots []fetchSlot, params *replication.FetchParams) bool {
+	if len(slots) == len(params.Partitions) {
+		return false // nothing failed
+	}
+	return len(params.Partitions) == 0 || params.FromFollower
 }
 
 // planFetch lays out the response and the reads of entries, the
