@@ -19,7 +19,7 @@ func (l *Log) AppendDeferSync(records []byte, leaderEpoch int32) (AppendInfo, Pe
 	if err := l.lockForAppend(); err != nil {
 		return AppendInfo{}, PendingSync{}, err
 	}
-	info, epochChanged, err := l.appendLocked(records, hdrs, leaderEpoch, true)
+	info, epochChanged, err := l.appendLocked(records, hdrs, leaderEpoch, true, false)
 	due := l.flushDueLocked()
 	leo := l.mu.leo
 	l.mu.Unlock()

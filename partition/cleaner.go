@@ -537,7 +537,7 @@ func (c *cleaner) cleanGroup(l *Log, group []segView) (*segment, error) {
 		if len(hdrs) == 0 {
 			return nil
 		}
-		err := ns.appendLocked(out, hdrs, c.cfg)
+		err := ns.appendLocked(out, hdrs, c.cfg, false)
 		out, hdrs = out[:0], hdrs[:0]
 		return err
 	}

@@ -734,6 +734,18 @@ func (l *Log) Append(records []byte, leaderEpoch int32) (AppendInfo, error) {
 // which compaction creates). CRCs are checked here, as Kafka does for
 // replicated data.
 func (l *Log) AppendAsFollower(records []byte) (AppendInfo, error) {
+	return l.appendAsFollower(records, false)
+}
+
+// AppendAsFollowerUncached is AppendAsFollower for a follower whose data
+// nobody reads from this broker: the batches are written uncached, and the
+// kernel drops them from the page cache once they are on disk, where it
+// supports that (uncached.go).
+func (l *Log) AppendAsFollowerUncached(records []byte) (AppendInfo, error) {
+	return l.appendAsFollower(records, true)
+}
+
+func (l *Log) appendAsFollower(records []byte, uncached bool) (AppendInfo, error) {
 	hdrs, err := ValidateReplicatedBatches(records, math.MaxInt32)
 	if err != nil {
 		return AppendInfo{}, err
@@ -744,7 +756,7 @@ func (l *Log) AppendAsFollower(records []byte) (AppendInfo, error) {
 	if err := l.lockForAppend(); err != nil {
 		return AppendInfo{}, err
 	}
-	info, epochChanged, err := l.appendLocked(records, hdrs, -1, false)
+	info, epochChanged, err := l.appendLocked(records, hdrs, -1, false, uncached)
 	due := l.flushDueLocked()
 	leo := l.mu.leo
 	l.mu.Unlock()
@@ -791,7 +803,7 @@ func (l *Log) flushDueLocked() bool {
 	return !l.mu.closed && l.mu.leo-l.mu.recoveryPoint >= l.mu.cfg.Value().FlushMessages
 }
 
-func (l *Log) appendLocked(records []byte, hdrs []BatchHeader, leaderEpoch int32, leader bool) (AppendInfo, bool, error) {
+func (l *Log) appendLocked(records []byte, hdrs []BatchHeader, leaderEpoch int32, leader, uncached bool) (AppendInfo, bool, error) {
 	if l.mu.closed {
 		return AppendInfo{}, false, ErrLogClosed
 	}
@@ -859,7 +871,7 @@ func (l *Log) appendLocked(records []byte, hdrs []BatchHeader, leaderEpoch int32
 		}
 		info.NumRecords += int64(h.NumRecords)
 	}
-	if err := l.active().appendLocked(records, hdrs, cfg); err != nil {
+	if err := l.active().appendLocked(records, hdrs, cfg, uncached); err != nil {
 		return AppendInfo{}, false, fmt.Errorf("append to %s: %w", l.active().path, err)
 	}
 	l.mu.leo = last + 1

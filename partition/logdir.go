@@ -56,6 +56,9 @@ type logDir struct {
 	// id is the directory.id of its meta.properties (KIP-858).
 	id      [16]byte
 	offline atomic.Bool
+	// plainWrites: the dir's file system refused an uncached write
+	// (uncached.go).
+	plainWrites atomic.Bool
 	// cause is the error that took the dir offline; set before offline.
 	cause atomic.Pointer[error]
 	m     *Manager

@@ -239,7 +239,10 @@ func (s *segment) indexFull(cfg Config) bool {
 // or nothing: if the log write fails, the file is cut back and the
 // in-memory state restored, so that a retry writes the same offsets once
 // and the segment never runs ahead of the log end offset.
-func (s *segment) appendLocked(data []byte, hdrs []BatchHeader, cfg Config) error {
+// appendLocked writes data, whole batches described by hdrs, at the end of
+// the segment; uncached asks for a write the page cache drops once it is
+// on disk (uncached.go).
+func (s *segment) appendLocked(data []byte, hdrs []BatchHeader, cfg Config, uncached bool) error {
 	if s.unclean {
 		if err := s.repairLocked(); err != nil {
 			return fmt.Errorf("undoing an earlier failed append: %w", err)
@@ -248,7 +251,7 @@ func (s *segment) appendLocked(data []byte, hdrs []BatchHeader, cfg Config) erro
 	saved := *s
 	idxLen, tidxLen := len(s.idx.buf), len(s.tidx.buf)
 	start := s.size
-	n, err := s.log.Write(data)
+	n, err := writeData(s.log, data, uncached)
 	if err == nil && n != len(data) {
 		err = io.ErrShortWrite
 	}

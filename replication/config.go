@@ -101,6 +101,11 @@ type Config struct {
 	// its rack (client.rack) to an in-sync replica in that rack (KIP-392,
 	// preferred.go).
 	ReplicaSelectorClass string
+	// FollowerWritesUncached is gokafka.replica.write.uncached.enable: a
+	// follower writes what it replicates uncached (partition's
+	// uncached.go), unless replica.selector.class lets consumers read
+	// from followers.
+	FollowerWritesUncached bool
 	// PeerRoutes reroute the followers' connections to their leaders
 	// (tests only; see protocol.PeerRoutes).
 	PeerRoutes protocol.PeerRoutes
@@ -117,6 +122,7 @@ func DefaultConfig() Config {
 		ReplicaFetchBackoff:          time.Second,
 		ReplicaSocketTimeout:         30 * time.Second,
 		ProducerIDExpiration:         24 * time.Hour,
+		FollowerWritesUncached:       true,
 	}
 }
 

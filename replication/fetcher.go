@@ -953,7 +953,13 @@ func (f *fetcher) applyPartition(s *fetchState, offset int64, rp *kmsg.FetchResp
 		return applyDone
 	}
 	if len(rp.RecordBatches) > 0 {
-		if _, err := lg.AppendAsFollower(rp.RecordBatches); err != nil {
+		appendBatches := lg.AppendAsFollower
+		if f.m.cfg.FollowerWritesUncached && f.m.cfg.ReplicaSelectorClass == "" {
+			// Nothing reads a follower's data here (see
+			// partition.Log.AppendAsFollowerUncached).
+			appendBatches = lg.AppendAsFollowerUncached
+		}
+		if _, err := appendBatches(rp.RecordBatches); err != nil {
 			// The batches do not continue our log: it diverged in a way the
 			// epochs did not reveal yet. Truncate again by epoch.
 			s.p.logger().Warn().Err(err).Int32("leader", f.leader).Msg("appending replicated batches failed")

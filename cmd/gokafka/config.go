@@ -72,6 +72,7 @@ var properties = []property{
 	{"sasl.oauthbearer.scope.claim.name", "scope", "Claim of a signed OAUTHBEARER token holding its scopes."},
 	{"sasl.oauthbearer.clock.skew.seconds", "30", "Clock skew allowed when checking a signed OAUTHBEARER token's exp, iat and nbf."},
 	{"gokafka.replica.fetch.session.watch.enable", "true", "A follower's fetch session reads only the partitions that changed since its last fetch instead of all of them as Kafka does (less idle CPU with many partitions)."},
+	{"gokafka.replica.write.uncached.enable", "true", "A follower writes the records it replicates uncached (RWF_DONTCACHE, Linux 6.14+ on ext4, xfs, btrfs): the page cache drops them once on disk instead of keeping data nobody reads there. Off while replica.selector.class lets consumers read from followers."},
 	{"gokafka.scram.bootstrap.users", "", "SCRAM credentials a new cluster is created with, as kafka-storage format --add-scram writes them: SCRAM-SHA-256=[name=admin,password=admin-secret], several separated by spaces or ';'."},
 	{"controller.quorum.voters", "", "Metadata quorum voters as id@host:port of their CONTROLLER listeners; empty for a single-node cluster."},
 	{"controller.quorum.bootstrap.servers", "", "host:port list of controllers a node joins through when controller.quorum.voters is empty: it follows the quorum as an observer (a new controller until AddRaftVoter)."},
@@ -650,6 +651,7 @@ func (s *settings) replicationConfig() replication.Config {
 		ReplicaFetchBackoff:          ms(s.positive("replica.fetch.backoff.ms")),
 		ReplicaSocketTimeout:         ms(s.positive("replica.socket.timeout.ms")),
 		ReplicaSelectorClass:         strings.TrimSpace(s.str("replica.selector.class")),
+		FollowerWritesUncached:       s.boolean("gokafka.replica.write.uncached.enable"),
 		ProducerIDExpiration:         ms(s.positive("producer.id.expiration.ms")),
 	}
 }
