@@ -251,7 +251,7 @@ func (s *segment) appendLocked(data []byte, hdrs []BatchHeader, cfg Config, unca
 	saved := *s
 	idxLen, tidxLen := len(s.idx.buf), len(s.tidx.buf)
 	start := s.size
-	n, err := writeData(s.log, data, uncached)
+	n, err := s.writeData(data, uncached)
 	if err == nil && n != len(data) {
 		err = io.ErrShortWrite
 	}

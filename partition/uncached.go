@@ -1,5 +1,7 @@
 package partition
 
+import "os"
+
 // Uncached writes: a follower writes the batches it replicates with
 // RWF_DONTCACHE (Linux 6.14 and later, on file systems that support it:
 // ext4, xfs, btrfs and others), so the kernel starts writing them back at
@@ -28,16 +30,35 @@ type uncachedWriter interface {
 	WriteUncached(p []byte) (n int, ok bool, err error)
 }
 
-// writeData writes p to f, uncached if asked and f can.
-func writeData(f File, p []byte, uncached bool) (int, error) {
-	if uncached {
-		if w, ok := f.(interface {
-			writeUncachedOrPlain(p []byte) (int, error)
-		}); ok {
-			return w.writeUncachedOrPlain(p)
-		}
+// uncachedMinBytes is the least a write must carry to go uncached. A
+// follower keeping up with a light load appends a few kilobytes at a time;
+// an uncached write starts the write-back of its pages at once, a block
+// device request for every append, which made such a follower's appends
+// (and so acks=all latency) slower. Big appends are where filling the page
+// cache costs.
+const uncachedMinBytes = 64 << 10
+
+var pageSize = int64(os.Getpagesize())
+
+// writeData appends p to the segment's log file, whose size is s.size. If
+// uncached, p is big enough and the file can, the whole pages it fills are
+// written uncached and the partial page it ends in through the page cache:
+// the next append continues that page, which would otherwise be read back
+// from the disk once dropped.
+func (s *segment) writeData(p []byte, uncached bool) (int, error) {
+	w, ok := s.log.(interface {
+		writeUncachedOrPlain(p []byte) (int, error)
+	})
+	cut := int64(len(p)) - (s.size+int64(len(p)))%pageSize
+	if !uncached || !ok || cut < uncachedMinBytes {
+		return s.log.Write(p)
 	}
-	return f.Write(p)
+	n, err := w.writeUncachedOrPlain(p[:cut])
+	if err != nil || n < int(cut) || cut == int64(len(p)) {
+		return n, err
+	}
+	m, err := s.log.Write(p[cut:])
+	return n + m, err
 }
 
 // writeUncachedOrPlain writes p uncached while the dir's file system takes

@@ -68,9 +68,12 @@ func TestFollowerWritesUncachedUnlessConsumersMayReadFromIt(t *testing.T) {
 			if l.id != 1 {
 				t.Fatalf("leader %d, want 1", l.id)
 			}
-			l.mustProduce("t", "a", -1)
-			l.mustProduce("t", "b", -1)
-			c.waitConverged("t", "a", "b")
+			// Appends big enough to go uncached (a follower's small
+			// appends do not).
+			a, b := strings.Repeat("a", 200<<10), strings.Repeat("b", 200<<10)
+			l.mustProduce("t", a, -1)
+			l.mustProduce("t", b, -1)
+			c.waitConverged("t", a, b)
 			if got := disk.n.Load() > 0; got != tc.wantUncached {
 				t.Fatalf("follower's uncached segment writes: %d, want them %v", disk.n.Load(), tc.wantUncached)
 			}
