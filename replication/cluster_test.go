@@ -478,12 +478,30 @@ func (c *simCluster) checkLogsAgree(topic string, acked ...string) {
 
 func (c *simCluster) waitISR(topic string, want ...int32) {
 	c.t.Helper()
-	eventually(c.t, fmt.Sprintf("ISR of %s is %v", topic, want), func() bool {
-		isr := slices.Clone(c.partitionInfo(topic).ISR)
+	w := slices.Clone(want)
+	slices.Sort(w)
+	same := func(isr []int32) bool {
+		isr = slices.Clone(isr)
 		slices.Sort(isr)
-		w := slices.Clone(want)
-		slices.Sort(w)
 		return slices.Equal(isr, w)
+	}
+	eventually(c.t, fmt.Sprintf("ISR of %s is %v, at the controller and at the leader", topic, want), func() bool {
+		pi := c.partitionInfo(topic)
+		if !same(pi.ISR) {
+			return false
+		}
+		// The leader acts on the ISR it has applied, which may lag the
+		// controller's: a produce right after this wait must see it.
+		n := c.nodes[pi.Leader]
+		if n == nil || !n.up {
+			return true
+		}
+		for _, v := range n.rm.ReplicaViews() {
+			if v.TP.Topic == topic && v.TP.Partition == 0 {
+				return v.Leader && same(v.ISR)
+			}
+		}
+		return false
 	})
 }
 
