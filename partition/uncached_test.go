@@ -83,6 +83,23 @@ func replicate(t *testing.T, leader *Log, append func([]byte) (AppendInfo, error
 	}
 }
 
+// replicaOn opens a Manager over fs and replicates leader into its log of
+// t-0 with uncached appends.
+func replicaOn(t *testing.T, c *fakeClock, fs FS, leader *Log) (*Manager, *Log) {
+	t.Helper()
+	m, err := OpenManager(fs, ManagerConfig{Dirs: []string{"/d1"}, NodeID: 1, Now: c.Now}, func(string) Config { return smallConfig() }, testLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	follower, err := m.GetOrCreate(TopicPartition{Topic: "t", Partition: 0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	replicate(t, leader, follower.AppendAsFollowerUncached)
+	return m, follower
+}
+
 // A follower's log through the Manager writes the whole pages its big
 // appends fill uncached, and the partial page each ends in through the
 // page cache; its small appends and a leader's appends all go through the
@@ -92,16 +109,7 @@ func TestFollowerAppendsAreUncachedLeaderAppendsAreNot(t *testing.T) {
 	leader := bigRecordsLog(t, c, 200)
 
 	fs := &segWritesFS{FS: NewMemFS()}
-	m, err := OpenManager(fs, ManagerConfig{Dirs: []string{"/d1"}, NodeID: 1, Now: c.Now}, func(string) Config { return smallConfig() }, testLogger(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
-	follower, err := m.GetOrCreate(TopicPartition{Topic: "t", Partition: 0})
-	if err != nil {
-		t.Fatal(err)
-	}
-	replicate(t, leader, follower.AppendAsFollowerUncached)
+	m, follower := replicaOn(t, c, fs, leader)
 	unc, plain := fs.uncached.Load(), fs.plain.Load()
 	if unc == 0 || plain > (unc+plain)/8 {
 		t.Fatalf("follower wrote its segments with %d bytes uncached and %d plain, want all but the appends' last pages uncached", unc, plain)
@@ -150,16 +158,7 @@ func TestRefusedUncachedWritesFallBackToPlainWrites(t *testing.T) {
 	leader := bigRecordsLog(t, c, 100)
 
 	fs := &segWritesFS{FS: NewMemFS(), refuse: true}
-	m, err := OpenManager(fs, ManagerConfig{Dirs: []string{"/d1"}, NodeID: 1, Now: c.Now}, func(string) Config { return smallConfig() }, testLogger(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
-	follower, err := m.GetOrCreate(TopicPartition{Topic: "t", Partition: 0})
-	if err != nil {
-		t.Fatal(err)
-	}
-	replicate(t, leader, follower.AppendAsFollowerUncached)
+	_, follower := replicaOn(t, c, fs, leader)
 	if tried := fs.tried.Load(); tried != 1 {
 		t.Fatalf("uncached writes tried %d times, want once", tried)
 	}
