@@ -512,10 +512,10 @@ func groupSegments(vs []segView, cfg Config) [][]segView {
 // cleanGroup writes the cleaned copy of a group of segments into
 // "<base>.log.cleaned" and its indexes, synced.
 func (c *cleaner) cleanGroup(l *Log, group []segView) (*segment, error) {
-	if err := removeSegmentFiles(l.fs, filepath.Join(l.dir, segmentName(group[0].s.base)), cleanedSuffix); err != nil {
+	if err := removeSegmentFiles(l.fs, filepath.Join(l.dir(), segmentName(group[0].s.base)), cleanedSuffix); err != nil {
 		return nil, err
 	}
-	ns, err := openSegmentFiles(l.fs, l.dir, group[0].s.base, cleanedSuffix, l.now())
+	ns, err := openSegmentFiles(l.fs, l.dir(), group[0].s.base, cleanedSuffix, l.now())
 	if err != nil {
 		return nil, err
 	}
@@ -739,7 +739,7 @@ func (l *Log) swapGroup(run *cleanRun, gen uint64, group []segView, ns *segment)
 	if err := step("sync-swap"); err != nil {
 		return err
 	}
-	if err := l.fs.SyncDir(l.dir); err != nil {
+	if err := l.fs.SyncDir(l.dir()); err != nil {
 		abandon()
 		return err
 	}
@@ -794,7 +794,7 @@ func (l *Log) swapGroup(run *cleanRun, gen uint64, group []segView, ns *segment)
 	if err := step("sync-deleted"); err != nil {
 		return err
 	}
-	if err := l.fs.SyncDir(l.dir); err != nil {
+	if err := l.fs.SyncDir(l.dir()); err != nil {
 		return err
 	}
 	if err := step("rename-final"); err != nil {
@@ -855,7 +855,7 @@ func (l *Log) completeSwaps(names []string) ([]string, error) {
 	}
 	sort.Slice(swaps, func(i, j int) bool { return swaps[i] < swaps[j] })
 	for _, b := range swaps {
-		stem := filepath.Join(l.dir, segmentName(b))
+		stem := filepath.Join(l.dir(), segmentName(b))
 		f, err := l.fs.OpenFile(stem+logSuffix+swapSuffix, os.O_RDONLY, 0)
 		if err != nil {
 			return nil, err
@@ -877,7 +877,7 @@ func (l *Log) completeSwaps(names []string) ([]string, error) {
 		}
 		for o := range logs {
 			if o >= b && o < end {
-				if err := removeSegmentFiles(l.fs, filepath.Join(l.dir, segmentName(o)), ""); err != nil {
+				if err := removeSegmentFiles(l.fs, filepath.Join(l.dir(), segmentName(o)), ""); err != nil {
 					return nil, err
 				}
 				delete(logs, o)
@@ -897,7 +897,7 @@ func (l *Log) completeSwaps(names []string) ([]string, error) {
 		}
 		l.opening.forceRecover[b] = true
 	}
-	names, err := l.fs.ReadDir(l.dir)
+	names, err := l.fs.ReadDir(l.dir())
 	if err != nil {
 		return nil, err
 	}
@@ -912,8 +912,8 @@ func (l *Log) completeSwaps(names []string) ([]string, error) {
 			if !ok {
 				continue
 			}
-			stem := filepath.Join(l.dir, segmentName(b))
-			for _, rm := range []string{stem + indexSuffix, stem + timeIndexSuffix, filepath.Join(l.dir, n)} {
+			stem := filepath.Join(l.dir(), segmentName(b))
+			for _, rm := range []string{stem + indexSuffix, stem + timeIndexSuffix, filepath.Join(l.dir(), n)} {
 				if err := l.fs.Remove(rm); err != nil && !errors.Is(err, os.ErrNotExist) {
 					return nil, err
 				}
@@ -921,8 +921,8 @@ func (l *Log) completeSwaps(names []string) ([]string, error) {
 			l.opening.forceRecover[b] = true
 		}
 	}
-	if err := l.fs.SyncDir(l.dir); err != nil {
+	if err := l.fs.SyncDir(l.dir()); err != nil {
 		return nil, err
 	}
-	return l.fs.ReadDir(l.dir)
+	return l.fs.ReadDir(l.dir())
 }

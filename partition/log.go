@@ -67,9 +67,12 @@ func (ri ReadInfo) Size() int64 {
 
 // Log is the on-disk log of one partition. See doc.go for the lock order.
 type Log struct {
-	fs  FS
-	dir string // the partition directory, in its log dir (parentDir)
-	tp  TopicPartition
+	fs FS
+	// parent is the log dir holding the partition's directory (dir): a
+	// string all logs of the dir share, where the joined path was one
+	// more allocation a replica.
+	parent string
+	tp     TopicPartition
 	// baseLog is the owner's logger, shared by all its logs; logger adds
 	// the partition's fields when something is logged.
 	baseLog *zerolog.Logger
@@ -97,8 +100,9 @@ type Log struct {
 	timedFlush atomic.Bool
 	// topicID is the topic id recorded for a lazy log until its
 	// partition.metadata is written (with its other files). Guarded by
-	// createMu.
-	topicID *[16]byte
+	// createMu. The zero handle is none; a topic's partitions share the
+	// one interned id instead of a 16-byte copy each.
+	topicID unique.Handle[[16]byte]
 	// parentSync, if set (by the Manager, before the log is shared),
 	// syncs the log dir for syncFreshDir, shared by the dir's logs.
 	parentSync *dirSyncer
@@ -245,7 +249,7 @@ func open(fs FS, dir string, tp TopicPartition, cfg Config, logger *zerolog.Logg
 		now = time.Now
 	}
 	l := &Log{
-		fs: fs, dir: filepath.Join(dir, tp.String()), tp: tp, now: now,
+		fs: fs, parent: dir, tp: tp, now: now,
 		baseLog: logger,
 	}
 	l.mu.cfg = unique.Make(cfg)
@@ -254,7 +258,7 @@ func open(fs FS, dir string, tp TopicPartition, cfg Config, logger *zerolog.Logg
 	l.mu.truncatedTo = math.MaxInt64
 	l.mu.deleteHorizon = -1
 	if opts.Lazy {
-		exists, _, err := fs.Stat(l.dir)
+		exists, _, err := fs.Stat(l.dir())
 		if err != nil {
 			return nil, fmt.Errorf("open log %s: %w", tp, err)
 		}
@@ -334,12 +338,12 @@ func (l *Log) load(opts OpenOptions) error {
 // interrupted writes and indexes without a segment, and returns the
 // segments' base offsets in order.
 func (l *Log) scanDir() ([]int64, error) {
-	exists, _, err := l.fs.Stat(l.dir)
+	exists, _, err := l.fs.Stat(l.dir())
 	if err != nil {
 		return nil, err
 	}
 	if !exists {
-		if err := l.fs.MkdirAll(l.dir, 0o755); err != nil {
+		if err := l.fs.MkdirAll(l.dir(), 0o755); err != nil {
 			return nil, err
 		}
 		if err := l.fs.SyncDir(l.parentDir()); err != nil {
@@ -347,7 +351,7 @@ func (l *Log) scanDir() ([]int64, error) {
 		}
 		l.created = true
 	}
-	names, err := l.fs.ReadDir(l.dir)
+	names, err := l.fs.ReadDir(l.dir())
 	if err != nil {
 		return nil, err
 	}
@@ -364,7 +368,7 @@ func (l *Log) scanDir() ([]int64, error) {
 	}
 	l.opening.snapshots = producerSnapshotEnds(names)
 	for _, n := range names {
-		p := filepath.Join(l.dir, n)
+		p := filepath.Join(l.dir(), n)
 		switch {
 		case strings.HasSuffix(n, tmpSuffix), strings.HasSuffix(n, deletedSuffix),
 			strings.HasSuffix(n, cleanedSuffix), strings.HasSuffix(n, swapSuffix):
@@ -391,7 +395,7 @@ func (l *Log) scanDir() ([]int64, error) {
 // returns false when there is none or it is unreadable: the cache is then
 // rebuilt from the batches (settleEpochs).
 func (l *Log) readEpochCheckpoint() (bool, error) {
-	data, ok, err := readWholeFile(l.fs, filepath.Join(l.dir, leaderEpochCheckpointFile))
+	data, ok, err := readWholeFile(l.fs, filepath.Join(l.dir(), leaderEpochCheckpointFile))
 	if err != nil {
 		return false, err
 	}
@@ -412,7 +416,7 @@ func (l *Log) readEpochCheckpoint() (bool, error) {
 func (l *Log) openSegments(bases []int64, now time.Time) error {
 	segs := make([]*segment, 0, len(bases))
 	for _, b := range bases {
-		s, err := openSegment(l.fs, l.dir, b, now)
+		s, err := openSegment(l.fs, l.dir(), b, now)
 		if err != nil {
 			for _, o := range segs {
 				o.close()
@@ -516,7 +520,7 @@ func (l *Log) settleOffsets(opts OpenOptions, now time.Time) error {
 	// An empty trailing segment left after recovery stays: it is simply the
 	// active segment. No segment at all: start one at the log start.
 	if len(l.mu.segs) == 0 {
-		s, err := createSegment(l.fs, l.dir, max(opts.LogStartOffset, 0), now)
+		s, err := createSegment(l.fs, l.dir(), max(opts.LogStartOffset, 0), now)
 		if err != nil {
 			return err
 		}
@@ -589,7 +593,7 @@ func (l *Log) persistRecovery(opts OpenOptions, recoverFrom int) error {
 	}
 	if l.mu.epochs.dirty {
 		entries := l.mu.epochs.snapshot()
-		if err := WriteFileAtomic(l.fs, filepath.Join(l.dir, leaderEpochCheckpointFile), encodeEpochCheckpoint(entries)); err != nil {
+		if err := WriteFileAtomic(l.fs, filepath.Join(l.dir(), leaderEpochCheckpointFile), encodeEpochCheckpoint(entries)); err != nil {
 			return err
 		}
 		l.mu.epochs.dirty = false
@@ -601,7 +605,7 @@ func (l *Log) persistRecovery(opts OpenOptions, recoverFrom int) error {
 		for _, s := range l.cutLocked() {
 			views = append(views, segView{s: s, idx: s.idx.buf, tidx: s.tidx.buf})
 		}
-		if err := syncFiles(l.fs, l.dir, l.mu.newSegments, views); err != nil {
+		if err := syncFiles(l.fs, l.dir(), l.mu.newSegments, views); err != nil {
 			return err
 		}
 		l.mu.truncPending, l.mu.newSegments = false, false
@@ -617,7 +621,7 @@ func (l *Log) syncRecoveredLocked(from int) error {
 			return err
 		}
 	}
-	if err := l.fs.SyncDir(l.dir); err != nil {
+	if err := l.fs.SyncDir(l.dir()); err != nil {
 		return err
 	}
 	l.mu.newSegments = false
@@ -685,7 +689,7 @@ func (l *Log) UpdateConfig(cfg Config) {
 func (l *Log) TopicPartition() TopicPartition { return l.tp }
 
 // Dir returns the partition directory.
-func (l *Log) Dir() string { return l.dir }
+func (l *Log) Dir() string { return l.dir() }
 
 // Size returns the total bytes of all segments.
 func (l *Log) Size() int64 {
@@ -926,7 +930,7 @@ func (l *Log) rollLocked(base int64, now time.Time) error {
 		}
 		old.finalTimeEntryLocked()
 	}
-	s, err := createSegment(l.fs, l.dir, base, now)
+	s, err := createSegment(l.fs, l.dir(), base, now)
 	if err != nil {
 		return err
 	}
@@ -1190,7 +1194,7 @@ func (l *Log) syncRound() error {
 		err = l.syncFreshDir(freshMeta)
 	}
 	if dirSync && err == nil {
-		err = l.fs.SyncDir(l.dir)
+		err = l.fs.SyncDir(l.dir())
 	}
 	for i, v := range segs {
 		if err != nil {
@@ -1250,7 +1254,7 @@ func (l *Log) writeEpochCheckpoint() error {
 	entries := l.mu.epochs.snapshot()
 	l.mu.epochs.dirty = false
 	l.mu.Unlock()
-	err := WriteFileAtomic(l.fs, filepath.Join(l.dir, leaderEpochCheckpointFile), encodeEpochCheckpoint(entries))
+	err := WriteFileAtomic(l.fs, filepath.Join(l.dir(), leaderEpochCheckpointFile), encodeEpochCheckpoint(entries))
 	if err != nil {
 		l.mu.Lock()
 		l.mu.epochs.dirty = true
@@ -1457,7 +1461,7 @@ func (l *Log) truncateFullyLocked(offset int64) error {
 		ns.unclean = false
 		ns.created = l.now()
 	} else {
-		s, err := createSegment(l.fs, l.dir, offset, l.now())
+		s, err := createSegment(l.fs, l.dir(), offset, l.now())
 		if err != nil {
 			return err
 		}
@@ -1532,7 +1536,7 @@ func (l *Log) syncTruncation() error {
 	dirSync := l.mu.newSegments
 	l.mu.newSegments = false
 	l.mu.Unlock()
-	err := syncFiles(l.fs, l.dir, dirSync, views)
+	err := syncFiles(l.fs, l.dir(), dirSync, views)
 	l.lifeMu.RUnlock()
 	if err == nil && l.afterTruncate != nil {
 		err = l.afterTruncate()
@@ -1851,8 +1855,8 @@ func (l *Log) delete() (lazy bool, err error) {
 func (l *Log) removeDir() error {
 	var id [16]byte
 	_, _ = rand.Read(id[:])
-	dead := l.dir + "." + hex.EncodeToString(id[:]) + deleteDirSuffix
-	if err := l.fs.Rename(l.dir, dead); err != nil {
+	dead := l.dir() + "." + hex.EncodeToString(id[:]) + deleteDirSuffix
+	if err := l.fs.Rename(l.dir(), dead); err != nil {
 		return err
 	}
 	if err := l.fs.SyncDir(l.parentDir()); err != nil {
@@ -1862,3 +1866,7 @@ func (l *Log) removeDir() error {
 }
 
 const deleteDirSuffix = "-delete"
+
+// dir is the partition directory, in its log dir: made when a file
+// operation needs it (none does while the log is idle).
+func (l *Log) dir() string { return filepath.Join(l.parent, l.tp.String()) }

@@ -449,7 +449,7 @@ func (m *Manager) InOfflineDir(tp TopicPartition) bool {
 func (l *Log) LogDir() string { return l.parentDir() }
 
 // parentDir is the log dir holding the log's directory.
-func (l *Log) parentDir() string { return filepath.Dir(l.dir) }
+func (l *Log) parentDir() string { return filepath.Clean(l.parent) }
 
 // PartitionsIn lists the partitions whose logs are in log dir path,
 // including those of an offline dir.
