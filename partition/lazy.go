@@ -119,16 +119,16 @@ func (l *Log) ensureFiles() error {
 	if closed {
 		return ErrLogClosed
 	}
-	if err := l.fs.MkdirAll(l.dir(), 0o755); err != nil {
+	if err := l.env.fs.MkdirAll(l.dir(), 0o755); err != nil {
 		return fmt.Errorf("create log %s: %w", l.tp, err)
 	}
-	s, err := createFirstSegment(l.fs, l.dir(), 0, l.now())
+	s, err := createFirstSegment(l.env.fs, l.dir(), 0, l.env.now())
 	if err != nil {
 		return fmt.Errorf("create log %s: %w", l.tp, err)
 	}
 	meta := l.topicID != (unique.Handle[[16]byte]{})
 	if meta {
-		if err := writeNewFile(l.fs, filepath.Join(l.dir(), partitionMetadataFile), topicIDFileData(l.topicID.Value())); err != nil {
+		if err := writeNewFile(l.env.fs, filepath.Join(l.dir(), partitionMetadataFile), topicIDFileData(l.topicID.Value())); err != nil {
 			_ = s.close()
 			return fmt.Errorf("create log %s: %w", l.tp, err)
 		}
@@ -156,7 +156,7 @@ func (l *Log) ensureFiles() error {
 // No lock is held.
 func (l *Log) syncFreshDir(meta bool) error {
 	if meta {
-		f, err := l.fs.OpenFile(filepath.Join(l.dir(), partitionMetadataFile), os.O_RDONLY, 0)
+		f, err := l.env.fs.OpenFile(filepath.Join(l.dir(), partitionMetadataFile), os.O_RDONLY, 0)
 		if err != nil {
 			return err
 		}
@@ -164,10 +164,10 @@ func (l *Log) syncFreshDir(meta bool) error {
 			return err
 		}
 	}
-	if l.parentSync != nil {
-		return l.parentSync.sync()
+	if l.env.sync != nil {
+		return l.env.sync.sync()
 	}
-	return l.fs.SyncDir(l.parentDir())
+	return l.env.fs.SyncDir(l.parentDir())
 }
 
 // writeNewFile writes data to a new file name, without fsync.

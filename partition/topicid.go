@@ -27,7 +27,7 @@ func (l *Log) TopicID() ([16]byte, bool, error) {
 		return h.Value(), true, nil
 	}
 	l.createMu.Unlock()
-	data, ok, err := readWholeFile(l.fs, filepath.Join(l.dir(), partitionMetadataFile))
+	data, ok, err := readWholeFile(l.env.fs, filepath.Join(l.dir(), partitionMetadataFile))
 	if err != nil || !ok {
 		return id, false, err
 	}
@@ -55,7 +55,7 @@ func (l *Log) SetTopicID(id [16]byte) error {
 		return nil
 	}
 	l.createMu.Unlock()
-	return WriteFileAtomic(l.fs, filepath.Join(l.dir(), partitionMetadataFile), topicIDFileData(id))
+	return WriteFileAtomic(l.env.fs, filepath.Join(l.dir(), partitionMetadataFile), topicIDFileData(id))
 }
 
 // topicIDFileData is partition.metadata's content for the topic id.
