@@ -11,8 +11,9 @@
 // minutes, and even that leaves the memory under the new goal retained.
 //
 // A Releaser looks at runtime/metrics every interval (no stop-the-world)
-// and, only when the free heap it could give back is large and the process
-// allocated little since the previous look, calls debug.FreeOSMemory once:
+// and, only when the heap it could give back (free, or garbage the next
+// collection would free) is large and the process allocated little since
+// the previous look, calls debug.FreeOSMemory once:
 // a collection, then every free page returned. A busy process allocates
 // much more than its free heap per interval and is left alone; an idle one
 // with little free heap is too.
@@ -45,6 +46,10 @@ const (
 	metricFree     = "/memory/classes/heap/free:bytes"
 	metricReleased = "/memory/classes/heap/released:bytes"
 	metricAllocs   = "/gc/heap/allocs:bytes"
+	// objects is the heap in objects, garbage not yet collected included;
+	// live is what the last collection found live.
+	metricObjects = "/memory/classes/heap/objects:bytes"
+	metricLive    = "/gc/heap/live:bytes"
 )
 
 // Releaser is the running loop; Stop ends it.
@@ -84,7 +89,7 @@ func (r *Releaser) run(ctx context.Context, cfg Config, log zerolog.Logger) {
 			log.Error().Interface("panic", p).Msg("idle memory releaser stopped by a panic")
 		}
 	}()
-	samples := []metrics.Sample{{Name: metricFree}, {Name: metricReleased}, {Name: metricAllocs}}
+	samples := []metrics.Sample{{Name: metricFree}, {Name: metricReleased}, {Name: metricAllocs}, {Name: metricObjects}, {Name: metricLive}}
 	metrics.Read(samples)
 	lastAllocs := value(samples[2])
 	t := time.NewTicker(cfg.Interval)
@@ -96,9 +101,14 @@ func (r *Releaser) run(ctx context.Context, cfg Config, log zerolog.Logger) {
 		case <-t.C:
 		}
 		metrics.Read(samples)
-		free, allocs := value(samples[0]), value(samples[2])
+		allocs := value(samples[2])
 		allocated := allocs - lastAllocs
 		lastAllocs = allocs
+		// What a collection would leave free: the free heap, and the
+		// garbage allocated since the last collection (after a burst
+		// with little allocation since, the next collection is minutes
+		// away and the burst's garbage still counts as in use).
+		free := value(samples[0]) + value(samples[3]) - min(value(samples[4]), value(samples[3]))
 		if !worthReleasing(free, allocated, cfg.MinRelease) {
 			continue
 		}
@@ -106,16 +116,17 @@ func (r *Releaser) run(ctx context.Context, cfg Config, log zerolog.Logger) {
 		debug.FreeOSMemory()
 		metrics.Read(samples)
 		lastAllocs = value(samples[2])
-		log.Debug().Uint64("free_bytes", free).Uint64("allocated_bytes", allocated).
+		log.Debug().Uint64("reclaimable_bytes", free).Uint64("allocated_bytes", allocated).
 			Uint64("returned_bytes", value(samples[1])-min(released, value(samples[1]))).
 			Msg("idle: heap returned to the OS")
 	}
 }
 
-// worthReleasing says whether free bytes of free heap, with allocated bytes
-// allocated since the previous look, make a release worth its collection:
-// enough to give back, and a process quiet enough that it will not take it
-// back at once (it allocated less than a quarter of it meanwhile).
+// worthReleasing says whether free bytes of heap free or reclaimable, with
+// allocated bytes allocated since the previous look, make a release worth
+// its collection: enough to give back, and a process quiet enough that it
+// will not take it back at once (it allocated less than a quarter of it
+// meanwhile).
 func worthReleasing(free, allocated, minRelease uint64) bool {
 	return free >= minRelease && allocated < free/4
 }

@@ -3,6 +3,7 @@ package idlemem
 import (
 	"context"
 	"runtime"
+	"runtime/debug"
 	"runtime/metrics"
 	"testing"
 	"time"
@@ -55,6 +56,50 @@ func TestReleaserReturnsTheFreeHeapOfABurstOnceIdle(t *testing.T) {
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("free heap still %d bytes (was %d), released %d (was %d): the idle heap was not returned", nowFree, free, nowReleased, released)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	runtime.KeepAlive(live)
+}
+
+// After a burst and no collection since (an idle process may go minutes
+// without one), the burst is garbage that still counts as heap in use,
+// not free: the releaser counts it as reclaimable, and its collection
+// frees it and returns it.
+func TestReleaserReturnsABurstsUncollectedGarbage(t *testing.T) {
+	live := make([][]byte, 0, 24<<4)
+	for range 24 << 4 {
+		live = append(live, make([]byte, 64<<10))
+	}
+	sink = live
+	runtime.GC()
+	debug.FreeOSMemory()
+	// 16 MiB of garbage, under the goal of twice the 24 MiB live: no
+	// collection runs meanwhile.
+	var garbage [][]byte
+	for range 16 << 4 {
+		garbage = append(garbage, make([]byte, 64<<10))
+	}
+	garbage = nil
+	s := []metrics.Sample{{Name: metricObjects}, {Name: metricLive}, {Name: "/gc/cycles/total:gc-cycles"}}
+	metrics.Read(s)
+	if value(s[0])-value(s[1]) < 12<<20 {
+		t.Skipf("the burst was collected already (objects %d, live %d)", value(s[0]), value(s[1]))
+	}
+	cycles := value(s[2])
+	_, released := readHeap()
+
+	r := Start(context.Background(), Config{Interval: 10 * time.Millisecond, MinRelease: 4 << 20}, zerolog.Nop())
+	defer r.Stop()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		metrics.Read(s)
+		_, nowReleased := readHeap()
+		if value(s[2]) > cycles && nowReleased >= released+8<<20 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("released %d bytes (was %d), collections %d (was %d): the burst's garbage was neither collected nor returned", nowReleased, released, value(s[2]), cycles)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
