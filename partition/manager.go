@@ -625,6 +625,20 @@ func (m *Manager) snapshot() []logInDir {
 	return out
 }
 
+// logsSnapshot is the open logs of snapshot, alone.
+func (m *Manager) logsSnapshot() []*Log {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make([]*Log, 0, len(m.mu.logs))
+	for _, h := range m.mu.logs {
+		if h.l == nil || h.offline() {
+			continue // closed by dirFailed
+		}
+		out = append(out, h.l)
+	}
+	return out
+}
+
 // Start runs the background work until Close: retention every
 // RetentionCheckInterval, flush.ms checks every FlushSchedulerInterval and
 // root checkpoints every CheckpointInterval, all in one goroutine so that
