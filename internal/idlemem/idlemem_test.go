@@ -142,3 +142,14 @@ func TestReleaserStops(t *testing.T) {
 		t.Fatal("loop still running after Stop")
 	}
 }
+
+// What one look costs when nothing is released (every interval, 10 s by
+// default): reading five runtime metrics.
+func BenchmarkLook(b *testing.B) {
+	samples := []metrics.Sample{{Name: metricFree}, {Name: metricReleased}, {Name: metricAllocs}, {Name: metricObjects}, {Name: metricLive}}
+	for b.Loop() {
+		metrics.Read(samples)
+		free := value(samples[0]) + value(samples[3]) - min(value(samples[4]), value(samples[3]))
+		_ = worthReleasing(free, value(samples[2]), DefaultMinRelease)
+	}
+}
