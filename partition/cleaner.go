@@ -512,10 +512,10 @@ func groupSegments(vs []segView, cfg Config) [][]segView {
 // cleanGroup writes the cleaned copy of a group of segments into
 // "<base>.log.cleaned" and its indexes, synced.
 func (c *cleaner) cleanGroup(l *Log, group []segView) (*segment, error) {
-	if err := removeSegmentFiles(l.fs, filepath.Join(l.dir, segmentName(group[0].s.base)), cleanedSuffix); err != nil {
+	if err := removeSegmentFiles(l.env.fs, filepath.Join(l.dir(), segmentName(group[0].s.base)), cleanedSuffix); err != nil {
 		return nil, err
 	}
-	ns, err := openSegmentFiles(l.fs, l.dir, group[0].s.base, cleanedSuffix, l.now())
+	ns, err := openSegmentFiles(l.env.fs, l.dir(), group[0].s.base, cleanedSuffix, l.env.now())
 	if err != nil {
 		return nil, err
 	}
@@ -523,7 +523,7 @@ func (c *cleaner) cleanGroup(l *Log, group []segView) (*segment, error) {
 	defer func() {
 		if !ok {
 			_ = ns.close()
-			_ = ns.removeFiles(l.fs)
+			_ = ns.removeFiles(l.env.fs)
 		}
 	}()
 	var (
@@ -718,7 +718,7 @@ func (l *Log) swapGroup(run *cleanRun, gen uint64, group []segView, ns *segment)
 	}
 	abandon := func() {
 		_ = ns.close()
-		_ = ns.removeFiles(l.fs)
+		_ = ns.removeFiles(l.env.fs)
 	}
 	l.mu.Lock()
 	if l.mu.closed || l.mu.cleanGen != gen {
@@ -730,7 +730,7 @@ func (l *Log) swapGroup(run *cleanRun, gen uint64, group []segView, ns *segment)
 		l.mu.Unlock()
 		return err
 	}
-	err = ns.renameFiles(l.fs, swapSuffix)
+	err = ns.renameFiles(l.env.fs, swapSuffix)
 	l.mu.Unlock()
 	if err != nil {
 		abandon()
@@ -739,7 +739,7 @@ func (l *Log) swapGroup(run *cleanRun, gen uint64, group []segView, ns *segment)
 	if err := step("sync-swap"); err != nil {
 		return err
 	}
-	if err := l.fs.SyncDir(l.dir); err != nil {
+	if err := l.env.fs.SyncDir(l.dir()); err != nil {
 		abandon()
 		return err
 	}
@@ -769,7 +769,7 @@ func (l *Log) swapGroup(run *cleanRun, gen uint64, group []segView, ns *segment)
 	}
 	var old []*segment
 	for _, v := range group {
-		if err := v.s.renameFiles(l.fs, deletedSuffix); err != nil {
+		if err := v.s.renameFiles(l.env.fs, deletedSuffix); err != nil {
 			// The old segments whose files were renamed stay in the
 			// list under their new names; the swap files, kept,
 			// complete the replacement at the next start, as after a
@@ -794,7 +794,7 @@ func (l *Log) swapGroup(run *cleanRun, gen uint64, group []segView, ns *segment)
 	if err := step("sync-deleted"); err != nil {
 		return err
 	}
-	if err := l.fs.SyncDir(l.dir); err != nil {
+	if err := l.env.fs.SyncDir(l.dir()); err != nil {
 		return err
 	}
 	if err := step("rename-final"); err != nil {
@@ -806,7 +806,7 @@ func (l *Log) swapGroup(run *cleanRun, gen uint64, group []segView, ns *segment)
 		live = live || s == ns
 	}
 	if live && !l.mu.closed {
-		err = ns.renameFiles(l.fs, "")
+		err = ns.renameFiles(l.env.fs, "")
 	}
 	l.mu.Unlock()
 	if err != nil {
@@ -814,7 +814,7 @@ func (l *Log) swapGroup(run *cleanRun, gen uint64, group []segView, ns *segment)
 	}
 	var errs []error
 	for _, s := range old {
-		errs = append(errs, s.removeFiles(l.fs))
+		errs = append(errs, s.removeFiles(l.env.fs))
 	}
 	return errors.Join(errs...)
 }
@@ -855,8 +855,8 @@ func (l *Log) completeSwaps(names []string) ([]string, error) {
 	}
 	sort.Slice(swaps, func(i, j int) bool { return swaps[i] < swaps[j] })
 	for _, b := range swaps {
-		stem := filepath.Join(l.dir, segmentName(b))
-		f, err := l.fs.OpenFile(stem+logSuffix+swapSuffix, os.O_RDONLY, 0)
+		stem := filepath.Join(l.dir(), segmentName(b))
+		f, err := l.env.fs.OpenFile(stem+logSuffix+swapSuffix, os.O_RDONLY, 0)
 		if err != nil {
 			return nil, err
 		}
@@ -877,7 +877,7 @@ func (l *Log) completeSwaps(names []string) ([]string, error) {
 		}
 		for o := range logs {
 			if o >= b && o < end {
-				if err := removeSegmentFiles(l.fs, filepath.Join(l.dir, segmentName(o)), ""); err != nil {
+				if err := removeSegmentFiles(l.env.fs, filepath.Join(l.dir(), segmentName(o)), ""); err != nil {
 					return nil, err
 				}
 				delete(logs, o)
@@ -885,19 +885,19 @@ func (l *Log) completeSwaps(names []string) ([]string, error) {
 		}
 		l.logger().Warn().Int64("segment", b).Int64("end_offset", end).Msg("completing a segment swap interrupted by a crash")
 		for _, suf := range []string{indexSuffix, timeIndexSuffix} {
-			if err := l.fs.Remove(stem + suf); err != nil && !errors.Is(err, os.ErrNotExist) {
+			if err := l.env.fs.Remove(stem + suf); err != nil && !errors.Is(err, os.ErrNotExist) {
 				return nil, err
 			}
-			if err := l.fs.Rename(stem+suf+swapSuffix, stem+suf); err != nil && !errors.Is(err, os.ErrNotExist) {
+			if err := l.env.fs.Rename(stem+suf+swapSuffix, stem+suf); err != nil && !errors.Is(err, os.ErrNotExist) {
 				return nil, err
 			}
 		}
-		if err := l.fs.Rename(stem+logSuffix+swapSuffix, stem+logSuffix); err != nil {
+		if err := l.env.fs.Rename(stem+logSuffix+swapSuffix, stem+logSuffix); err != nil {
 			return nil, err
 		}
 		l.opening.forceRecover[b] = true
 	}
-	names, err := l.fs.ReadDir(l.dir)
+	names, err := l.env.fs.ReadDir(l.dir())
 	if err != nil {
 		return nil, err
 	}
@@ -912,17 +912,17 @@ func (l *Log) completeSwaps(names []string) ([]string, error) {
 			if !ok {
 				continue
 			}
-			stem := filepath.Join(l.dir, segmentName(b))
-			for _, rm := range []string{stem + indexSuffix, stem + timeIndexSuffix, filepath.Join(l.dir, n)} {
-				if err := l.fs.Remove(rm); err != nil && !errors.Is(err, os.ErrNotExist) {
+			stem := filepath.Join(l.dir(), segmentName(b))
+			for _, rm := range []string{stem + indexSuffix, stem + timeIndexSuffix, filepath.Join(l.dir(), n)} {
+				if err := l.env.fs.Remove(rm); err != nil && !errors.Is(err, os.ErrNotExist) {
 					return nil, err
 				}
 			}
 			l.opening.forceRecover[b] = true
 		}
 	}
-	if err := l.fs.SyncDir(l.dir); err != nil {
+	if err := l.env.fs.SyncDir(l.dir()); err != nil {
 		return nil, err
 	}
-	return l.fs.ReadDir(l.dir)
+	return l.env.fs.ReadDir(l.dir())
 }

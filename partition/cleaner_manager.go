@@ -119,14 +119,17 @@ func (m *Manager) LastCleaning(tp TopicPartition) (CleanStats, bool) {
 func (m *Manager) grabFilthiest(now time.Time) (logInDir, cleanable, bool) {
 	nowMs := now.UnixMilli()
 	var (
-		best      logInDir
+		best      *Log
 		bestC     cleanable
 		bestRatio = -1.0
 	)
-	for _, e := range m.snapshot() {
+	// Every log is looked at, every log.cleaner.backoff.ms while idle:
+	// the list holds the logs alone (8 bytes a log, not a logInDir's 48).
+	for _, l := range m.logsSnapshot() {
+		tp := l.tp
 		m.cleaner.mu.Lock()
-		busy := m.cleaner.busy[e.tp] || m.cleaner.uncleanable[e.tp]
-		point, ok := m.cleaner.points[e.tp]
+		busy := m.cleaner.busy[tp] || m.cleaner.uncleanable[tp]
+		point, ok := m.cleaner.points[tp]
 		m.cleaner.mu.Unlock()
 		if busy {
 			continue
@@ -134,30 +137,36 @@ func (m *Manager) grabFilthiest(now time.Time) (logInDir, cleanable, bool) {
 		if !ok {
 			point = -1
 		}
-		if np := e.l.cleanerPoint(point); np != point {
+		if np := l.cleanerPoint(point); np != point {
 			point = np
 			m.cleaner.mu.Lock()
-			m.cleaner.points[e.tp] = np
+			m.cleaner.points[tp] = np
 			m.cleaner.mu.Unlock()
 		}
-		e.l.mu.Lock()
-		if e.l.mu.closed || !e.l.mu.cfg.Value().Compact {
-			e.l.mu.Unlock()
+		l.mu.Lock()
+		if l.mu.closed || !l.mu.cfg.Value().Compact {
+			l.mu.Unlock()
 			continue
 		}
-		c := e.l.cleanableLocked(point, nowMs)
-		need := c.needsCleaning(e.l.mu.cfg.Value())
-		e.l.mu.Unlock()
+		c := l.cleanableLocked(point, nowMs)
+		need := c.needsCleaning(l.mu.cfg.Value())
+		l.mu.Unlock()
 		r := c.ratio()
 		if c.forced {
 			r += 1 // overdue logs first
 		}
 		if need && r > bestRatio {
-			best, bestC, bestRatio = e, c, r
+			best, bestC, bestRatio = l, c, r
 		}
 	}
 	if bestRatio < 0 {
 		return logInDir{}, cleanable{}, false
+	}
+	m.mu.Lock()
+	h := m.mu.logs[best.tp]
+	m.mu.Unlock()
+	if h.l != best || h.offline() {
+		return logInDir{}, cleanable{}, false // deleted or moved meanwhile
 	}
 	m.cleaner.mu.Lock()
 	defer m.cleaner.mu.Unlock()
@@ -165,7 +174,7 @@ func (m *Manager) grabFilthiest(now time.Time) (logInDir, cleanable, bool) {
 		return logInDir{}, cleanable{}, false
 	}
 	m.cleaner.busy[best.tp] = true
-	return best, bestC, true
+	return logInDir{tp: best.tp, dir: h.path(), l: best}, bestC, true
 }
 
 // cleanOnce cleans the filthiest log that needs it, if any, with the

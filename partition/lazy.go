@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"sync"
 	"time"
+	"unique"
 )
 
 // Lazily created logs.
@@ -68,14 +69,26 @@ func (noFile) Truncate(size int64) error {
 	return errNoFile
 }
 
+// The placeholder segment's two indexes are shared by every lazy log: an
+// idle broker holds thousands of lazy logs, and two index structs each
+// were 224 bytes a replica. Nothing writes them: entries are added only by
+// an append, which swaps the real segment in first (ensureFiles); they are
+// empty, so truncation and recovery find nothing to cut; and they are
+// gone from the start, so persisting writes nothing and removing the
+// placeholder's files (Delete) only sets gone again, under their ioMu.
+var (
+	lazyOffsetIndex = &index{entrySize: offsetIndexEntrySize, durable: true, gone: true}
+	lazyTimeIndex   = &index{entrySize: timeIndexEntrySize, durable: true, gone: true}
+)
+
 // initLazy makes l an open, empty log at offset 0 with no files. Its
 // placeholder segment has no path: any file operation on it would fail
 // rather than create a stray file.
 func (l *Log) initLazy(now time.Time) {
 	l.mu.segs = []*segment{{
 		log:        noFile{},
-		idx:        &index{fs: l.fs, entrySize: offsetIndexEntrySize, durable: true},
-		tidx:       &index{fs: l.fs, entrySize: timeIndexEntrySize, durable: true},
+		idx:        lazyOffsetIndex,
+		tidx:       lazyTimeIndex,
 		maxTs:      -1,
 		offMaxTs:   -1,
 		rollBaseTs: -1,
@@ -106,16 +119,16 @@ func (l *Log) ensureFiles() error {
 	if closed {
 		return ErrLogClosed
 	}
-	if err := l.fs.MkdirAll(l.dir, 0o755); err != nil {
+	if err := l.env.fs.MkdirAll(l.dir(), 0o755); err != nil {
 		return fmt.Errorf("create log %s: %w", l.tp, err)
 	}
-	s, err := createFirstSegment(l.fs, l.dir, 0, l.now())
+	s, err := createFirstSegment(l.env.fs, l.dir(), 0, l.env.now())
 	if err != nil {
 		return fmt.Errorf("create log %s: %w", l.tp, err)
 	}
-	meta := l.topicID != nil
+	meta := l.topicID != (unique.Handle[[16]byte]{})
 	if meta {
-		if err := writeNewFile(l.fs, filepath.Join(l.dir, partitionMetadataFile), topicIDFileData(*l.topicID)); err != nil {
+		if err := writeNewFile(l.env.fs, filepath.Join(l.dir(), partitionMetadataFile), topicIDFileData(l.topicID.Value())); err != nil {
 			_ = s.close()
 			return fmt.Errorf("create log %s: %w", l.tp, err)
 		}
@@ -133,7 +146,7 @@ func (l *Log) ensureFiles() error {
 	l.mu.freshMeta = meta
 	l.lazy.Store(false)
 	l.mu.Unlock()
-	l.topicID = nil
+	l.topicID = unique.Handle[[16]byte]{}
 	l.logger().Debug().Msg("created the files of a new log")
 	return nil
 }
@@ -143,7 +156,7 @@ func (l *Log) ensureFiles() error {
 // No lock is held.
 func (l *Log) syncFreshDir(meta bool) error {
 	if meta {
-		f, err := l.fs.OpenFile(filepath.Join(l.dir, partitionMetadataFile), os.O_RDONLY, 0)
+		f, err := l.env.fs.OpenFile(filepath.Join(l.dir(), partitionMetadataFile), os.O_RDONLY, 0)
 		if err != nil {
 			return err
 		}
@@ -151,10 +164,10 @@ func (l *Log) syncFreshDir(meta bool) error {
 			return err
 		}
 	}
-	if l.parentSync != nil {
-		return l.parentSync.sync()
+	if l.env.sync != nil {
+		return l.env.sync.sync()
 	}
-	return l.fs.SyncDir(l.parentDir())
+	return l.env.fs.SyncDir(l.parentDir())
 }
 
 // writeNewFile writes data to a new file name, without fsync.

@@ -67,13 +67,10 @@ func (ri ReadInfo) Size() int64 {
 
 // Log is the on-disk log of one partition. See doc.go for the lock order.
 type Log struct {
-	fs  FS
-	dir string // the partition directory, in its log dir (parentDir)
+	// env is what every log of its log dir shares (a Manager's dir, or
+	// one of its own when opened alone).
+	env *logEnv
 	tp  TopicPartition
-	// baseLog is the owner's logger, shared by all its logs; logger adds
-	// the partition's fields when something is logged.
-	baseLog *zerolog.Logger
-	now     func() time.Time
 
 	// lifeMu guards the lifetime of segment files: held shared by anything
 	// doing I/O on a snapshot of segments outside mu (Read, fsync), held
@@ -97,14 +94,9 @@ type Log struct {
 	timedFlush atomic.Bool
 	// topicID is the topic id recorded for a lazy log until its
 	// partition.metadata is written (with its other files). Guarded by
-	// createMu.
-	topicID *[16]byte
-	// parentSync, if set (by the Manager, before the log is shared),
-	// syncs the log dir for syncFreshDir, shared by the dir's logs.
-	parentSync *dirSyncer
-	// afterTruncate, if set (by the Manager, before the log is shared),
-	// runs at the end of syncTruncation to rewrite the root checkpoints.
-	afterTruncate func() error
+	// createMu. The zero handle is none; a topic's partitions share the
+	// one interned id instead of a 16-byte copy each.
+	topicID unique.Handle[[16]byte]
 	// fl is the group-commit state; see flushTo.
 	fl struct {
 		sync.Mutex
@@ -154,9 +146,6 @@ type Log struct {
 		// left on a tombstone or marker, -1 if none (cleaner.go).
 		deleteHorizon int64
 	}
-	// created is set when Open created the log's directory: a new,
-	// empty log.
-	created bool
 	// opening is what loading the log needs (nil once open), kept out of
 	// the open log's struct.
 	opening *openState
@@ -209,6 +198,27 @@ type openState struct {
 	// snapshots are the producer snapshots scanDir found, for load (saves
 	// a second listing of the directory).
 	snapshots []int64
+	// created is set when open created the log's directory: a new,
+	// empty log.
+	created bool
+}
+
+// logEnv is what all logs of one log dir share, kept once per dir rather
+// than once per log (an idle broker holds thousands of logs).
+type logEnv struct {
+	fs FS
+	// parent is the log dir holding the partition directories (Log.dir).
+	parent string
+	now    func() time.Time
+	// baseLog is the owner's logger; Log.logger adds the partition's
+	// fields when something is logged.
+	baseLog *zerolog.Logger
+	// sync, if set (a Manager's dir), syncs the log dir for
+	// syncFreshDir.
+	sync *dirSyncer
+	// owner, if set, rewrites the dir's root checkpoints at the end of
+	// syncTruncation (Manager.afterTruncate).
+	owner *Manager
 }
 
 // tpFields adds a partition's topic and partition fields to each event
@@ -224,37 +234,39 @@ func (f tpFields) Run(e *zerolog.Event, _ zerolog.Level, _ string) {
 
 // logger returns the log's logger, with the partition's fields.
 func (l *Log) logger() *zerolog.Logger {
-	lg := l.baseLog.Hook(tpFields(l.tp))
+	lg := l.env.baseLog.Hook(tpFields(l.tp))
 	return &lg
 }
 
 // Open opens (creating if needed) the log of tp under the log dir dir,
 // recovering it if the broker did not shut down cleanly.
 func Open(fs FS, dir string, tp TopicPartition, cfg Config, logger zerolog.Logger, opts OpenOptions) (*Log, error) {
-	return open(fs, dir, tp, cfg, &logger, opts)
+	return open(&logEnv{fs: fs, parent: dir, now: nowOr(opts.Now), baseLog: &logger}, tp, cfg, opts)
 }
 
-// open is Open with a logger the caller keeps (a Manager's, shared by its
-// logs) for the log's lifetime.
-func open(fs FS, dir string, tp TopicPartition, cfg Config, logger *zerolog.Logger, opts OpenOptions) (*Log, error) {
+func nowOr(now func() time.Time) func() time.Time {
+	if now == nil {
+		return time.Now
+	}
+	return now
+}
+
+// open is Open in env, which the caller keeps (a Manager's log dir,
+// shared by its logs) for the log's lifetime; env.now stands for
+// opts.Now.
+func open(env *logEnv, tp TopicPartition, cfg Config, opts OpenOptions) (*Log, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	now := opts.Now
-	if now == nil {
-		now = time.Now
-	}
-	l := &Log{
-		fs: fs, dir: filepath.Join(dir, tp.String()), tp: tp, now: now,
-		baseLog: logger,
-	}
+	now, fs := env.now, env.fs
+	l := &Log{env: env, tp: tp}
 	l.mu.cfg = unique.Make(cfg)
 	l.timedFlush.Store(cfg.FlushMs != math.MaxInt64)
 	l.mu.lastFlush = now()
 	l.mu.truncatedTo = math.MaxInt64
 	l.mu.deleteHorizon = -1
 	if opts.Lazy {
-		exists, _, err := fs.Stat(l.dir)
+		exists, _, err := fs.Stat(l.dir())
 		if err != nil {
 			return nil, fmt.Errorf("open log %s: %w", tp, err)
 		}
@@ -293,14 +305,14 @@ func (l *Log) load(opts OpenOptions) error {
 	if err != nil {
 		return err
 	}
-	if l.created {
+	if l.opening.created {
 		// A log this open created is empty: its leader-epoch cache is
 		// empty and right without a checkpoint, which is written with
 		// the first epoch (as Kafka's). Writing an empty one cost every
 		// new partition two fsyncs.
 		epochsOK = true
 	}
-	now := l.now()
+	now := l.env.now()
 	if err := l.openSegments(bases, now); err != nil {
 		return err
 	}
@@ -334,20 +346,20 @@ func (l *Log) load(opts OpenOptions) error {
 // interrupted writes and indexes without a segment, and returns the
 // segments' base offsets in order.
 func (l *Log) scanDir() ([]int64, error) {
-	exists, _, err := l.fs.Stat(l.dir)
+	exists, _, err := l.env.fs.Stat(l.dir())
 	if err != nil {
 		return nil, err
 	}
 	if !exists {
-		if err := l.fs.MkdirAll(l.dir, 0o755); err != nil {
+		if err := l.env.fs.MkdirAll(l.dir(), 0o755); err != nil {
 			return nil, err
 		}
-		if err := l.fs.SyncDir(l.parentDir()); err != nil {
+		if err := l.env.fs.SyncDir(l.parentDir()); err != nil {
 			return nil, err
 		}
-		l.created = true
+		l.opening.created = true
 	}
-	names, err := l.fs.ReadDir(l.dir)
+	names, err := l.env.fs.ReadDir(l.dir())
 	if err != nil {
 		return nil, err
 	}
@@ -364,20 +376,20 @@ func (l *Log) scanDir() ([]int64, error) {
 	}
 	l.opening.snapshots = producerSnapshotEnds(names)
 	for _, n := range names {
-		p := filepath.Join(l.dir, n)
+		p := filepath.Join(l.dir(), n)
 		switch {
 		case strings.HasSuffix(n, tmpSuffix), strings.HasSuffix(n, deletedSuffix),
 			strings.HasSuffix(n, cleanedSuffix), strings.HasSuffix(n, swapSuffix):
 			// Leftovers of an interrupted checkpoint write or of Kafka's own
 			// segment replacement; never live data.
-			if err := l.fs.Remove(p); err != nil {
+			if err := l.env.fs.Remove(p); err != nil {
 				return nil, err
 			}
 		case strings.HasSuffix(n, indexSuffix) || strings.HasSuffix(n, timeIndexSuffix):
 			b, ok := parseSegmentName(n, filepath.Ext(n))
 			if ok && !logs[b] {
 				l.logger().Warn().Str("file", n).Msg("removing index without a log segment")
-				if err := l.fs.Remove(p); err != nil {
+				if err := l.env.fs.Remove(p); err != nil {
 					return nil, err
 				}
 			}
@@ -391,7 +403,7 @@ func (l *Log) scanDir() ([]int64, error) {
 // returns false when there is none or it is unreadable: the cache is then
 // rebuilt from the batches (settleEpochs).
 func (l *Log) readEpochCheckpoint() (bool, error) {
-	data, ok, err := readWholeFile(l.fs, filepath.Join(l.dir, leaderEpochCheckpointFile))
+	data, ok, err := readWholeFile(l.env.fs, filepath.Join(l.dir(), leaderEpochCheckpointFile))
 	if err != nil {
 		return false, err
 	}
@@ -412,7 +424,7 @@ func (l *Log) readEpochCheckpoint() (bool, error) {
 func (l *Log) openSegments(bases []int64, now time.Time) error {
 	segs := make([]*segment, 0, len(bases))
 	for _, b := range bases {
-		s, err := openSegment(l.fs, l.dir, b, now)
+		s, err := openSegment(l.env.fs, l.dir(), b, now)
 		if err != nil {
 			for _, o := range segs {
 				o.close()
@@ -490,7 +502,7 @@ func (l *Log) recoverSegments(recoverFrom int) error {
 			for _, later := range l.mu.segs[i+1:] {
 				l.logger().Warn().Int64("segment", later.base).Msg("deleting segment after a truncated one")
 				later.close()
-				if err := later.removeFiles(l.fs); err != nil {
+				if err := later.removeFiles(l.env.fs); err != nil {
 					return err
 				}
 			}
@@ -516,7 +528,7 @@ func (l *Log) settleOffsets(opts OpenOptions, now time.Time) error {
 	// An empty trailing segment left after recovery stays: it is simply the
 	// active segment. No segment at all: start one at the log start.
 	if len(l.mu.segs) == 0 {
-		s, err := createSegment(l.fs, l.dir, max(opts.LogStartOffset, 0), now)
+		s, err := createSegment(l.env.fs, l.dir(), max(opts.LogStartOffset, 0), now)
 		if err != nil {
 			return err
 		}
@@ -589,7 +601,7 @@ func (l *Log) persistRecovery(opts OpenOptions, recoverFrom int) error {
 	}
 	if l.mu.epochs.dirty {
 		entries := l.mu.epochs.snapshot()
-		if err := WriteFileAtomic(l.fs, filepath.Join(l.dir, leaderEpochCheckpointFile), encodeEpochCheckpoint(entries)); err != nil {
+		if err := WriteFileAtomic(l.env.fs, filepath.Join(l.dir(), leaderEpochCheckpointFile), encodeEpochCheckpoint(entries)); err != nil {
 			return err
 		}
 		l.mu.epochs.dirty = false
@@ -601,7 +613,7 @@ func (l *Log) persistRecovery(opts OpenOptions, recoverFrom int) error {
 		for _, s := range l.cutLocked() {
 			views = append(views, segView{s: s, idx: s.idx.buf, tidx: s.tidx.buf})
 		}
-		if err := syncFiles(l.fs, l.dir, l.mu.newSegments, views); err != nil {
+		if err := syncFiles(l.env.fs, l.dir(), l.mu.newSegments, views); err != nil {
 			return err
 		}
 		l.mu.truncPending, l.mu.newSegments = false, false
@@ -617,7 +629,7 @@ func (l *Log) syncRecoveredLocked(from int) error {
 			return err
 		}
 	}
-	if err := l.fs.SyncDir(l.dir); err != nil {
+	if err := l.env.fs.SyncDir(l.dir()); err != nil {
 		return err
 	}
 	l.mu.newSegments = false
@@ -685,7 +697,7 @@ func (l *Log) UpdateConfig(cfg Config) {
 func (l *Log) TopicPartition() TopicPartition { return l.tp }
 
 // Dir returns the partition directory.
-func (l *Log) Dir() string { return l.dir }
+func (l *Log) Dir() string { return l.dir() }
 
 // Size returns the total bytes of all segments.
 func (l *Log) Size() int64 {
@@ -811,7 +823,7 @@ func (l *Log) appendLocked(records []byte, hdrs []BatchHeader, leaderEpoch int32
 	if int64(len(records)) > cfg.SegmentBytes {
 		return AppendInfo{}, false, fmt.Errorf("%w: %d bytes exceed segment.bytes %d", ErrRecordListTooLarge, len(records), cfg.SegmentBytes)
 	}
-	now := l.now()
+	now := l.env.now()
 	nowMs := now.UnixMilli()
 	var first, last int64
 	if leader {
@@ -938,7 +950,7 @@ func (l *Log) rollLocked(base int64, now time.Time) error {
 		}
 		old.finalTimeEntryLocked()
 	}
-	s, err := createSegment(l.fs, l.dir, base, now)
+	s, err := createSegment(l.env.fs, l.dir(), base, now)
 	if err != nil {
 		return err
 	}
@@ -947,9 +959,9 @@ func (l *Log) rollLocked(base int64, now time.Time) error {
 		// reader can hold a snapshot of it (see retireLocked). It must not
 		// stay behind the new one: recovery would take it for a segment
 		// that lost its tail and delete everything after it.
-		if err := old.removeFiles(l.fs); err != nil {
+		if err := old.removeFiles(l.env.fs); err != nil {
 			_ = s.close()
-			_ = s.removeFiles(l.fs)
+			_ = s.removeFiles(l.env.fs)
 			return err
 		}
 		l.mu.segs = l.mu.segs[:len(l.mu.segs)-1]
@@ -1202,7 +1214,7 @@ func (l *Log) syncRound() error {
 		err = l.syncFreshDir(freshMeta)
 	}
 	if dirSync && err == nil {
-		err = l.fs.SyncDir(l.dir)
+		err = l.env.fs.SyncDir(l.dir())
 	}
 	for i, v := range segs {
 		if err != nil {
@@ -1234,7 +1246,7 @@ func (l *Log) syncRound() error {
 	if leo > l.mu.recoveryPoint && leo <= l.mu.leo {
 		l.mu.recoveryPoint = leo
 	}
-	l.mu.lastFlush = l.now()
+	l.mu.lastFlush = l.env.now()
 	return nil
 }
 
@@ -1262,7 +1274,7 @@ func (l *Log) writeEpochCheckpoint() error {
 	entries := l.mu.epochs.snapshot()
 	l.mu.epochs.dirty = false
 	l.mu.Unlock()
-	err := WriteFileAtomic(l.fs, filepath.Join(l.dir, leaderEpochCheckpointFile), encodeEpochCheckpoint(entries))
+	err := WriteFileAtomic(l.env.fs, filepath.Join(l.dir(), leaderEpochCheckpointFile), encodeEpochCheckpoint(entries))
 	if err != nil {
 		l.mu.Lock()
 		l.mu.epochs.dirty = true
@@ -1384,7 +1396,7 @@ func (l *Log) truncateToLocked(offset int64) error {
 // from the list; if that fails, syncTruncation retries it, since files
 // left above the new end would come back as data at the next open.
 func (l *Log) removeDeadLocked(s *segment) error {
-	err := s.removeFiles(l.fs)
+	err := s.removeFiles(l.env.fs)
 	if err != nil {
 		left := l.leftLocked()
 		left.dead = append(left.dead, s)
@@ -1467,9 +1479,9 @@ func (l *Log) truncateFullyLocked(offset int64) error {
 			return err
 		}
 		ns.unclean = false
-		ns.created = l.now()
+		ns.created = l.env.now()
 	} else {
-		s, err := createSegment(l.fs, l.dir, offset, l.now())
+		s, err := createSegment(l.env.fs, l.dir(), offset, l.env.now())
 		if err != nil {
 			return err
 		}
@@ -1521,7 +1533,7 @@ func (l *Log) syncTruncation() error {
 		return nil
 	}
 	for left := l.mu.left; left != nil && len(left.dead) > 0; {
-		if err := left.dead[0].removeFiles(l.fs); err != nil {
+		if err := left.dead[0].removeFiles(l.env.fs); err != nil {
 			l.mu.Unlock()
 			l.lifeMu.RUnlock()
 			return fmt.Errorf("sync truncation of %s: %w", l.tp, err)
@@ -1544,10 +1556,10 @@ func (l *Log) syncTruncation() error {
 	dirSync := l.mu.newSegments
 	l.mu.newSegments = false
 	l.mu.Unlock()
-	err := syncFiles(l.fs, l.dir, dirSync, views)
+	err := syncFiles(l.env.fs, l.dir(), dirSync, views)
 	l.lifeMu.RUnlock()
-	if err == nil && l.afterTruncate != nil {
-		err = l.afterTruncate()
+	if err == nil && l.env.owner != nil {
+		err = l.env.owner.afterTruncate(l)
 	}
 	if err != nil {
 		l.mu.Lock()
@@ -1634,7 +1646,7 @@ func (l *Log) deleteSegmentsLocked(pred func(s, next *segment) bool) (int, error
 	var errs []error
 	for _, s := range dead {
 		l.logger().Info().Int64("segment", s.base).Int64("size", s.size).Msg("deleting segment")
-		errs = append(errs, s.close(), s.removeFiles(l.fs))
+		errs = append(errs, s.close(), s.removeFiles(l.env.fs))
 	}
 	return n, errors.Join(errs...)
 }
@@ -1863,14 +1875,18 @@ func (l *Log) delete() (lazy bool, err error) {
 func (l *Log) removeDir() error {
 	var id [16]byte
 	_, _ = rand.Read(id[:])
-	dead := l.dir + "." + hex.EncodeToString(id[:]) + deleteDirSuffix
-	if err := l.fs.Rename(l.dir, dead); err != nil {
+	dead := l.dir() + "." + hex.EncodeToString(id[:]) + deleteDirSuffix
+	if err := l.env.fs.Rename(l.dir(), dead); err != nil {
 		return err
 	}
-	if err := l.fs.SyncDir(l.parentDir()); err != nil {
+	if err := l.env.fs.SyncDir(l.parentDir()); err != nil {
 		return err
 	}
-	return l.fs.RemoveAll(dead)
+	return l.env.fs.RemoveAll(dead)
 }
 
 const deleteDirSuffix = "-delete"
+
+// dir is the partition directory, in its log dir: made when a file
+// operation needs it (none does while the log is idle).
+func (l *Log) dir() string { return filepath.Join(l.env.parent, l.tp.String()) }

@@ -67,6 +67,8 @@ type logDir struct {
 	fs FS
 	// syncer syncs the dir for the first flush of its new logs (lazy.go).
 	syncer *dirSyncer
+	// env is what the dir's logs share.
+	env logEnv
 }
 
 // LogDirInfo describes one log dir.
@@ -264,6 +266,14 @@ func (f dirDupFile) dup() (*os.File, error) {
 // dirFor returns the logDir of path (a log dir), nil if it is none.
 func (m *Manager) dirFor(path string) *logDir { return m.ldirs[path] }
 
+// envFor returns what the logs of log dir path share.
+func (m *Manager) envFor(path string) *logEnv {
+	if d := m.ldirs[path]; d != nil {
+		return &d.env
+	}
+	return &logEnv{fs: m.fs, parent: path, now: nowOr(m.cfg.Now), baseLog: &m.logger, owner: m}
+}
+
 // fsFor returns the FS through which everything under log dir path is
 // done.
 func (m *Manager) fsFor(path string) FS {
@@ -280,6 +290,7 @@ func (m *Manager) initLogDirs() {
 		d := &logDir{path: p, m: m}
 		d.fs = dirFS{fs: m.fs, d: d}
 		d.syncer = newDirSyncer(d.fs, p)
+		d.env = logEnv{fs: d.fs, parent: p, now: nowOr(m.cfg.Now), baseLog: &m.logger, sync: d.syncer, owner: m}
 		m.ldirs[p] = d
 	}
 }
@@ -452,7 +463,7 @@ func (m *Manager) InOfflineDir(tp TopicPartition) bool {
 func (l *Log) LogDir() string { return l.parentDir() }
 
 // parentDir is the log dir holding the log's directory.
-func (l *Log) parentDir() string { return filepath.Dir(l.dir) }
+func (l *Log) parentDir() string { return filepath.Clean(l.env.parent) }
 
 // PartitionsIn lists the partitions whose logs are in log dir path,
 // including those of an offline dir.

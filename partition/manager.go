@@ -290,14 +290,13 @@ func (m *Manager) openLogs(jobs []openJob) error {
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			l, err := open(m.fsFor(j.dir), j.dir, j.tp, m.configFor(j.tp.Topic), &m.logger, j.opts)
+			l, err := open(m.envFor(j.dir), j.tp, m.configFor(j.tp.Topic), j.opts)
 			lmu.Lock()
 			defer lmu.Unlock()
 			if err != nil {
 				errs = append(errs, err)
 				return
 			}
-			m.attach(l)
 			m.mu.Lock()
 			m.mu.logs[j.tp] = hostedLog{l: l, dir: m.dirFor(j.dir)}
 			m.mu.Unlock()
@@ -400,28 +399,21 @@ func (c rpCheckpoint) get(tp TopicPartition) (int64, bool) {
 	return c[i].rp, true
 }
 
-// attach hooks a log to the root checkpoints of its log dir, before
-// the log is shared: a truncation rewrites them (see Log.syncTruncation)
-// when the recovery point on disk may be above the truncated log's.
-// Usually it is not (a follower truncates what it has not flushed yet),
-// and nothing is written.
-func (m *Manager) attach(l *Log) {
-	if d := m.dirFor(l.parentDir()); d != nil {
-		l.parentSync = d.syncer
-	}
-	// The closure holds m and l alone: every idle log keeps it.
-	l.afterTruncate = func() error {
-		dir := l.parentDir()
-		m.ckMu.Lock()
-		defer m.ckMu.Unlock()
-		if onDisk, known := m.rpOnDisk[dir]; known {
-			// No entry opens with a full recovery, which is safe too.
-			if v, ok := onDisk.get(l.tp); !ok || v <= l.RecoveryPoint() {
-				return nil
-			}
+// afterTruncate rewrites the root checkpoints of l's log dir at the end
+// of its truncation (Log.syncTruncation) when the recovery point on disk
+// may be above the truncated log's. Usually it is not (a follower
+// truncates what it has not flushed yet), and nothing is written.
+func (m *Manager) afterTruncate(l *Log) error {
+	dir := l.parentDir()
+	m.ckMu.Lock()
+	defer m.ckMu.Unlock()
+	if onDisk, known := m.rpOnDisk[dir]; known {
+		// No entry opens with a full recovery, which is safe too.
+		if v, ok := onDisk.get(l.tp); !ok || v <= l.RecoveryPoint() {
+			return nil
 		}
-		return m.writeDirCheckpointsLocked(dir)
 	}
+	return m.writeDirCheckpointsLocked(dir)
 }
 
 // MetadataTopic is the reserved name of the cluster metadata log, whose
@@ -553,13 +545,12 @@ func (m *Manager) GetOrCreate(tp TopicPartition) (*Log, error) {
 
 		// Lazy: a new partition's files wait for its first append
 		// (lazy.go); registering it costs one stat.
-		l, err := open(m.fsFor(dir), dir, tp, m.configFor(tp.Topic), &m.logger, OpenOptions{CleanShutdown: true, Now: m.cfg.Now, Lazy: true})
+		l, err := open(m.envFor(dir), tp, m.configFor(tp.Topic), OpenOptions{CleanShutdown: true, Now: m.cfg.Now, Lazy: true})
 
 		m.mu.Lock()
 		delete(m.mu.creating, tp)
 		delete(m.mu.creatingIn, tp)
 		if err == nil {
-			m.attach(l)
 			m.mu.logs[tp] = hostedLog{l: l, dir: m.dirFor(dir)}
 		}
 		m.mu.Unlock()
@@ -630,6 +621,20 @@ func (m *Manager) snapshot() []logInDir {
 			continue // closed by dirFailed
 		}
 		out = append(out, logInDir{tp: tp, dir: h.path(), l: h.l})
+	}
+	return out
+}
+
+// logsSnapshot is the open logs of snapshot, alone.
+func (m *Manager) logsSnapshot() []*Log {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make([]*Log, 0, len(m.mu.logs))
+	for _, h := range m.mu.logs {
+		if h.l == nil || h.offline() {
+			continue // closed by dirFailed
+		}
+		out = append(out, h.l)
 	}
 	return out
 }

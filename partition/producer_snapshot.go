@@ -33,8 +33,8 @@ func (l *Log) WriteProducerSnapshot(end int64, data []byte) error {
 	if l.lazy.Load() {
 		return nil // empty, with no directory: nothing to describe
 	}
-	name := filepath.Join(l.dir, segmentName(end)+producerSnapshotSuffix)
-	if err := WriteFileAtomic(l.fs, name, data); err != nil {
+	name := filepath.Join(l.dir(), segmentName(end)+producerSnapshotSuffix)
+	if err := WriteFileAtomic(l.env.fs, name, data); err != nil {
 		return fmt.Errorf("write producer snapshot: %w", err)
 	}
 	ends, err := l.producerSnapshots()
@@ -43,7 +43,7 @@ func (l *Log) WriteProducerSnapshot(end int64, data []byte) error {
 	}
 	for _, e := range ends {
 		if e != end {
-			if err := l.fs.Remove(filepath.Join(l.dir, segmentName(e)+producerSnapshotSuffix)); err != nil {
+			if err := l.env.fs.Remove(filepath.Join(l.dir(), segmentName(e)+producerSnapshotSuffix)); err != nil {
 				return err
 			}
 		}
@@ -75,7 +75,7 @@ func (l *Log) removeSnapshotsAboveLocked(end int64, ends []int64) error {
 			continue
 		}
 		l.logger().Info().Int64("snapshot", e).Int64("log_end_offset", end).Msg("removing producer snapshot above the log end")
-		errs = append(errs, l.fs.Remove(filepath.Join(l.dir, segmentName(e)+producerSnapshotSuffix)))
+		errs = append(errs, l.env.fs.Remove(filepath.Join(l.dir(), segmentName(e)+producerSnapshotSuffix)))
 		l.mu.newSegments, l.mu.truncPending = true, true
 	}
 	return errors.Join(errs...)
@@ -97,7 +97,7 @@ func (l *Log) LatestProducerSnapshot() (end int64, data []byte, ok bool, err err
 		if ends[i] > leo || ends[i] < start {
 			continue
 		}
-		data, exists, err := readWholeFile(l.fs, filepath.Join(l.dir, segmentName(ends[i])+producerSnapshotSuffix))
+		data, exists, err := readWholeFile(l.env.fs, filepath.Join(l.dir(), segmentName(ends[i])+producerSnapshotSuffix))
 		if err != nil || !exists {
 			return 0, nil, false, err
 		}
@@ -107,7 +107,7 @@ func (l *Log) LatestProducerSnapshot() (end int64, data []byte, ok bool, err err
 }
 
 func (l *Log) producerSnapshots() ([]int64, error) {
-	names, err := l.fs.ReadDir(l.dir)
+	names, err := l.env.fs.ReadDir(l.dir())
 	if err != nil {
 		return nil, err
 	}

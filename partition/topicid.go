@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+	"unique"
 )
 
 // partitionMetadataFile records which topic (by id) a partition directory
@@ -18,15 +19,15 @@ func (l *Log) TopicID() ([16]byte, bool, error) {
 	var id [16]byte
 	l.createMu.Lock()
 	if l.lazy.Load() {
-		p := l.topicID
+		h := l.topicID
 		l.createMu.Unlock()
-		if p == nil {
+		if h == (unique.Handle[[16]byte]{}) {
 			return id, false, nil
 		}
-		return *p, true, nil
+		return h.Value(), true, nil
 	}
 	l.createMu.Unlock()
-	data, ok, err := readWholeFile(l.fs, filepath.Join(l.dir, partitionMetadataFile))
+	data, ok, err := readWholeFile(l.env.fs, filepath.Join(l.dir(), partitionMetadataFile))
 	if err != nil || !ok {
 		return id, false, err
 	}
@@ -49,12 +50,12 @@ func (l *Log) TopicID() ([16]byte, bool, error) {
 func (l *Log) SetTopicID(id [16]byte) error {
 	l.createMu.Lock()
 	if l.lazy.Load() {
-		l.topicID = &id
+		l.topicID = unique.Make(id)
 		l.createMu.Unlock()
 		return nil
 	}
 	l.createMu.Unlock()
-	return WriteFileAtomic(l.fs, filepath.Join(l.dir, partitionMetadataFile), topicIDFileData(id))
+	return WriteFileAtomic(l.env.fs, filepath.Join(l.dir(), partitionMetadataFile), topicIDFileData(id))
 }
 
 // topicIDFileData is partition.metadata's content for the topic id.

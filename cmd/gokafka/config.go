@@ -188,6 +188,7 @@ var properties = []property{
 	{"http.listener", defaultHTTPListener, "host:port of the HTTP listener serving /metrics (Prometheus), /livez and /readyz; empty turns it off."},
 	{"metrics.partition.series.max", "1000", "Per-partition metric series (log size, offsets, ISR) are exported while this broker hosts at most this many partitions; 0 turns them off."},
 	{"debug.pprof.listener", "", "host:port serving Go's net/http/pprof profiles (off when empty); for profiling only, never on a public interface."},
+	{"memory.idle.release.interval.ms", "10000", "How often the idle heap is checked; when much is free and little was allocated since, a collection returns it to the OS (as the JVM's periodic G1 collection does); 0 turns it off."},
 }
 
 // loadConfig reads config.yaml (if path is set), then GOKAFKA_* env
@@ -559,7 +560,7 @@ func (s *settings) brokerDefaults() cluster.BrokerDefaults {
 
 	values := map[string]string{}
 	for k, v := range s.values {
-		if v != "" && k != "log.level" && k != "log.format" && k != "debug.pprof.listener" && k != "http.listener" && k != "metrics.partition.series.max" && !secretProperty(k) {
+		if v != "" && k != "log.level" && k != "log.format" && k != "debug.pprof.listener" && k != "http.listener" && k != "metrics.partition.series.max" && k != "memory.idle.release.interval.ms" && !secretProperty(k) {
 			values[k] = v
 		}
 	}

@@ -31,6 +31,7 @@ import (
 
 	"github.com/gokafka/gokafka/broker"
 	"github.com/gokafka/gokafka/console"
+	"github.com/gokafka/gokafka/internal/idlemem"
 	"github.com/gokafka/gokafka/metrics"
 	"github.com/gokafka/gokafka/partition"
 	"github.com/gokafka/gokafka/protocol"
@@ -96,6 +97,7 @@ func run() int {
 	// The HTTP listener comes up first, so that /livez answers and
 	// /readyz says why not ready while the logs recover.
 	seriesMax := s.nonNegative("metrics.partition.series.max")
+	releaseEvery := ms(s.nonNegative("memory.idle.release.interval.ms"))
 	if len(s.errs) > 0 {
 		logger.Error().Msg("configuration rejected: " + strings.Join(s.errs, "; "))
 		return 2
@@ -120,6 +122,11 @@ func run() int {
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
+
+	// Returns the heap left free by a burst (a topic's creation) once the
+	// process is idle; process-wide, like the runtime it watches.
+	idle := idlemem.Start(ctx, idlemem.Config{Interval: releaseEvery}, logger.With().Str("component", "idlemem").Logger())
+	defer idle.Stop()
 
 	srv, err := broker.Start(ctx, cfg, logger)
 	if err != nil {
