@@ -72,7 +72,8 @@ func (c *Controller) RegisterFenced(ctx context.Context, host string, port int32
 
 // Unfence is the second half of Register: it heartbeats until the active
 // controller has unfenced this broker, waits until this node has applied
-// that, and starts the heartbeats.
+// that and its watchers (the replicas) have acted on it, and starts the
+// heartbeats.
 func (c *Controller) Unfence(ctx context.Context) error {
 	id := c.cfg.NodeID
 	for {
@@ -87,6 +88,12 @@ func (c *Controller) Unfence(ctx context.Context) error {
 		}
 	}
 	if err := c.awaitLocal(ctx, func(im *Image) bool { return !im.Brokers[id].Fenced }); err != nil {
+		return err
+	}
+	// The leaderships the unfencing gave back come in the same entry;
+	// serve once this broker's replicas have taken them up, or a client
+	// that reaches it at once is told NOT_LEADER_OR_FOLLOWER.
+	if err := c.AwaitWatchers(ctx); err != nil {
 		return err
 	}
 	c.wg.Add(1)

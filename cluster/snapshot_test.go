@@ -3,6 +3,8 @@ package cluster
 import (
 	"context"
 	"strconv"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -165,5 +167,50 @@ func TestRegisterFencedLeadsNothingUntilUnfence(t *testing.T) {
 	top := mustCreate(t, c, TopicSpec{Name: "t", NumPartitions: 1, ReplicationFactor: 1})
 	if top.Partitions[0].Leader != 1 {
 		t.Fatalf("leader %d after Unfence, want 1", top.Partitions[0].Leader)
+	}
+}
+
+// Unfence returns only once this node's watchers (the replica manager,
+// which takes up the leaderships the unfencing gives back in the same
+// entry) have been given the unfenced image: a broker serves once it
+// leads what the metadata says it leads. A restarted single broker
+// answered a produce right after it started serving with
+// NOT_LEADER_OR_FOLLOWER while its replicas had not yet acted on the image.
+func TestUnfenceWaitsForTheWatchersToActOnIt(t *testing.T) {
+	c := openQuorum(t, testConfig(), t.TempDir())
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := c.RegisterFenced(ctx, "127.0.0.1", 9092); err != nil {
+		t.Fatal(err)
+	}
+	release := make(chan struct{})
+	var releaseOnce sync.Once
+	// Released on every way out: a watcher still held would hold the
+	// quorum's Close.
+	defer releaseOnce.Do(func() { close(release) })
+	var acted atomic.Bool
+	c.Watch(func(_, next *Image) {
+		if b, ok := next.Brokers[1]; ok && !b.Fenced && !acted.Load() {
+			<-release
+			acted.Store(true)
+		}
+	})
+	done := make(chan error, 1)
+	go func() { done <- c.Unfence(ctx) }()
+	// The unfenced image is applied while the watcher holds it.
+	if err := c.awaitLocal(ctx, func(im *Image) bool { return !im.Brokers[1].Fenced }); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		t.Fatalf("Unfence returned (%v) before the watchers acted on the unfenced image", err)
+	case <-time.After(200 * time.Millisecond):
+	}
+	releaseOnce.Do(func() { close(release) })
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if !acted.Load() {
+		t.Fatal("Unfence returned before the watcher acted")
 	}
 }
