@@ -830,6 +830,7 @@ func (l *Log) swapGroup(run *cleanRun, gen uint64, group []segView, ns *segment)
 // segments already replaced) are removed by scanDir. It returns the
 // directory's names afterwards.
 func (l *Log) completeSwaps(names []string) ([]string, error) {
+	dir := l.dir()
 	var swaps []int64
 	logs := map[int64]bool{}
 	for _, n := range names {
@@ -855,7 +856,7 @@ func (l *Log) completeSwaps(names []string) ([]string, error) {
 	}
 	sort.Slice(swaps, func(i, j int) bool { return swaps[i] < swaps[j] })
 	for _, b := range swaps {
-		stem := filepath.Join(l.dir(), segmentName(b))
+		stem := filepath.Join(dir, segmentName(b))
 		f, err := l.env.fs.OpenFile(stem+logSuffix+swapSuffix, os.O_RDONLY, 0)
 		if err != nil {
 			return nil, err
@@ -877,7 +878,7 @@ func (l *Log) completeSwaps(names []string) ([]string, error) {
 		}
 		for o := range logs {
 			if o >= b && o < end {
-				if err := removeSegmentFiles(l.env.fs, filepath.Join(l.dir(), segmentName(o)), ""); err != nil {
+				if err := removeSegmentFiles(l.env.fs, filepath.Join(dir, segmentName(o)), ""); err != nil {
 					return nil, err
 				}
 				delete(logs, o)
@@ -897,7 +898,7 @@ func (l *Log) completeSwaps(names []string) ([]string, error) {
 		}
 		l.opening.forceRecover[b] = true
 	}
-	names, err := l.env.fs.ReadDir(l.dir())
+	names, err := l.env.fs.ReadDir(dir)
 	if err != nil {
 		return nil, err
 	}
@@ -912,8 +913,8 @@ func (l *Log) completeSwaps(names []string) ([]string, error) {
 			if !ok {
 				continue
 			}
-			stem := filepath.Join(l.dir(), segmentName(b))
-			for _, rm := range []string{stem + indexSuffix, stem + timeIndexSuffix, filepath.Join(l.dir(), n)} {
+			stem := filepath.Join(dir, segmentName(b))
+			for _, rm := range []string{stem + indexSuffix, stem + timeIndexSuffix, filepath.Join(dir, n)} {
 				if err := l.env.fs.Remove(rm); err != nil && !errors.Is(err, os.ErrNotExist) {
 					return nil, err
 				}
@@ -921,8 +922,8 @@ func (l *Log) completeSwaps(names []string) ([]string, error) {
 			l.opening.forceRecover[b] = true
 		}
 	}
-	if err := l.env.fs.SyncDir(l.dir()); err != nil {
+	if err := l.env.fs.SyncDir(dir); err != nil {
 		return nil, err
 	}
-	return l.env.fs.ReadDir(l.dir())
+	return l.env.fs.ReadDir(dir)
 }

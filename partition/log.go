@@ -346,12 +346,13 @@ func (l *Log) load(opts OpenOptions) error {
 // interrupted writes and indexes without a segment, and returns the
 // segments' base offsets in order.
 func (l *Log) scanDir() ([]int64, error) {
-	exists, _, err := l.env.fs.Stat(l.dir())
+	dir := l.dir()
+	exists, _, err := l.env.fs.Stat(dir)
 	if err != nil {
 		return nil, err
 	}
 	if !exists {
-		if err := l.env.fs.MkdirAll(l.dir(), 0o755); err != nil {
+		if err := l.env.fs.MkdirAll(dir, 0o755); err != nil {
 			return nil, err
 		}
 		if err := l.env.fs.SyncDir(l.parentDir()); err != nil {
@@ -359,7 +360,7 @@ func (l *Log) scanDir() ([]int64, error) {
 		}
 		l.opening.created = true
 	}
-	names, err := l.env.fs.ReadDir(l.dir())
+	names, err := l.env.fs.ReadDir(dir)
 	if err != nil {
 		return nil, err
 	}
@@ -376,7 +377,7 @@ func (l *Log) scanDir() ([]int64, error) {
 	}
 	l.opening.snapshots = producerSnapshotEnds(names)
 	for _, n := range names {
-		p := filepath.Join(l.dir(), n)
+		p := filepath.Join(dir, n)
 		switch {
 		case strings.HasSuffix(n, tmpSuffix), strings.HasSuffix(n, deletedSuffix),
 			strings.HasSuffix(n, cleanedSuffix), strings.HasSuffix(n, swapSuffix):
