@@ -74,28 +74,28 @@ func TestQuorum_FollowersApplyProposalWithoutWaitingCommitTimeout(t *testing.T) 
 	}
 }
 
-// An idle quorum's leader heartbeats each follower every 200-400 ms and
+// An idle quorum's leader heartbeats each follower every 400-800 ms and
 // tells it the commit index every 0.5-1 s (Kafka's cadence: a KRaft voter
 // fetches every 500 ms when idle, and elects after 2 s without the
-// leader), not every 50-100 ms; and its lease spans at least five
-// heartbeat intervals, so that a leader starved of CPU does not step
-// down (a lease shorter than the heartbeat interval made a loaded leader
-// resign). Raft accepts the start-up configuration and its lowering.
+// leader), not every 50-100 ms; and its lease spans at least two of
+// either, so that a leader starved of CPU does not step down (a lease
+// shorter than the heartbeat interval made a loaded leader resign).
+// Raft accepts the start-up configuration, its lowering, and a leader's.
 func TestQuorumTimings_KafkaCadenceWithLeaseOverSeveralHeartbeats(t *testing.T) {
 	qc := QuorumConfig{Voters: []Voter{{1, "a:1"}, {2, "b:1"}, {3, "c:1"}}}
 	tm := quorumTimings(qc)
 	if tm.heartbeat != 2*time.Second {
 		t.Errorf("heartbeat timeout %v, want controller.quorum.fetch.timeout.ms's default 2s", tm.heartbeat)
 	}
-	minInterval, maxInterval := tm.heartbeat/10, tm.heartbeat/5 // raft's heartbeat()
-	if minInterval < 200*time.Millisecond {
-		t.Errorf("heartbeats every %v at the least, want no more often than 200 ms", minInterval)
+	minInterval, maxInterval := tm.leaderHeartbeat/10, tm.leaderHeartbeat/5 // raft's heartbeat()
+	if minInterval < 400*time.Millisecond {
+		t.Errorf("heartbeats every %v at the least, want no more often than 400 ms", minInterval)
 	}
 	if tm.commit < 500*time.Millisecond {
 		t.Errorf("commit timeout %v, want at least 500 ms", tm.commit)
 	}
-	if tm.lease < 5*maxInterval {
-		t.Errorf("lease %v spans fewer than five heartbeat intervals of up to %v", tm.lease, maxInterval)
+	if tm.lease < 2*maxInterval || tm.lease < 2*2*tm.commit {
+		t.Errorf("lease %v spans fewer than two heartbeat intervals of up to %v or commit intervals of up to %v", tm.lease, maxInterval, 2*tm.commit)
 	}
 	qc.FetchTimeout = 5 * time.Second
 	qc.ElectionTimeout = 10 * time.Second
@@ -110,9 +110,13 @@ func TestQuorumTimings_KafkaCadenceWithLeaseOverSeveralHeartbeats(t *testing.T) 
 		if err := raft.ValidateConfig(rc); err != nil {
 			t.Errorf("start-up configuration %+v: %v", tm, err)
 		}
-		rc.HeartbeatTimeout, rc.ElectionTimeout = tm.heartbeat, tm.election // electNow
+		rc.HeartbeatTimeout, rc.ElectionTimeout = tm.of(raft.Follower) // electNow
 		if err := raft.ValidateConfig(rc); err != nil {
 			t.Errorf("configuration after electNow %+v: %v", tm, err)
+		}
+		rc.HeartbeatTimeout, rc.ElectionTimeout = tm.of(raft.Leader) // paceHeartbeats on a leader
+		if err := raft.ValidateConfig(rc); err != nil {
+			t.Errorf("a leader's configuration %+v: %v", tm, err)
 		}
 	}
 }
@@ -132,4 +136,64 @@ func awaitQuorumLeader(t *testing.T, ctx context.Context, ctrls []*Controller) *
 		}
 		time.Sleep(time.Millisecond)
 	}
+}
+
+// A quorum's leader runs with the leader's heartbeat timeout (heartbeats
+// half as often) and every other voter with controller.quorum.fetch
+// .timeout.ms, its election timer; when the leadership moves, the new
+// leader slows its heartbeats and the old one takes up the follower's
+// timeout again.
+func TestQuorum_LeaderHeartbeatsAtItsOwnPaceFollowersKeepTheFetchTimeout(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	qc := QuorumConfig{SessionTimeout: time.Hour}
+	ctrls := openQuorumOf(t, ctx, 3, qc)
+	tm := quorumTimings(QuorumConfig{Voters: []Voter{{1, "a:1"}, {2, "b:1"}, {3, "c:1"}}})
+	if tm.leaderHeartbeat <= tm.heartbeat {
+		t.Fatalf("leader heartbeat timeout %v, follower's %v: want the leader's longer", tm.leaderHeartbeat, tm.heartbeat)
+	}
+	awaitPaced := func(leader *Controller) {
+		t.Helper()
+		for {
+			ok := true
+			for _, c := range ctrls {
+				want := tm.heartbeat
+				if c == leader {
+					want = tm.leaderHeartbeat
+				}
+				if c.log.(*raftLog).r.ReloadableConfig().HeartbeatTimeout != want {
+					ok = false
+				}
+			}
+			if ok {
+				return
+			}
+			if ctx.Err() != nil {
+				for _, c := range ctrls {
+					t.Logf("node %d leader=%v heartbeat timeout %v", c.cfg.NodeID, c == leader, c.log.(*raftLog).r.ReloadableConfig().HeartbeatTimeout)
+				}
+				t.Fatal("heartbeat timeouts never matched the roles")
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	first := awaitQuorumLeader(t, ctx, ctrls)
+	awaitPaced(first)
+	if err := first.log.(*raftLog).r.LeadershipTransfer().Error(); err != nil {
+		t.Fatalf("leadership transfer: %v", err)
+	}
+	var next *Controller
+	for next == nil || next == first {
+		if ctx.Err() != nil {
+			t.Fatal("no new leader")
+		}
+		time.Sleep(5 * time.Millisecond)
+		next = nil
+		for _, c := range ctrls {
+			if c.IsLeader() {
+				next = c
+			}
+		}
+	}
+	awaitPaced(next)
 }

@@ -145,6 +145,10 @@ type raftLog struct {
 	// proposing counts the proposals under way (see nudgeLoop).
 	nudgeCh   chan struct{}
 	proposing atomic.Int32
+	// conf changes raft's reloadable settings; tm are the quorum's
+	// timeouts (paceHeartbeats).
+	conf *raftConf
+	tm   timings
 }
 
 // fsm applies committed commands. Apply, Snapshot and Restore are called
@@ -397,7 +401,7 @@ func Open(ctx context.Context, cfg Config, qc QuorumConfig, logger zerolog.Logge
 		})
 	}
 	l := &raftLog{r: r, ctrl: c, fsm: f, store: store, trans: trans, voters: len(qc.Voters), applyTimeout: 10 * time.Second,
-		nudgeCh: make(chan struct{}, 1)}
+		nudgeCh: make(chan struct{}, 1), conf: conf, tm: tm}
 	c.log = l
 
 	obsCh := make(chan raft.Observation, 16)
@@ -539,6 +543,10 @@ type timings struct {
 	// election is raft's ElectionTimeout, a candidate's wait for votes;
 	// raft wants it no smaller than heartbeat.
 	election time.Duration
+	// leaderHeartbeat is the HeartbeatTimeout while this node leads: the
+	// leader heartbeats each follower every random 1/10-2/10 of it, and
+	// nothing else on a leader depends on it (see paceHeartbeats).
+	leaderHeartbeat time.Duration
 	// lease is raft's LeaderLeaseTimeout: a leader that has not heard
 	// from a majority for this long steps down. Fixed at start, and at
 	// most heartbeat.
@@ -550,13 +558,15 @@ type timings struct {
 // quorumTimings are the timeouts of qc's quorum. In a multi-voter quorum
 // they follow KRaft's: a voter elects after controller.quorum.fetch
 // .timeout.ms without the leader, a leader resigns after as long without
-// a majority (KRaft: 1.5 times it), and heartbeats come every 200-400 ms
-// (a KRaft follower fetches every 500 ms when idle). The lease spans at
-// least five heartbeat intervals, so a leader starved of CPU for a
+// a majority (KRaft: 1.5 times it), and the leader heartbeats each
+// follower every 400-800 ms (a KRaft follower fetches every 500 ms when
+// idle). With the AppendEntries that carry the commit index every
+// CommitTimeout, a follower hears from the leader about every 300 ms, so
+// the lease spans several contacts and a leader starved of CPU for a
 // moment does not step down.
 func quorumTimings(qc QuorumConfig) timings {
 	if len(qc.Voters) == 0 {
-		return timings{heartbeat: soloTimeout, election: soloTimeout, lease: soloTimeout, commit: defaultCommitTimeout}
+		return timings{heartbeat: soloTimeout, leaderHeartbeat: soloTimeout, election: soloTimeout, lease: soloTimeout, commit: defaultCommitTimeout}
 	}
 	fetch := qc.FetchTimeout
 	if fetch <= 0 {
@@ -570,7 +580,7 @@ func quorumTimings(qc QuorumConfig) timings {
 	if qc.commitTimeout > 0 {
 		commit = qc.commitTimeout
 	}
-	return timings{heartbeat: fetch, election: max(et, fetch), lease: fetch, commit: commit}
+	return timings{heartbeat: fetch, leaderHeartbeat: 2 * fetch, election: max(et, fetch), lease: fetch, commit: commit}
 }
 
 // start sets rc's timeouts for raft's start: twice tm's heartbeat and
@@ -593,8 +603,42 @@ func (tm timings) start(rc *raft.Config) {
 func electNow(conf *raftConf, tm timings) {
 	// The lease (tm.lease) is at most tm.heartbeat: still valid.
 	_ = conf.update(func(rc *raft.ReloadableConfig) {
-		rc.HeartbeatTimeout, rc.ElectionTimeout = tm.heartbeat, tm.election
+		rc.HeartbeatTimeout, rc.ElectionTimeout = tm.of(conf.r.State())
+		conf.started = true
 	})
+}
+
+// of is the HeartbeatTimeout and ElectionTimeout of a node in state st.
+// Raft uses the heartbeat timeout for two things: a follower's election
+// timer (a random 1-2 of it without hearing from the leader) and a
+// leader's heartbeat interval (a random 1/10-2/10 of it). Ten or more
+// heartbeats per election timeout are more than a leader needs, and an
+// idle quorum's leader spends most of its time on them, so a leader runs
+// with leaderHeartbeat and every other node with heartbeat. Raft wants
+// the election timeout no shorter; a leader does not use it.
+func (tm timings) of(st raft.RaftState) (heartbeat, election time.Duration) {
+	if st == raft.Leader {
+		return tm.leaderHeartbeat, max(tm.election, tm.leaderHeartbeat)
+	}
+	return tm.heartbeat, tm.election
+}
+
+// paceHeartbeats sets the heartbeat timeout for the role this node has
+// now (see timings.of); watchLeader calls it on every leadership change.
+// Raising it on a new leader only spaces out its heartbeats; lowering it
+// on a leader that stepped down wakes its follower loop, which elects at
+// once only if it has not heard from a new leader within the timeout.
+// Before start-up's electNow the node keeps its doubled start-up timeout.
+func (l *raftLog) paceHeartbeats() {
+	st := l.r.State()
+	err := l.conf.update(func(rc *raft.ReloadableConfig) {
+		if l.conf.started || st == raft.Leader {
+			rc.HeartbeatTimeout, rc.ElectionTimeout = l.tm.of(st)
+		}
+	})
+	if err != nil {
+		l.ctrl.logger.Warn().Err(err).Str("state", st.String()).Msg("setting the metadata quorum's heartbeat timeout")
+	}
 }
 
 // startStagger is the most that voters of consecutive ids wait one after
@@ -854,6 +898,9 @@ func (l *raftLog) watchLeader(ch chan raft.Observation, obs *raft.Observer) {
 	c := l.ctrl
 	defer c.wg.Done()
 	defer l.r.DeregisterObserver(obs)
+	// The first election may have ended before the observer was
+	// registered.
+	l.paceHeartbeats()
 	for {
 		select {
 		case <-c.stop:
@@ -862,6 +909,7 @@ func (l *raftLog) watchLeader(ch chan raft.Observation, obs *raft.Observer) {
 			l.fsm.mu.Lock()
 			l.fsm.publishLocked()
 			l.fsm.mu.Unlock()
+			l.paceHeartbeats()
 			if l.IsLeader() {
 				l.nudge()
 			}

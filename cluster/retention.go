@@ -205,6 +205,9 @@ func (r *retention) retain() {
 type raftConf struct {
 	mu sync.Mutex
 	r  *raft.Raft
+	// started is set once electNow has lowered the start-up timeouts
+	// (raft.go); under mu.
+	started bool
 }
 
 func (c *raftConf) update(change func(*raft.ReloadableConfig)) error {
