@@ -691,7 +691,10 @@ func (l *Log) UpdateConfig(cfg Config) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.mu.cfg = unique.Make(cfg)
-	l.timedFlush.Store(cfg.FlushMs != math.MaxInt64)
+	timed := cfg.FlushMs != math.MaxInt64
+	if !l.timedFlush.Swap(timed) && timed && l.env.owner != nil {
+		l.env.owner.wakeFlush()
+	}
 }
 
 // TopicPartition returns the partition this log belongs to.

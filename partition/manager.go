@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -80,6 +81,11 @@ type Manager struct {
 	// cleaner is the log cleaner's state (cleaner_manager.go).
 	cleaner *cleanerState
 
+	// flushWake tells the flush.ms scheduler that a log may have a
+	// flush.ms now (wakeFlush); flushScans counts its scans (tests).
+	flushWake  chan struct{}
+	flushScans atomic.Int64
+
 	stop    chan struct{}
 	done    sync.WaitGroup
 	started bool
@@ -117,7 +123,7 @@ func OpenManager(fs FS, cfg ManagerConfig, configFor func(topic string) Config, 
 	if now == nil {
 		now = time.Now
 	}
-	m := &Manager{fs: fs, cfg: cfg, configFor: configFor, logger: logger, now: now, stop: make(chan struct{})}
+	m := &Manager{fs: fs, cfg: cfg, configFor: configFor, logger: logger, now: now, stop: make(chan struct{}), flushWake: make(chan struct{}, 1)}
 	m.rpOnDisk = map[string]rpCheckpoint{}
 	m.mu.logs = map[TopicPartition]hostedLog{}
 	m.mu.creating = map[TopicPartition]*sync.WaitGroup{}
@@ -300,6 +306,7 @@ func (m *Manager) openLogs(jobs []openJob) error {
 			m.mu.Lock()
 			m.mu.logs[j.tp] = hostedLog{l: l, dir: m.dirFor(j.dir)}
 			m.mu.Unlock()
+			m.noteLog(l)
 			rec.opened(l.NumSegments(), l.Size())
 		}()
 	}
@@ -554,6 +561,9 @@ func (m *Manager) GetOrCreate(tp TopicPartition) (*Log, error) {
 			m.mu.logs[tp] = hostedLog{l: l, dir: m.dirFor(dir)}
 		}
 		m.mu.Unlock()
+		if err == nil {
+			m.noteLog(l)
+		}
 		wg.Done()
 		return l, err
 	}
@@ -656,19 +666,35 @@ func (m *Manager) Start() {
 	go func() {
 		defer m.done.Done()
 		ret := time.NewTicker(m.cfg.RetentionCheckInterval)
-		fl := time.NewTicker(m.cfg.FlushSchedulerInterval)
 		ck := time.NewTicker(m.cfg.CheckpointInterval)
 		defer ret.Stop()
-		defer fl.Stop()
 		defer ck.Stop()
+		// The flush.ms check runs only while some log has a flush.ms
+		// (none by default): its ticker starts on wakeFlush and stops
+		// after a scan that found none.
+		var fl *time.Ticker
+		var flC <-chan time.Time
+		defer func() {
+			if fl != nil {
+				fl.Stop()
+			}
+		}()
 		for {
 			select {
 			case <-m.stop:
 				return
 			case <-ret.C:
 				m.RunRetention()
-			case <-fl.C:
-				m.FlushDue()
+			case <-m.flushWake:
+				if fl == nil {
+					fl = time.NewTicker(m.cfg.FlushSchedulerInterval)
+					flC = fl.C
+				}
+			case <-flC:
+				if m.flushDue() == 0 {
+					fl.Stop()
+					fl, flC = nil, nil
+				}
 			case <-ck.C:
 				if err := m.WriteCheckpoints(); err != nil {
 					m.logger.Error().Err(err).Msg("writing checkpoints")
@@ -694,7 +720,28 @@ func (m *Manager) RunRetention() {
 // FlushDue flushes every log whose flush.ms has passed. Logs without a
 // flush.ms (the default) are skipped before taking any lock of theirs, so
 // that the check costs next to nothing per idle partition.
-func (m *Manager) FlushDue() {
+func (m *Manager) FlushDue() { m.flushDue() }
+
+// noteLog wakes the flush.ms scheduler for a log just registered, if it
+// has a flush.ms. Registering first means the scheduler's next scan
+// finds it.
+func (m *Manager) noteLog(l *Log) {
+	if l.timedFlush.Load() {
+		m.wakeFlush()
+	}
+}
+
+// wakeFlush starts the flush.ms scheduler's ticker if it is stopped.
+func (m *Manager) wakeFlush() {
+	select {
+	case m.flushWake <- struct{}{}:
+	default:
+	}
+}
+
+// flushDue is FlushDue, returning how many logs have a flush.ms.
+func (m *Manager) flushDue() int {
+	m.flushScans.Add(1)
 	now := m.now()
 	m.mu.Lock()
 	var timed []logInDir
@@ -709,6 +756,7 @@ func (m *Manager) FlushDue() {
 			m.logger.Error().Err(err).Str("topic", e.tp.Topic).Int32("partition", e.tp.Partition).Msg("flush")
 		}
 	}
+	return len(timed)
 }
 
 // WriteCheckpoints writes the recovery-point, replication (HW) and log-start

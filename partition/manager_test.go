@@ -229,3 +229,51 @@ func TestManagerCloseClosesABoundedNumberOfLogsAtOnce(t *testing.T) {
 		t.Fatalf("%d file syncs at once while closing %d logs, want at most %d (one log at a time each)", got, logs, closeParallelism)
 	}
 }
+
+// The flush.ms scheduler does not wake while no log has a flush.ms (the
+// default): it starts when a log gets one, flushes it, and stops again
+// once none has.
+func TestFlushSchedulerRunsOnlyWhileALogHasFlushMs(t *testing.T) {
+	fs := NewMemFS()
+	mcfg := ManagerConfig{Dirs: []string{"/d"}, NodeID: 1, Defaults: smallConfig(), FlushSchedulerInterval: time.Millisecond,
+		RetentionCheckInterval: time.Hour, CheckpointInterval: time.Hour}
+	m, err := OpenManager(fs, mcfg, nil, testLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	l, err := m.GetOrCreate(TopicPartition{Topic: "t", Partition: 0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustAppend(t, l, testkit.SimpleBatch(2, 1, 1), 0)
+	m.Start()
+	// A running scheduler would scan every millisecond.
+	time.Sleep(100 * time.Millisecond)
+	if n := m.flushScans.Load(); n != 0 {
+		t.Fatalf("the flush.ms scheduler scanned %d times with no log having a flush.ms", n)
+	}
+
+	cfg := smallConfig()
+	cfg.FlushMs = 0
+	l.UpdateConfig(cfg)
+	for l.RecoveryPoint() != 2 {
+		time.Sleep(time.Millisecond)
+	}
+
+	l.UpdateConfig(smallConfig())
+	// Stopped once a scan found no log with a flush.ms: the count
+	// settles.
+	for {
+		before := m.flushScans.Load()
+		time.Sleep(50 * time.Millisecond)
+		if m.flushScans.Load() == before {
+			break
+		}
+	}
+	settled := m.flushScans.Load()
+	time.Sleep(100 * time.Millisecond)
+	if n := m.flushScans.Load(); n != settled {
+		t.Fatalf("the flush.ms scheduler kept scanning (%d more) after the last flush.ms was removed", n-settled)
+	}
+}
