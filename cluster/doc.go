@@ -59,11 +59,11 @@
 // a voter that knows no leader asks at once (a raft pre-vote first), the
 // voters of a cluster in the order of their ids so that ones starting
 // together do not split the vote (raft.go, electNow). Once it runs, the
-// quorum keeps KRaft's cadence (quorumTimings): heartbeats every 200-400
-// ms, a new election after controller.quorum.fetch.timeout.ms without
-// the leader, and the commit index repeated every 0.5-1 s when idle;
-// followers learn a proposal's commit at once from a barrier the leader
-// appends after it (nudgeLoop).
+// quorum keeps KRaft's cadence (quorumTimings): the leader heartbeats
+// every 400-800 ms (paceHeartbeats), a voter elects after
+// controller.quorum.fetch.timeout.ms without the leader, and the commit
+// index is repeated every 2-4 s when idle; followers learn a proposal's
+// commit at once from a barrier the leader appends after it (nudgeLoop).
 //
 // The Log is the only seam between the Controller and the quorum: every
 // question about the quorum (who leads it, this node's term, how far it

@@ -75,12 +75,13 @@ func TestQuorum_FollowersApplyProposalWithoutWaitingCommitTimeout(t *testing.T) 
 }
 
 // An idle quorum's leader heartbeats each follower every 400-800 ms and
-// tells it the commit index every 0.5-1 s (Kafka's cadence: a KRaft voter
+// repeats the commit index every 2-4 s (Kafka's cadence: a KRaft voter
 // fetches every 500 ms when idle, and elects after 2 s without the
-// leader), not every 50-100 ms; and its lease spans at least two of
-// either, so that a leader starved of CPU does not step down (a lease
-// shorter than the heartbeat interval made a loaded leader resign).
-// Raft accepts the start-up configuration, its lowering, and a leader's.
+// leader), not every 50-100 ms; and its lease spans at least two
+// heartbeat intervals, so that a leader starved of CPU does not step down
+// (a lease shorter than the heartbeat interval made a loaded leader
+// resign). Raft accepts the start-up configuration, its lowering, and a
+// leader's.
 func TestQuorumTimings_KafkaCadenceWithLeaseOverSeveralHeartbeats(t *testing.T) {
 	qc := QuorumConfig{Voters: []Voter{{1, "a:1"}, {2, "b:1"}, {3, "c:1"}}}
 	tm := quorumTimings(qc)
@@ -91,11 +92,11 @@ func TestQuorumTimings_KafkaCadenceWithLeaseOverSeveralHeartbeats(t *testing.T) 
 	if minInterval < 400*time.Millisecond {
 		t.Errorf("heartbeats every %v at the least, want no more often than 400 ms", minInterval)
 	}
-	if tm.commit < 500*time.Millisecond {
-		t.Errorf("commit timeout %v, want at least 500 ms", tm.commit)
+	if tm.commit < 2*time.Second {
+		t.Errorf("commit timeout %v, want at least 2s", tm.commit)
 	}
-	if tm.lease < 2*maxInterval || tm.lease < 2*2*tm.commit {
-		t.Errorf("lease %v spans fewer than two heartbeat intervals of up to %v or commit intervals of up to %v", tm.lease, maxInterval, 2*tm.commit)
+	if tm.lease < 2*maxInterval {
+		t.Errorf("lease %v spans fewer than two heartbeat intervals of up to %v", tm.lease, maxInterval)
 	}
 	qc.FetchTimeout = 5 * time.Second
 	qc.ElectionTimeout = 10 * time.Second

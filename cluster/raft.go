@@ -525,11 +525,12 @@ const soloTimeout = time.Second
 // defaultCommitTimeout is raft's CommitTimeout in a multi-voter quorum.
 // With no new entry, the leader tells each follower the commit index
 // every CommitTimeout (randomised up to twice that) in an AppendEntries
-// that reads the log store: a KRaft follower's idle fetch cadence
-// (replica.fetch.wait.max.ms, 500 ms) rather than raft's 50 ms. Followers
-// do not wait for it to apply a proposal: the leader nudges them at once
-// (see nudgeLoop).
-const defaultCommitTimeout = 500 * time.Millisecond
+// that reads the log store and wakes three of the leader's goroutines
+// per follower. Followers do not wait for it to apply a proposal: the
+// leader nudges them at once (see nudgeLoop); nor to hear from the
+// leader, which heartbeats every 400-800 ms. So it is only a backstop:
+// every 2-4 s, raft's 50 ms being most of an idle leader's work.
+const defaultCommitTimeout = 2 * time.Second
 
 // defaultFetchTimeout is Kafka's controller.quorum.fetch.timeout.ms.
 const defaultFetchTimeout = 2 * time.Second
@@ -560,10 +561,8 @@ type timings struct {
 // .timeout.ms without the leader, a leader resigns after as long without
 // a majority (KRaft: 1.5 times it), and the leader heartbeats each
 // follower every 400-800 ms (a KRaft follower fetches every 500 ms when
-// idle). With the AppendEntries that carry the commit index every
-// CommitTimeout, a follower hears from the leader about every 300 ms, so
-// the lease spans several contacts and a leader starved of CPU for a
-// moment does not step down.
+// idle), so the lease spans at least two of them and a leader starved of
+// CPU for a moment does not step down.
 func quorumTimings(qc QuorumConfig) timings {
 	if len(qc.Voters) == 0 {
 		return timings{heartbeat: soloTimeout, leaderHeartbeat: soloTimeout, election: soloTimeout, lease: soloTimeout, commit: defaultCommitTimeout}
