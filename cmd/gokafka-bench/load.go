@@ -280,6 +280,14 @@ func runProduce(ctx context.Context, c *loadConfig) (*result, error) {
 	if c.acks != "0" {
 		r.add("produce req p50", "ms", ms(req.quantile(0.50)), false)
 		r.add("produce req p99", "ms", ms(req.quantile(0.99)), false)
+		// How the client batched: a produce request carries one batch
+		// per partition its broker leads, so the request rate depends on
+		// where the leaders are as well as on the load (kfake places
+		// each partition's leader at random).
+		if nreq := req.count(); nreq > 0 {
+			r.add("produce requests/s", "req/s", float64(nreq)/elapsed.Seconds(), false)
+			r.add("records per produce request", "rec", float64(n)/float64(nreq), true)
+		}
 	}
 	rec := recLat.snapshot()
 	r.add("record ack p50", "ms", ms(rec.quantile(0.50)), false)

@@ -104,14 +104,16 @@ func TestSmokeScenarioS1(t *testing.T) {
 		if r.Error != "" {
 			t.Errorf("%s: %s", r.System, r.Error)
 		}
-		i := slices.IndexFunc(r.Metrics, func(m struct {
-			Name  string
-			Value float64
-		}) bool {
-			return m.Name == "records/s"
-		})
-		if i < 0 || r.Metrics[i].Value <= 0 {
-			t.Errorf("%s: no records/s above zero in %+v", r.System, r.Metrics)
+		for _, name := range []string{"records/s", "produce requests/s", "records per produce request"} {
+			i := slices.IndexFunc(r.Metrics, func(m struct {
+				Name  string
+				Value float64
+			}) bool {
+				return m.Name == name
+			})
+			if i < 0 || r.Metrics[i].Value <= 0 {
+				t.Errorf("%s: no %s above zero in %+v", r.System, name, r.Metrics)
+			}
 		}
 	}
 }
