@@ -140,20 +140,8 @@ func TestOffsetCheckpointFormat(t *testing.T) {
 func TestManagerFlushDueFlushesOnlyLogsWithFlushMs(t *testing.T) {
 	fs := NewMemFS()
 	clk := newClock()
-	mcfg := ManagerConfig{Dirs: []string{"/d"}, NodeID: 1, Defaults: smallConfig(), Now: clk.Now}
-	m, err := OpenManager(fs, mcfg, nil, testLogger(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
-	plain, err := m.GetOrCreate(TopicPartition{Topic: "plain", Partition: 0})
-	if err != nil {
-		t.Fatal(err)
-	}
-	timed, err := m.GetOrCreate(TopicPartition{Topic: "timed", Partition: 0})
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := openManagerOn(t, fs, ManagerConfig{Dirs: []string{"/d"}, NodeID: 1, Defaults: smallConfig(), Now: clk.Now})
+	plain, timed := logOf(t, m, "plain"), logOf(t, m, "timed")
 	mustAppend(t, plain, testkit.SimpleBatch(2, 1, 1), 0)
 	mustAppend(t, timed, testkit.SimpleBatch(2, 1, 1), 0)
 	clk.Advance(time.Hour)
@@ -235,17 +223,9 @@ func TestManagerCloseClosesABoundedNumberOfLogsAtOnce(t *testing.T) {
 // once none has.
 func TestFlushSchedulerRunsOnlyWhileALogHasFlushMs(t *testing.T) {
 	fs := NewMemFS()
-	mcfg := ManagerConfig{Dirs: []string{"/d"}, NodeID: 1, Defaults: smallConfig(), FlushSchedulerInterval: time.Millisecond,
-		RetentionCheckInterval: time.Hour, CheckpointInterval: time.Hour}
-	m, err := OpenManager(fs, mcfg, nil, testLogger(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
-	l, err := m.GetOrCreate(TopicPartition{Topic: "t", Partition: 0})
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := openManagerOn(t, fs, ManagerConfig{Dirs: []string{"/d"}, NodeID: 1, Defaults: smallConfig(), FlushSchedulerInterval: time.Millisecond,
+		RetentionCheckInterval: time.Hour, CheckpointInterval: time.Hour})
+	l := logOf(t, m, "t")
 	mustAppend(t, l, testkit.SimpleBatch(2, 1, 1), 0)
 	m.Start()
 	// A running scheduler would scan every millisecond.
@@ -276,4 +256,25 @@ func TestFlushSchedulerRunsOnlyWhileALogHasFlushMs(t *testing.T) {
 	if n := m.flushScans.Load(); n != settled {
 		t.Fatalf("the flush.ms scheduler kept scanning (%d more) after the last flush.ms was removed", n-settled)
 	}
+}
+
+// openManagerOn opens a Manager on fs, closed when the test ends.
+func openManagerOn(t *testing.T, fs FS, mcfg ManagerConfig) *Manager {
+	t.Helper()
+	m, err := OpenManager(fs, mcfg, nil, testLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	return m
+}
+
+// logOf is partition 0 of topic on m, created if need be.
+func logOf(t *testing.T, m *Manager, topic string) *Log {
+	t.Helper()
+	l, err := m.GetOrCreate(TopicPartition{Topic: topic, Partition: 0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
 }
