@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"io"
 	"net"
+	"runtime"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -161,5 +162,45 @@ func TestClientForgetsSASLCredentialsAfterSending(t *testing.T) {
 	}
 	if bytes.Contains(cl.out[:cap(cl.out)], []byte("secret-password")) {
 		t.Fatal("the client kept the SASL password in its request buffer")
+	}
+}
+
+// Produce frames reuse pooled buffers whatever their size from 1 KiB up: a
+// producer sending a record at a time sends thousands of small frames a
+// second, and allocating each was most of what such a load made a broker
+// collect. Other frames are not kept: a handler may hold on to them.
+func TestProduceFramesOfEverySizeReusePooledBuffers(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector drops pooled buffers at random")
+	}
+	for _, size := range []int32{1024, 1200, 5000, 40 << 10, 64 << 10, 300 << 10} {
+		body := make([]byte, size)
+		var r bytes.Reader
+		frame := func() {
+			r.Reset(body)
+			b, err := readRequest(&r, size)
+			if err != nil {
+				t.Fatal(err)
+			}
+			putRequestBuf(b)
+		}
+		perFrame := func(key uint16) uint64 {
+			binary.BigEndian.PutUint16(body, key)
+			frame()
+			const n = 1000
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			for range n {
+				frame()
+			}
+			runtime.ReadMemStats(&after)
+			return (after.TotalAlloc - before.TotalAlloc) / n
+		}
+		if got := perFrame(0); got > uint64(size)/10 {
+			t.Errorf("a %d-byte Produce frame allocates %d bytes, want its buffer reused", size, got)
+		}
+		if got := perFrame(1); size < 64<<10 && got < uint64(size) {
+			t.Errorf("a %d-byte Fetch frame allocates %d bytes: a pooled buffer went to a frame that may be kept", size, got)
+		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/bits"
 	"net"
 	"os"
 	"runtime/debug"
@@ -908,18 +909,44 @@ func isTCP(nc net.Conn) bool {
 // records are written to the log before the handler returns; nothing of
 // the request outlives serve. Their buffers are pooled so that a steady
 // produce load does not allocate (and clear, and collect) a fresh frame
-// per request. Other requests may keep slices of their frame (group
-// metadata, assignments), so only Produce frames go back to the pool.
-const pooledRequestMin = 64 << 10
+// per request: big frames in one pool, frames of up to requestChunk by
+// size class (powers of two from pooledRequestMin), since a producer
+// sending a record or a few at a time (linger 0, a low rate) sends
+// thousands of small frames a second, which were most of what a broker
+// under such a load allocated. Other requests may keep slices of their
+// frame (group metadata, assignments), so only Produce frames go back to
+// a pool; frames under pooledRequestMin (most requests other than
+// Produce) are allocated to their size.
+const pooledRequestMin = 1 << 10
 
-var requestBufs = sync.Pool{New: func() any { return new([]byte) }}
+// smallRequestClasses are the size classes pooledRequestMin,
+// 2*pooledRequestMin, ..., requestChunk.
+const smallRequestClasses = 7
+
+var (
+	requestBufs      = sync.Pool{New: func() any { return new([]byte) }}
+	smallRequestBufs [smallRequestClasses]sync.Pool
+)
+
+// smallRequestClass is the size class of a frame of size bytes,
+// pooledRequestMin < size <= requestChunk: the smallest that holds it.
+func smallRequestClass(size int) int {
+	return bits.Len(uint(size-1)) - bits.Len(uint(pooledRequestMin-1))
+}
 
 // getRequestBuf returns a buffer for a frame of size bytes: a pooled one
 // that already holds size, else an empty one that readRequest grows as
 // the bytes arrive.
 func getRequestBuf(size int32) []byte {
-	if size <= requestChunk {
+	if size < pooledRequestMin {
 		return make([]byte, 0, size)
+	}
+	if size <= requestChunk {
+		class := smallRequestClass(int(size))
+		if bp, ok := smallRequestBufs[class].Get().(*[]byte); ok {
+			return (*bp)[:0]
+		}
+		return make([]byte, 0, pooledRequestMin<<class)
 	}
 	bp := requestBufs.Get().(*[]byte)
 	if cap(*bp) < int(size) {
@@ -935,5 +962,12 @@ func putRequestBuf(buf []byte) {
 		return
 	}
 	b := buf[:0]
+	if cap(b) <= requestChunk {
+		// A class's buffers have exactly its size (getRequestBuf).
+		if class := smallRequestClass(cap(b)); pooledRequestMin<<class == cap(b) {
+			smallRequestBufs[class].Put(&b)
+		}
+		return
+	}
 	requestBufs.Put(&b)
 }
