@@ -910,10 +910,10 @@ func isTCP(nc net.Conn) bool {
 // the request outlives serve. Their buffers are pooled so that a steady
 // produce load does not allocate (and clear, and collect) a fresh frame
 // per request: big frames in one pool, frames of up to requestChunk by
-// size class (powers of two from pooledRequestMin), since a producer
-// sending a record or a few at a time (linger 0, a low rate) sends
-// thousands of small frames a second, which were most of what a broker
-// under such a load allocated. Other requests may keep slices of their
+// size class (powers of two from pooledRequestMin), since a producer at a
+// moderate rate (franz-go's default 10 ms linger) sends frames of a few
+// to a few dozen kilobytes, which were most of what a broker under such
+// a load allocated. Other requests may keep slices of their
 // frame (group metadata, assignments), so only Produce frames go back to
 // a pool; frames under pooledRequestMin (most requests other than
 // Produce) are allocated to their size.
@@ -929,7 +929,7 @@ var (
 )
 
 // smallRequestClass is the size class of a frame of size bytes,
-// pooledRequestMin < size <= requestChunk: the smallest that holds it.
+// pooledRequestMin <= size <= requestChunk: the smallest that holds it.
 func smallRequestClass(size int) int {
 	return bits.Len(uint(size-1)) - bits.Len(uint(pooledRequestMin-1))
 }
