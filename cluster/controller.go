@@ -139,10 +139,6 @@ type Log interface {
 	Close() error
 }
 
-// openedLog holds the Controller's log for readers that may run before
-// Open has returned.
-type openedLog struct{ Log }
-
 // Controller validates metadata changes and proposes them to the log. It
 // implements Metadata. On the node that leads the quorum it applies
 // changes itself; elsewhere it forwards them, as Kafka requests, to the
@@ -150,14 +146,14 @@ type openedLog struct{ Log }
 type Controller struct {
 	cfg Config
 	qc  QuorumConfig
-	// log is set once by Open, after raft has started: raft's own
-	// goroutines (the fsm publishing an image) read it through
-	// openedLog, which is stored after it.
-	log       Log
-	openedLog atomic.Pointer[openedLog]
-	logger    zerolog.Logger
-	stop      chan struct{}
-	wg        sync.WaitGroup
+	// log is set once by Open, after raft has started; logOpen is set
+	// after it, and raft's own goroutines (the fsm publishing an image)
+	// read log only once they see logOpen.
+	log     Log
+	logOpen atomic.Bool
+	logger  zerolog.Logger
+	stop    chan struct{}
+	wg      sync.WaitGroup
 	// killed is set by Kill: Close skips the leadership hand-over.
 	killed atomic.Bool
 

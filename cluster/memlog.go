@@ -43,7 +43,7 @@ func OpenInMemory(ctx context.Context, cfg Config, logger zerolog.Logger) (*Cont
 	l := &MemLog{ctrl: c, st: NewState()}
 	c.img = l.st.Image(-1)
 	c.log = l
-	c.openedLog.Store(&openedLog{l})
+	c.logOpen.Store(true)
 	if err := c.ensureClusterID(ctx); err != nil {
 		return nil, nil, err
 	}

@@ -403,7 +403,7 @@ func Open(ctx context.Context, cfg Config, qc QuorumConfig, logger zerolog.Logge
 	l := &raftLog{r: r, ctrl: c, fsm: f, store: store, trans: trans, voters: len(qc.Voters), applyTimeout: 10 * time.Second,
 		nudgeCh: make(chan struct{}, 1), conf: conf, tm: tm}
 	c.log = l
-	c.openedLog.Store(&openedLog{l})
+	c.logOpen.Store(true)
 
 	obsCh := make(chan raft.Observation, 16)
 	obs := raft.NewObserver(obsCh, false, func(o *raft.Observation) bool {
@@ -884,18 +884,14 @@ func (l *raftLog) Barrier(ctx context.Context) error {
 // known (or the log is not open yet).
 // It may run on raft's goroutines before Open has returned.
 func (c *Controller) leaderID() int32 {
-	l := c.openedLog.Load()
-	if l == nil {
+	if !c.logOpen.Load() {
 		return -1
 	}
-	return l.Leader()
+	return c.log.Leader()
 }
 
 // IsLeader reports whether this node is the active controller.
-func (c *Controller) IsLeader() bool {
-	l := c.openedLog.Load()
-	return l != nil && l.IsLeader()
-}
+func (c *Controller) IsLeader() bool { return c.logOpen.Load() && c.log.IsLeader() }
 
 // watchLeader republishes the image when the quorum leader changes, so
 // that Metadata answers carry the current controller id.
