@@ -88,7 +88,8 @@ func TestQuorumTimings_KafkaCadenceWithLeaseOverSeveralHeartbeats(t *testing.T) 
 	if tm.heartbeat != 2*time.Second {
 		t.Errorf("heartbeat timeout %v, want controller.quorum.fetch.timeout.ms's default 2s", tm.heartbeat)
 	}
-	minInterval, maxInterval := tm.leaderHeartbeat/10, tm.leaderHeartbeat/5 // raft's heartbeat()
+	leaderHeartbeat, _ := tm.of(raft.Leader)
+	minInterval, maxInterval := leaderHeartbeat/10, leaderHeartbeat/5 // raft's heartbeat()
 	if minInterval < 400*time.Millisecond {
 		t.Errorf("heartbeats every %v at the least, want no more often than 400 ms", minInterval)
 	}
@@ -150,8 +151,9 @@ func TestQuorum_LeaderHeartbeatsAtItsOwnPaceFollowersKeepTheFetchTimeout(t *test
 	qc := QuorumConfig{SessionTimeout: time.Hour}
 	ctrls := openQuorumOf(t, ctx, 3, qc)
 	tm := quorumTimings(QuorumConfig{Voters: []Voter{{1, "a:1"}, {2, "b:1"}, {3, "c:1"}}})
-	if tm.leaderHeartbeat <= tm.heartbeat {
-		t.Fatalf("leader heartbeat timeout %v, follower's %v: want the leader's longer", tm.leaderHeartbeat, tm.heartbeat)
+	leaderHeartbeat, _ := tm.of(raft.Leader)
+	if leaderHeartbeat <= tm.heartbeat {
+		t.Fatalf("leader heartbeat timeout %v, follower's %v: want the leader's longer", leaderHeartbeat, tm.heartbeat)
 	}
 	awaitPaced := func(leader *Controller) {
 		t.Helper()
@@ -160,7 +162,7 @@ func TestQuorum_LeaderHeartbeatsAtItsOwnPaceFollowersKeepTheFetchTimeout(t *test
 			for _, c := range ctrls {
 				want := tm.heartbeat
 				if c == leader {
-					want = tm.leaderHeartbeat
+					want = leaderHeartbeat
 				}
 				if c.log.(*raftLog).r.ReloadableConfig().HeartbeatTimeout != want {
 					ok = false

@@ -545,10 +545,6 @@ type timings struct {
 	// election is raft's ElectionTimeout, a candidate's wait for votes;
 	// raft wants it no smaller than heartbeat.
 	election time.Duration
-	// leaderHeartbeat is the HeartbeatTimeout while this node leads: the
-	// leader heartbeats each follower every random 1/10-2/10 of it, and
-	// nothing else on a leader depends on it (see paceHeartbeats).
-	leaderHeartbeat time.Duration
 	// lease is raft's LeaderLeaseTimeout: a leader that has not heard
 	// from a majority for this long steps down. Fixed at start, and at
 	// most heartbeat.
@@ -566,7 +562,7 @@ type timings struct {
 // CPU for a moment does not step down.
 func quorumTimings(qc QuorumConfig) timings {
 	if len(qc.Voters) == 0 {
-		return timings{heartbeat: soloTimeout, leaderHeartbeat: soloTimeout, election: soloTimeout, lease: soloTimeout, commit: defaultCommitTimeout}
+		return timings{heartbeat: soloTimeout, election: soloTimeout, lease: soloTimeout, commit: defaultCommitTimeout}
 	}
 	fetch := qc.FetchTimeout
 	if fetch <= 0 {
@@ -580,7 +576,7 @@ func quorumTimings(qc QuorumConfig) timings {
 	if qc.commitTimeout > 0 {
 		commit = qc.commitTimeout
 	}
-	return timings{heartbeat: fetch, leaderHeartbeat: 2 * fetch, election: max(et, fetch), lease: fetch, commit: commit}
+	return timings{heartbeat: fetch, election: max(et, fetch), lease: fetch, commit: commit}
 }
 
 // start sets rc's timeouts for raft's start: twice tm's heartbeat and
@@ -614,11 +610,12 @@ func electNow(conf *raftConf, tm timings) {
 // leader's heartbeat interval (a random 1/10-2/10 of it). Ten or more
 // heartbeats per election timeout are more than a leader needs, and an
 // idle quorum's leader spends most of its time on them, so a leader runs
-// with leaderHeartbeat and every other node with heartbeat. Raft wants
+// with twice the heartbeat timeout (heartbeats every 400-800 ms at
+// Kafka's 2 s fetch timeout) and every other node with it. Raft wants
 // the election timeout no shorter; a leader does not use it.
 func (tm timings) of(st raft.RaftState) (heartbeat, election time.Duration) {
 	if st == raft.Leader {
-		return tm.leaderHeartbeat, max(tm.election, tm.leaderHeartbeat)
+		return 2 * tm.heartbeat, max(tm.election, 2*tm.heartbeat)
 	}
 	return tm.heartbeat, tm.election
 }
