@@ -691,7 +691,7 @@ func (m *Manager) Start() {
 					flC = fl.C
 				}
 			case <-flC:
-				if m.flushDue() == 0 {
+				if m.FlushDue() == 0 {
 					fl.Stop()
 					fl, flC = nil, nil
 				}
@@ -717,11 +717,6 @@ func (m *Manager) RunRetention() {
 	}
 }
 
-// FlushDue flushes every log whose flush.ms has passed. Logs without a
-// flush.ms (the default) are skipped before taking any lock of theirs, so
-// that the check costs next to nothing per idle partition.
-func (m *Manager) FlushDue() { m.flushDue() }
-
 // noteLog wakes the flush.ms scheduler for a log just registered, if it
 // has a flush.ms. Registering first means the scheduler's next scan
 // finds it.
@@ -739,8 +734,11 @@ func (m *Manager) wakeFlush() {
 	}
 }
 
-// flushDue is FlushDue, returning how many logs have a flush.ms.
-func (m *Manager) flushDue() int {
+// FlushDue flushes every log whose flush.ms has passed, and returns how
+// many logs have a flush.ms. Logs without a flush.ms (the default) are
+// skipped before taking any lock of theirs, so that the check costs next
+// to nothing per idle partition.
+func (m *Manager) FlushDue() int {
 	m.flushScans.Add(1)
 	now := m.now()
 	m.mu.Lock()
